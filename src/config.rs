@@ -1,0 +1,153 @@
+//! [`Config`]: every knob with its default, and the validation that turns it into [`Settings`].
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use crate::addr::NodeAddr;
+use crate::error::LockError;
+use crate::transport::{ConnectOptions, Transport};
+
+/// Most nodes a lock may span. Redlock is meant for a handful of independent masters; 9 keeps the
+/// per-round state on the stack.
+pub const MAX_NODES: usize = 9;
+
+/// Lock engine configuration. Build one with `..Default::default()` or through [`crate::Builder`].
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Node URLs, `redis://[user:password@]host:port[/db]`, one per independent master (1..=9).
+    /// Default: empty (must be set).
+    pub nodes: Vec<String>,
+    /// Which connection carries the commands. Default: [`Transport::Pipeline`].
+    pub transport: Transport,
+    /// Prefix of every key the engine writes; the key of a resource is `prefix + resource`.
+    /// Default: `"redlock:"`.
+    pub key_prefix: Vec<u8>,
+    /// Clock drift allowance as a fraction of the TTL; the engine also adds 2 ms for timer granularity.
+    /// Must be in `[0, 1)`. Default: `0.01`.
+    pub drift_factor: f64,
+    /// Deadline for one node's reply within a round. `None` means TTL x 0.05, capped to 50 ms.
+    /// Must be below the TTL. Default: `None`.
+    pub node_timeout: Option<Duration>,
+    /// A lock is granted only if at least this fraction of the TTL is left as validity (a lock with 2 ms
+    /// left is a trap). Must be in `[0, 1)`. Default: `0.1`.
+    pub min_validity_factor: f64,
+    /// Attempts after the first one in [`crate::Redlock::acquire`]. Default: `10`.
+    pub retry_count: u32,
+    /// Base delay between attempts. Default: 50 ms.
+    pub retry_delay: Duration,
+    /// Random extra delay, uniform in `[0, retry_jitter]`, so contenders do not retry in lockstep.
+    /// Default: 50 ms.
+    pub retry_jitter: Duration,
+    /// Overall bound on one `acquire` across retries. Default: `None` (bounded by `retry_count`).
+    pub acquire_timeout: Option<Duration>,
+    /// Largest TTL accepted by acquire and extend. Default: 24 h.
+    pub max_ttl: Duration,
+    /// Longest resource name in bytes. Default: 1024.
+    pub max_resource_len: usize,
+    /// Bound on connecting to one node (TCP + AUTH + SELECT). Default: 1 s.
+    pub connect_timeout: Duration,
+    /// Requests queued or in flight per node before new ones fail fast with backpressure. Default: 65 536.
+    pub max_pending: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            nodes: Vec::new(),
+            transport: Transport::default(),
+            key_prefix: b"redlock:".to_vec(),
+            drift_factor: 0.01,
+            node_timeout: None,
+            min_validity_factor: 0.1,
+            retry_count: 10,
+            retry_delay: Duration::from_millis(50),
+            retry_jitter: Duration::from_millis(50),
+            acquire_timeout: None,
+            max_ttl: Duration::from_secs(24 * 3600),
+            max_resource_len: 1024,
+            connect_timeout: Duration::from_secs(1),
+            max_pending: 65_536,
+        }
+    }
+}
+
+/// A validated configuration: what the engine runs on.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) nodes: Vec<NodeAddr>,
+    pub(crate) transport: Transport,
+    pub(crate) key_prefix: Vec<u8>,
+    pub(crate) timing: crate::timing::Timing,
+    pub(crate) retry: crate::retry::RetryPolicy,
+    pub(crate) acquire_timeout: Option<Duration>,
+    pub(crate) max_ttl: Duration,
+    pub(crate) max_resource_len: usize,
+    pub(crate) connect: ConnectOptions,
+}
+
+impl Config {
+    /// Checks every field and returns the settings the engine runs on, or a typed error saying what is wrong.
+    pub(crate) fn validate(&self) -> Result<Settings, LockError> {
+        let bad = |why: String| Err(LockError::InvalidConfig(why));
+        if self.nodes.is_empty() {
+            return bad("no nodes configured".into());
+        }
+        if self.nodes.len() > MAX_NODES {
+            return bad(format!("{} nodes configured, at most {MAX_NODES} are supported", self.nodes.len()));
+        }
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        let mut seen = HashSet::new();
+        for (index, url) in self.nodes.iter().enumerate() {
+            let addr = NodeAddr::parse(url).map_err(|why| LockError::InvalidConfig(format!("node {index}: {why}")))?;
+            if !seen.insert(addr.identity()) {
+                return bad(format!("node {index} ({addr}) is listed twice; Redlock needs independent nodes"));
+            }
+            nodes.push(addr);
+        }
+        if !(0.0..1.0).contains(&self.drift_factor) {
+            return bad(format!("drift_factor must be in [0, 1), got {}", self.drift_factor));
+        }
+        if !(0.0..1.0).contains(&self.min_validity_factor) {
+            return bad(format!("min_validity_factor must be in [0, 1), got {}", self.min_validity_factor));
+        }
+        if self.node_timeout == Some(Duration::ZERO) {
+            return bad("node_timeout must be above zero".into());
+        }
+        if self.max_ttl.is_zero() {
+            return bad("max_ttl must be above zero".into());
+        }
+        if self.max_resource_len == 0 {
+            return bad("max_resource_len must be above zero".into());
+        }
+        if self.max_pending == 0 {
+            return bad("max_pending must be above zero".into());
+        }
+        if self.connect_timeout.is_zero() {
+            return bad("connect_timeout must be above zero".into());
+        }
+        Ok(Settings {
+            nodes,
+            transport: self.transport,
+            key_prefix: self.key_prefix.clone(),
+            timing: crate::timing::Timing {
+                drift_factor: self.drift_factor,
+                node_timeout: self.node_timeout,
+                min_validity_factor: self.min_validity_factor,
+            },
+            retry: crate::retry::RetryPolicy {
+                count: self.retry_count,
+                delay: self.retry_delay,
+                jitter: self.retry_jitter,
+            },
+            acquire_timeout: self.acquire_timeout,
+            max_ttl: self.max_ttl,
+            max_resource_len: self.max_resource_len,
+            connect: ConnectOptions {
+                connect_timeout: self.connect_timeout,
+                max_pending: self.max_pending,
+                reconnect_min: Duration::from_millis(20),
+                reconnect_max: Duration::from_secs(2),
+            },
+        })
+    }
+}

@@ -1,0 +1,148 @@
+//! The errors callers match on: [`LockError`] for lock operations, [`NodeError`] for one node's failure.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Why a lock operation did not succeed.
+///
+/// Every variant says what a caller can do about it: retry later ([`Contended`](Self::Contended),
+/// [`QuorumNotReached`](Self::QuorumNotReached), [`ValidityExpired`](Self::ValidityExpired),
+/// [`Timeout`](Self::Timeout)), stop using the lock ([`NotOwner`](Self::NotOwner),
+/// [`AlreadyExpired`](Self::AlreadyExpired)), or fix the call ([`InvalidConfig`](Self::InvalidConfig),
+/// [`InvalidInput`](Self::InvalidInput)).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LockError {
+    /// Another owner holds the resource on enough nodes that a majority cannot be won.
+    Contended {
+        /// Nodes that answered "taken".
+        taken: usize,
+        /// Nodes in the set.
+        nodes: usize,
+    },
+    /// Too many nodes failed (errors, timeouts, disconnects) for a majority to be decided in our favour.
+    QuorumNotReached {
+        /// Nodes that confirmed.
+        ok: usize,
+        /// Confirmations a majority needs (`N/2 + 1`).
+        needed: usize,
+        /// Each failed node's index (in configuration order) and cause.
+        failures: Vec<(usize, NodeError)>,
+    },
+    /// A majority was won, but so late that the remaining validity was below the configured minimum.
+    /// The keys were released again.
+    ValidityExpired {
+        /// Validity that was left (zero if the attempt took longer than the TTL).
+        left: Duration,
+        /// The configured minimum.
+        min: Duration,
+    },
+    /// The resource is held by another owner (release/extend found someone else's value).
+    NotOwner,
+    /// The lock had already expired: its keys were gone or its validity had ended.
+    AlreadyExpired,
+    /// A node could not be set up (for example an unusable address); carries the node's index.
+    Node {
+        /// Index of the node in configuration order.
+        index: usize,
+        /// What went wrong.
+        source: NodeError,
+    },
+    /// The overall acquire deadline passed before a lock was won.
+    Timeout {
+        /// Attempts made before the deadline.
+        attempts: u32,
+    },
+    /// The operating system's random source failed to produce a lock value.
+    Random(String),
+    /// The configuration is unusable.
+    InvalidConfig(String),
+    /// An argument of this call is unusable (empty resource, TTL zero or too large, …).
+    InvalidInput(String),
+}
+
+impl LockError {
+    /// Whether another attempt later may succeed (the error came from the nodes' state, not from the call).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Contended { .. } | Self::QuorumNotReached { .. } | Self::ValidityExpired { .. }
+        )
+    }
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Contended { taken, nodes } => {
+                write!(f, "lock contended: held by another owner on {taken} of {nodes} nodes")
+            }
+            Self::QuorumNotReached { ok, needed, failures } => {
+                write!(f, "quorum not reached: {ok} of {needed} needed confirmations")?;
+                for (index, cause) in failures {
+                    write!(f, "; node {index}: {cause}")?;
+                }
+                Ok(())
+            }
+            Self::ValidityExpired { left, min } => write!(
+                f,
+                "validity expired during acquire: {left:?} left, minimum is {min:?}"
+            ),
+            Self::NotOwner => f.write_str("not the owner: the resource is held by another owner"),
+            Self::AlreadyExpired => f.write_str("the lock had already expired"),
+            Self::Node { index, source } => write!(f, "node {index}: {source}"),
+            Self::Timeout { attempts } => {
+                write!(f, "acquire deadline passed after {attempts} attempts")
+            }
+            Self::Random(why) => write!(f, "OS random source failed: {why}"),
+            Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
+            Self::InvalidInput(why) => write!(f, "invalid input: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for LockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Node { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Why one node did not answer a command usefully.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// No reply before the per-node deadline.
+    Timeout,
+    /// The node is not connected right now (a reconnect runs in the background).
+    Disconnected,
+    /// The connection dropped while the command was in flight. It is never replayed: it may or may
+    /// not have run, so the quorum logic treats it as a failure and release covers it.
+    ConnectionLost,
+    /// The node's request queue is full; the command was not sent.
+    Backpressure,
+    /// The server answered with an error (`WRONGTYPE`, `NOPERM`, …).
+    Server(String),
+    /// The reply did not have the expected shape.
+    Protocol(String),
+    /// Connecting or the connection handshake failed.
+    Connect(String),
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Timeout => f.write_str("timed out"),
+            Self::Disconnected => f.write_str("not connected"),
+            Self::ConnectionLost => f.write_str("connection lost with the command in flight"),
+            Self::Backpressure => f.write_str("request queue full"),
+            Self::Server(msg) => write!(f, "server error: {msg}"),
+            Self::Protocol(msg) => write!(f, "protocol error: {msg}"),
+            Self::Connect(msg) => write!(f, "connect failed: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for NodeError {}

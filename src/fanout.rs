@@ -1,0 +1,64 @@
+//! The one fan-out: send a command to every node at once, then count replies until the quorum is won or
+//! lost or the round's deadline passes. Acquire, release and extend are this plus a vote reader.
+//!
+//! Why one timer for the round: every node's request starts at the same instant, so the per-node
+//! deadlines are the same instant too; one `sleep_until` replaces N timers. Replies still pending at the
+//! decision are dropped here, but their commands were queued and still run: release covers them.
+
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
+use std::sync::Arc;
+use std::task::Poll;
+
+use tokio::time::Instant;
+
+use crate::config::MAX_NODES;
+use crate::error::NodeError;
+use crate::quorum::{Decision, Tally, Vote};
+use crate::transport::{Cmd, NodeClient, NodeResult, Pending};
+
+/// Sends `cmd` to all `nodes` and tallies `read(reply)` votes until decided or `deadline`.
+pub(crate) async fn fan_out(
+    nodes: &[Arc<dyn NodeClient>],
+    cmd: &Cmd,
+    deadline: Instant,
+    read: fn(NodeResult) -> Vote,
+) -> Tally {
+    debug_assert!(nodes.len() <= MAX_NODES);
+    let mut tally = Tally::new(nodes.len());
+    // Queue on every node before waiting on any: the rounds overlap on the wire.
+    let mut waiting: [Option<Pending>; MAX_NODES] = std::array::from_fn(|_| None);
+    for (slot, node) in waiting.iter_mut().zip(nodes) {
+        *slot = Some(node.send(cmd));
+    }
+    let mut timer = pin!(tokio::time::sleep_until(deadline));
+    poll_fn(|cx| {
+        let mut open = 0;
+        for (index, slot) in waiting.iter_mut().enumerate() {
+            let Some(pending) = slot else { continue };
+            match Pin::new(pending).poll(cx) {
+                Poll::Ready(reply) => {
+                    *slot = None;
+                    if tally.record(index, read(reply)) != Decision::Open {
+                        return Poll::Ready(());
+                    }
+                }
+                Poll::Pending => open += 1,
+            }
+        }
+        if open == 0 {
+            return Poll::Ready(());
+        }
+        if timer.as_mut().poll(cx).is_ready() {
+            for (index, slot) in waiting.iter_mut().enumerate() {
+                if slot.take().is_some() {
+                    tally.record(index, Vote::Failed(NodeError::Timeout));
+                }
+            }
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    })
+    .await;
+    tally
+}

@@ -1,0 +1,51 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+//! # Layout
+//! - [`redlock`]: [`Redlock`] — acquire, try_acquire, release, extend: the algorithm.
+//! - `fanout`: the one fan-out — send to every node, decide as soon as the majority is won or lost.
+//! - `quorum`: the vote tally and early decision (pure logic).
+//! - `timing`: validity = TTL − elapsed − drift, node deadlines (pure logic).
+//! - `retry`: the random pause between attempts (pure logic).
+//! - `value`: the 20-byte random lock value (a bearer secret, never printed).
+//! - `scripts`: the owner-checked release and extend Lua scripts and their SHA1s.
+//! - [`config`], [`builder`]: every knob with its default; validation into typed errors.
+//! - [`error`]: [`LockError`] and [`NodeError`].
+//! - `lock`: [`Lock`], what acquire returns.
+//! - `addr`: `redis://` URL parsing.
+//! - `transport`: the `NodeClient` trait and its implementations — `transport::pipeline` (the engine's own
+//!   pipelined connection per node) and `transport::fred` (feature `fred`). Only these files touch the network.
+
+mod addr;
+pub mod builder;
+pub mod config;
+pub mod error;
+mod fanout;
+mod lock;
+mod quorum;
+mod redlock;
+mod retry;
+mod scripts;
+mod timing;
+mod transport;
+mod value;
+
+pub use builder::Builder;
+pub use config::{Config, MAX_NODES};
+pub use error::{LockError, NodeError};
+pub use lock::Lock;
+pub use redlock::Redlock;
+pub use transport::Transport;
+
+#[doc(hidden)]
+/// Script digests and sources, exposed for the tests that check them against a real `SCRIPT LOAD`.
+pub mod __private {
+    /// `(source, sha1)` of the release and extend scripts.
+    pub fn scripts() -> [(&'static str, &'static str); 2] {
+        [
+            (crate::scripts::RELEASE.source, crate::scripts::RELEASE.sha1),
+            (crate::scripts::EXTEND.source, crate::scripts::EXTEND.sha1),
+        ]
+    }
+}

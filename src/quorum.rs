@@ -1,0 +1,172 @@
+//! The quorum tally: counts each node's vote and decides as soon as the majority is won or lost.
+//!
+//! Plain logic, no I/O: [`crate::fanout`] feeds it replies as they arrive.
+
+use crate::error::NodeError;
+use crate::transport::{NodeResult, Reply};
+
+/// The majority of `n` nodes.
+pub(crate) fn quorum(n: usize) -> usize {
+    n / 2 + 1
+}
+
+/// One node's answer, as the algorithm reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Vote {
+    /// Done for us: `SET NX` said OK, or the script found our value.
+    Yes,
+    /// Another owner's value is there (`SET NX` said nil, or the script answered `-1`).
+    Taken,
+    /// The key is gone (the script answered `0`): our lock expired there.
+    Gone,
+    /// No usable answer: error, timeout, disconnect.
+    Failed(NodeError),
+}
+
+impl Vote {
+    /// Reads a `SET NX PX` reply.
+    pub(crate) fn of_set(result: NodeResult) -> Self {
+        match result {
+            Ok(Reply::Ok) => Self::Yes,
+            Ok(Reply::Nil) => Self::Taken,
+            Ok(other) => Self::Failed(NodeError::Protocol(format!("unexpected SET reply {other:?}"))),
+            Err(e) => Self::Failed(e),
+        }
+    }
+
+    /// Reads a release/extend script reply (`1` ours, `0` gone, `-1` someone else's).
+    /// `WRONGTYPE` means another kind of key sits at the lock's key: not ours.
+    pub(crate) fn of_script(result: NodeResult) -> Self {
+        match result {
+            Ok(Reply::Int(1)) => Self::Yes,
+            Ok(Reply::Int(0)) => Self::Gone,
+            Ok(Reply::Int(-1)) => Self::Taken,
+            Err(NodeError::Server(msg)) if msg.contains("WRONGTYPE") => Self::Taken,
+            Ok(other) => Self::Failed(NodeError::Protocol(format!("unexpected script reply {other:?}"))),
+            Err(e) => Self::Failed(e),
+        }
+    }
+}
+
+/// Where a round stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Neither won nor lost yet.
+    Open,
+    /// A majority voted yes.
+    Won,
+    /// Too many nodes voted otherwise for a majority to be possible.
+    Lost,
+}
+
+/// The running count of one round.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
+    pub(crate) nodes: usize,
+    pub(crate) yes: usize,
+    pub(crate) taken: usize,
+    pub(crate) gone: usize,
+    /// Failed nodes by index; empty (and unallocated) on the happy path.
+    pub(crate) failures: Vec<(usize, NodeError)>,
+}
+
+impl Tally {
+    pub(crate) fn new(nodes: usize) -> Self {
+        Self { nodes, yes: 0, taken: 0, gone: 0, failures: Vec::new() }
+    }
+
+    pub(crate) fn quorum(&self) -> usize {
+        quorum(self.nodes)
+    }
+
+    /// Counts node `index`'s vote and says whether the round is decided.
+    pub(crate) fn record(&mut self, index: usize, vote: Vote) -> Decision {
+        match vote {
+            Vote::Yes => self.yes += 1,
+            Vote::Taken => self.taken += 1,
+            Vote::Gone => self.gone += 1,
+            Vote::Failed(e) => self.failures.push((index, e)),
+        }
+        self.decision()
+    }
+
+    pub(crate) fn decision(&self) -> Decision {
+        let against = self.taken + self.gone + self.failures.len();
+        if self.yes >= self.quorum() {
+            Decision::Won
+        } else if against > self.nodes - self.quorum() {
+            Decision::Lost
+        } else {
+            Decision::Open
+        }
+    }
+
+    pub(crate) fn won(&self) -> bool {
+        self.decision() == Decision::Won
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quorum_is_strict_majority() {
+        let expected = [(1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (9, 5)];
+        for (n, q) in expected {
+            assert_eq!(quorum(n), q, "n={n}");
+        }
+    }
+
+    #[test]
+    fn decides_early_on_win() {
+        let mut t = Tally::new(5);
+        assert_eq!(t.record(0, Vote::Yes), Decision::Open);
+        assert_eq!(t.record(3, Vote::Failed(NodeError::Timeout)), Decision::Open);
+        assert_eq!(t.record(1, Vote::Yes), Decision::Open);
+        assert_eq!(t.record(4, Vote::Yes), Decision::Won);
+    }
+
+    #[test]
+    fn decides_early_on_loss() {
+        let mut t = Tally::new(5);
+        assert_eq!(t.record(0, Vote::Taken), Decision::Open);
+        assert_eq!(t.record(1, Vote::Failed(NodeError::Disconnected)), Decision::Open);
+        assert_eq!(t.record(2, Vote::Gone), Decision::Lost);
+        assert_eq!(t.failures, vec![(1, NodeError::Disconnected)]);
+    }
+
+    #[test]
+    fn every_vote_combination_decides_like_a_majority_count() {
+        // Exhaustive over N = 1..=5 and every sequence of yes/no: the final decision is Won iff yes > N/2.
+        for n in 1..=5usize {
+            for mask in 0..(1u32 << n) {
+                let mut t = Tally::new(n);
+                let mut decided = Decision::Open;
+                for i in 0..n {
+                    let vote = if mask & (1 << i) != 0 { Vote::Yes } else { Vote::Taken };
+                    decided = t.record(i, vote);
+                    if decided != Decision::Open {
+                        break;
+                    }
+                }
+                let yes = mask.count_ones() as usize;
+                let expect = if yes > n / 2 { Decision::Won } else { Decision::Lost };
+                assert_eq!(decided, expect, "n={n} mask={mask:b}");
+            }
+        }
+    }
+
+    #[test]
+    fn reads_replies() {
+        assert_eq!(Vote::of_set(Ok(Reply::Ok)), Vote::Yes);
+        assert_eq!(Vote::of_set(Ok(Reply::Nil)), Vote::Taken);
+        assert_eq!(Vote::of_script(Ok(Reply::Int(-1))), Vote::Taken);
+        assert_eq!(Vote::of_script(Ok(Reply::Int(0))), Vote::Gone);
+        assert_eq!(
+            Vote::of_script(Err(NodeError::Server("WRONGTYPE Operation".into()))),
+            Vote::Taken
+        );
+        assert!(matches!(Vote::of_set(Ok(Reply::Int(3))), Vote::Failed(_)));
+    }
+}

@@ -1,0 +1,294 @@
+//! [`Redlock`]: acquire, release and extend — the algorithm, on top of [`crate::fanout::fan_out`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::time::Instant;
+
+use crate::config::{Config, Settings};
+use crate::error::LockError;
+use crate::fanout::fan_out;
+use crate::lock::Lock;
+use crate::quorum::{Tally, Vote};
+use crate::scripts::{EXTEND, RELEASE};
+use crate::transport::{self, Cmd, NodeClient};
+use crate::value::LockValue;
+
+/// A Redlock engine over a fixed set of independent Redis masters. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct Redlock {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: Settings,
+    nodes: Vec<Arc<dyn NodeClient>>,
+}
+
+impl Redlock {
+    /// A [`crate::Builder`] with the default configuration.
+    pub fn builder() -> crate::Builder {
+        crate::Builder::new()
+    }
+
+    /// Validates `config` and connects to every node concurrently.
+    ///
+    /// Waits at most `connect_timeout` for the first connections. An unreachable node is not an error
+    /// here: it starts disconnected, votes "failed" until it comes back, and reconnects in the background.
+    /// Invalid configuration (no nodes, a malformed URL, a duplicate node, a factor out of range) is.
+    pub async fn new(config: Config) -> Result<Self, LockError> {
+        let settings = config.validate()?;
+        let connects = settings
+            .nodes
+            .iter()
+            .map(|addr| transport::connect(settings.transport, addr.clone(), &settings.connect));
+        let nodes = futures::future::join_all(connects).await;
+        Ok(Self { inner: Arc::new(Inner { settings, nodes }) })
+    }
+
+    /// Number of nodes in the set.
+    pub fn node_count(&self) -> usize {
+        self.inner.nodes.len()
+    }
+
+    /// Number of nodes whose connection is up right now.
+    pub fn connected_nodes(&self) -> usize {
+        self.inner.nodes.iter().filter(|n| n.is_connected()).count()
+    }
+
+    /// Acquires `resource` for `ttl`, retrying with a random pause as configured.
+    ///
+    /// Each attempt sends `SET key value NX PX ttl` to all nodes at once and returns as soon as a majority
+    /// is won or lost. A lock is returned only if a majority confirmed **and** the validity left
+    /// (`ttl - elapsed - drift`) is at least the configured minimum. A failed attempt releases its key on
+    /// every node (without waiting) before the pause.
+    ///
+    /// `ttl` is used in whole milliseconds (rounded down).
+    ///
+    /// # Cancellation
+    /// Dropping the future mid-attempt is safe: keys the attempt may have set are released in the
+    /// background, best effort.
+    ///
+    /// # Errors
+    /// [`LockError::Contended`], [`LockError::QuorumNotReached`] or [`LockError::ValidityExpired`] from
+    /// the last attempt once retries are used up; [`LockError::Timeout`] when `acquire_timeout` passes;
+    /// [`LockError::InvalidInput`] for an empty or too long resource or a TTL that is zero, below 1 ms, too
+    /// large, or not above the node timeout.
+    pub async fn acquire(&self, resource: &[u8], ttl: Duration) -> Result<Lock, LockError> {
+        let s = &self.inner.settings;
+        let (key, ttl) = self.check(resource, ttl)?;
+        let deadline = s.acquire_timeout.map(|t| Instant::now() + t);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let err = match self.attempt(&key, ttl).await {
+                Ok(lock) => return Ok(lock),
+                Err(err) => err,
+            };
+            if !err.is_retryable() || attempts > s.retry.count {
+                return Err(err);
+            }
+            let pause = s.retry.next_delay();
+            if deadline.is_some_and(|d| Instant::now() + pause >= d) {
+                return Err(LockError::Timeout { attempts });
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// One acquire attempt, no retries. Same guarantees and errors as [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self, resource: &[u8], ttl: Duration) -> Result<Lock, LockError> {
+        let (key, ttl) = self.check(resource, ttl)?;
+        self.attempt(&key, ttl).await
+    }
+
+    /// Releases `lock` on every node with the owner-checked compare-and-delete script.
+    ///
+    /// # Errors
+    /// [`LockError::NotOwner`] if another owner's value sits at the key (our lock had expired and was
+    /// taken); [`LockError::AlreadyExpired`] if the keys were already gone; [`LockError::QuorumNotReached`]
+    /// if too many nodes failed to answer (the keys then expire at their TTL).
+    pub async fn release(&self, lock: Lock) -> Result<(), LockError> {
+        let timeout = self.inner.settings.timing.node_timeout(lock.ttl);
+        let cmd = Cmd::Script { script: &RELEASE, key: lock.key.clone(), value: lock.value, arg: None };
+        let tally = fan_out(&self.inner.nodes, &cmd, Instant::now() + timeout, Vote::of_script).await;
+        if tally.won() {
+            Ok(())
+        } else {
+            Err(owner_error(tally))
+        }
+    }
+
+    /// Extends `lock` to `ttl` from now, on every node, with the owner-checked compare-and-`PEXPIRE` script.
+    ///
+    /// The extension counts only if a majority confirmed before the lock's current validity ended. On
+    /// success `valid_until` becomes `start + ttl - drift`, measured from this call's start. On failure it
+    /// can only move earlier (a partial extend with a shorter TTL may have shortened some keys).
+    ///
+    /// # Errors
+    /// [`LockError::AlreadyExpired`] if the validity had already ended (nothing is sent) or the keys were
+    /// gone; [`LockError::NotOwner`] if another owner holds the resource; [`LockError::QuorumNotReached`];
+    /// [`LockError::ValidityExpired`] if the confirmations came too late to leave any validity;
+    /// [`LockError::InvalidInput`] for a bad `ttl`.
+    pub async fn extend(&self, lock: &mut Lock, ttl: Duration) -> Result<(), LockError> {
+        let timing = &self.inner.settings.timing;
+        let ttl = self.check_ttl(ttl)?;
+        let start = Instant::now();
+        if start >= lock.valid_until {
+            return Err(LockError::AlreadyExpired);
+        }
+        // Replies after the current validity ended prove nothing: someone else may hold it by then.
+        let deadline = (start + timing.node_timeout(ttl)).min(lock.valid_until);
+        let ttl_ms = millis(ttl);
+        let cmd = Cmd::Script { script: &EXTEND, key: lock.key.clone(), value: lock.value, arg: Some(ttl_ms) };
+        let tally = fan_out(&self.inner.nodes, &cmd, deadline, Vote::of_script).await;
+        let elapsed = start.elapsed();
+        let extended_until = start + ttl.saturating_sub(timing.drift(ttl));
+        match timing.validity(ttl, elapsed) {
+            Some(_) if tally.won() => {
+                lock.valid_until = extended_until;
+                lock.ttl = ttl;
+                Ok(())
+            }
+            _ => {
+                lock.valid_until = lock.valid_until.min(extended_until);
+                if tally.won() {
+                    let min = timing.min_validity(ttl);
+                    Err(LockError::ValidityExpired { left: Duration::ZERO, min })
+                } else {
+                    Err(owner_error(tally))
+                }
+            }
+        }
+    }
+
+    async fn attempt(&self, key: &Bytes, ttl: Duration) -> Result<Lock, LockError> {
+        let s = &self.inner.settings;
+        let value = LockValue::random().map_err(|e| LockError::Random(e.to_string()))?;
+        let start = Instant::now();
+        // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
+        // releases the key on every node (also those that said no or timed out: their SET may still land).
+        let guard = ReleaseOnDrop { nodes: &self.inner.nodes, key, value, armed: true };
+        let cmd = Cmd::SetNxPx { key: key.clone(), value, ttl_ms: millis(ttl) };
+        let tally = fan_out(&self.inner.nodes, &cmd, start + s.timing.node_timeout(ttl), Vote::of_set).await;
+        if !tally.won() {
+            return Err(acquire_error(tally));
+        }
+        let elapsed = start.elapsed();
+        let min = s.timing.min_validity(ttl);
+        match s.timing.validity(ttl, elapsed) {
+            Some(validity) if validity >= min => {
+                guard.disarm();
+                Ok(Lock {
+                    key: key.clone(),
+                    prefix_len: s.key_prefix.len(),
+                    value,
+                    ttl,
+                    valid_until: start + elapsed + validity,
+                })
+            }
+            left => Err(LockError::ValidityExpired { left: left.unwrap_or_default(), min }),
+        }
+    }
+
+    /// Validates a resource and TTL; returns the full key and the TTL in whole milliseconds.
+    fn check(&self, resource: &[u8], ttl: Duration) -> Result<(Bytes, Duration), LockError> {
+        let s = &self.inner.settings;
+        if resource.is_empty() {
+            return Err(LockError::InvalidInput("resource name is empty".into()));
+        }
+        if resource.len() > s.max_resource_len {
+            return Err(LockError::InvalidInput(format!(
+                "resource name is {} bytes, the limit is {}",
+                resource.len(),
+                s.max_resource_len
+            )));
+        }
+        let ttl = self.check_ttl(ttl)?;
+        let mut key = BytesMut::with_capacity(s.key_prefix.len() + resource.len());
+        key.put_slice(&s.key_prefix);
+        key.put_slice(resource);
+        Ok((key.freeze(), ttl))
+    }
+
+    fn check_ttl(&self, ttl: Duration) -> Result<Duration, LockError> {
+        let s = &self.inner.settings;
+        // Whole milliseconds: PX takes milliseconds, and validity must be computed from what the nodes got.
+        let whole = Duration::from_millis(millis(ttl));
+        if whole.is_zero() {
+            return Err(LockError::InvalidInput(format!("ttl {ttl:?} is below 1 ms")));
+        }
+        if whole > s.max_ttl {
+            return Err(LockError::InvalidInput(format!("ttl {ttl:?} is above max_ttl {:?}", s.max_ttl)));
+        }
+        let node_timeout = s.timing.node_timeout(whole);
+        if node_timeout >= whole {
+            return Err(LockError::InvalidInput(format!(
+                "ttl {ttl:?} is not above the node timeout {node_timeout:?}"
+            )));
+        }
+        Ok(whole)
+    }
+}
+
+impl fmt::Debug for Redlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redlock")
+            .field("nodes", &self.inner.settings.nodes)
+            .field("transport", &self.inner.settings.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Fires the release script at every node when dropped while armed; never waits for replies.
+struct ReleaseOnDrop<'a> {
+    nodes: &'a [Arc<dyn NodeClient>],
+    key: &'a Bytes,
+    value: LockValue,
+    armed: bool,
+}
+
+impl ReleaseOnDrop<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let cmd = Cmd::Script { script: &RELEASE, key: self.key.clone(), value: self.value, arg: None };
+        for node in self.nodes {
+            // Queued now; each connection writes it after this attempt's SET, so it cannot overtake it.
+            drop(node.send(&cmd));
+        }
+    }
+}
+
+fn acquire_error(tally: Tally) -> LockError {
+    let impossible = tally.nodes - tally.quorum();
+    if tally.failures.is_empty() || tally.taken > impossible {
+        LockError::Contended { taken: tally.taken, nodes: tally.nodes }
+    } else {
+        LockError::QuorumNotReached { ok: tally.yes, needed: tally.quorum(), failures: tally.failures }
+    }
+}
+
+/// Why a release or extend round was lost.
+fn owner_error(tally: Tally) -> LockError {
+    if tally.taken > 0 {
+        LockError::NotOwner
+    } else if tally.gone > 0 && (tally.failures.is_empty() || tally.gone + tally.yes >= tally.quorum()) {
+        LockError::AlreadyExpired
+    } else {
+        LockError::QuorumNotReached { ok: tally.yes, needed: tally.quorum(), failures: tally.failures }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,47 @@
+//! The retry policy: how many more attempts, and a random pause between them.
+//!
+//! The pause is `delay + uniform(0, jitter)`: contenders that failed together must not retry together,
+//! or they split the nodes again (the Redlock design's advice for split votes).
+
+use std::time::Duration;
+
+/// Validated retry knobs of [`crate::Config`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetryPolicy {
+    pub(crate) count: u32,
+    pub(crate) delay: Duration,
+    pub(crate) jitter: Duration,
+}
+
+impl RetryPolicy {
+    /// A random pause before the next attempt.
+    pub(crate) fn next_delay(&self) -> Duration {
+        let jitter_us = u64::try_from(self.jitter.as_micros()).unwrap_or(u64::MAX);
+        self.delay
+            .saturating_add(Duration::from_micros(fastrand::u64(0..=jitter_us)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_stays_in_range_and_varies() {
+        let p = RetryPolicy { count: 3, delay: Duration::from_millis(10), jitter: Duration::from_millis(5) };
+        let samples: Vec<_> = (0..1000).map(|_| p.next_delay()).collect();
+        assert!(samples
+            .iter()
+            .all(|d| *d >= Duration::from_millis(10) && *d <= Duration::from_millis(15)));
+        let distinct: std::collections::HashSet<_> = samples.iter().collect();
+        assert!(distinct.len() > 100, "jitter should spread retries");
+    }
+
+    #[test]
+    fn zero_jitter_is_exact_and_huge_values_saturate() {
+        let p = RetryPolicy { count: 0, delay: Duration::from_millis(3), jitter: Duration::ZERO };
+        assert_eq!(p.next_delay(), Duration::from_millis(3));
+        let p = RetryPolicy { count: 0, delay: Duration::MAX, jitter: Duration::MAX };
+        assert_eq!(p.next_delay(), Duration::MAX);
+    }
+}

@@ -1,0 +1,93 @@
+//! Validity arithmetic: how long a lock may be trusted, on the monotonic clock, without ever underflowing.
+//!
+//! `validity = TTL - elapsed - drift`, with `drift = TTL x drift_factor + 2 ms`: the nodes' clocks may run
+//! a little fast, and timers have millisecond granularity. A lock is granted only if `validity` is above
+//! zero **and** at least `TTL x min_validity_factor`: a lock granted with 2 ms left cannot protect anything.
+
+use std::time::Duration;
+
+/// Extra drift for timer granularity, added to `TTL x drift_factor` (as the Redlock design does).
+const GRANULARITY: Duration = Duration::from_millis(2);
+/// Default per-node deadline: this fraction of the TTL …
+const NODE_TIMEOUT_FACTOR: f64 = 0.05;
+/// … capped here, since a healthy node answers in well under a millisecond.
+const NODE_TIMEOUT_CAP: Duration = Duration::from_millis(50);
+
+/// The validated timing knobs of [`crate::Config`]. Factors are in `[0, 1)`, so no product can overflow.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    pub(crate) drift_factor: f64,
+    pub(crate) node_timeout: Option<Duration>,
+    pub(crate) min_validity_factor: f64,
+}
+
+impl Timing {
+    /// Deadline for each node's reply within one round of a lock with this TTL.
+    pub(crate) fn node_timeout(&self, ttl: Duration) -> Duration {
+        self.node_timeout
+            .unwrap_or_else(|| ttl.mul_f64(NODE_TIMEOUT_FACTOR).min(NODE_TIMEOUT_CAP))
+    }
+
+    /// The clock-drift allowance subtracted from every validity.
+    pub(crate) fn drift(&self, ttl: Duration) -> Duration {
+        ttl.mul_f64(self.drift_factor).saturating_add(GRANULARITY)
+    }
+
+    /// `TTL - elapsed - drift`, or `None` when nothing is left.
+    pub(crate) fn validity(&self, ttl: Duration, elapsed: Duration) -> Option<Duration> {
+        ttl.checked_sub(elapsed)?
+            .checked_sub(self.drift(ttl))
+            .filter(|v| !v.is_zero())
+    }
+
+    /// The least validity a granted lock may have.
+    pub(crate) fn min_validity(&self, ttl: Duration) -> Duration {
+        ttl.mul_f64(self.min_validity_factor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing() -> Timing {
+        Timing { drift_factor: 0.01, node_timeout: None, min_validity_factor: 0.1 }
+    }
+
+    #[test]
+    fn validity_subtracts_elapsed_and_drift() {
+        let t = timing();
+        let ttl = Duration::from_secs(10);
+        // drift = 100 ms + 2 ms
+        assert_eq!(t.validity(ttl, Duration::from_millis(8)), Some(Duration::from_millis(9890)));
+    }
+
+    #[test]
+    fn validity_never_underflows() {
+        let t = timing();
+        let ttl = Duration::from_millis(100);
+        assert_eq!(t.validity(ttl, Duration::from_millis(99)), None);
+        assert_eq!(t.validity(ttl, Duration::from_secs(5)), None);
+        assert_eq!(t.validity(Duration::from_millis(1), Duration::ZERO), None);
+        // exactly zero left is not a lock
+        assert_eq!(t.validity(ttl, Duration::from_millis(97)), None);
+    }
+
+    #[test]
+    fn node_timeout_defaults_to_five_percent_capped() {
+        let t = timing();
+        assert_eq!(t.node_timeout(Duration::from_millis(200)), Duration::from_millis(10));
+        assert_eq!(t.node_timeout(Duration::from_secs(30)), Duration::from_millis(50));
+        let fixed = Timing { node_timeout: Some(Duration::from_millis(7)), ..t };
+        assert_eq!(fixed.node_timeout(Duration::from_secs(30)), Duration::from_millis(7));
+    }
+
+    #[test]
+    fn extreme_ttls_do_not_panic() {
+        let t = Timing { drift_factor: 0.999, node_timeout: None, min_validity_factor: 0.999 };
+        let huge = Duration::MAX;
+        let _ = t.validity(huge, Duration::ZERO);
+        let _ = t.min_validity(huge);
+        let _ = t.node_timeout(huge);
+    }
+}

@@ -1,0 +1,152 @@
+//! How the algorithm reaches a node: one small trait, [`NodeClient`], with two implementations.
+//!
+//! - [`pipeline`]: the engine's own connection (default). One TCP connection per node; every queued request
+//!   is written with the others in one write, replies complete requests in FIFO order.
+//! - `fred` (feature `fred`): the fred client, for comparison and, later, Cluster/Sentinel node sets.
+//!
+//! The contract both keep, because the lock's safety depends on it:
+//! - [`NodeClient::send`] queues the command **now**; the returned [`Pending`] only waits for the reply.
+//!   Release-after-failure relies on this: it fires the release and does not wait.
+//! - A command is never replayed after a reconnect: in-flight commands fail with
+//!   [`NodeError::ConnectionLost`] and the quorum logic decides.
+//! - `NOSCRIPT` is handled inside: `EVALSHA` first, `EVAL` once on `NOSCRIPT` (the script did not run, so
+//!   sending it again is not a replay).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+
+use crate::error::NodeError;
+use crate::scripts::Script;
+use crate::value::LockValue;
+
+#[cfg(feature = "fred")]
+pub(crate) mod fred;
+pub(crate) mod pipeline;
+mod resp;
+
+/// A command the algorithm sends to a node. Cheap to clone: keys are `Bytes`, the value is 20 bytes.
+#[derive(Debug, Clone)]
+pub(crate) enum Cmd {
+    /// `SET key value NX PX ttl_ms`.
+    SetNxPx { key: Bytes, value: LockValue, ttl_ms: u64 },
+    /// `EVALSHA sha 1 key value [arg]`.
+    Script { script: &'static Script, key: Bytes, value: LockValue, arg: Option<u64> },
+    /// `INFO server`. Part of the node interface for the crashed-node quarantine (server identity and
+    /// uptime); the lock algorithm does not send it yet.
+    #[allow(dead_code)]
+    InfoServer,
+}
+
+/// A node's reply, reduced to what the algorithm looks at. Server errors arrive as [`NodeError::Server`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reply {
+    /// `+OK`
+    Ok,
+    /// A nil reply (`SET NX` on an existing key).
+    Nil,
+    /// An integer reply (the scripts' `1`/`0`/`-1`).
+    Int(i64),
+    /// A bulk string or another simple string.
+    Data(Bytes),
+    /// Anything else (arrays); the algorithm never expects one.
+    Other,
+}
+
+/// The result of one command on one node.
+pub(crate) type NodeResult = Result<Reply, NodeError>;
+
+/// One node's connection, whatever carries it.
+pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
+    /// Queues `cmd` on this node's connection now and returns a future of its reply.
+    ///
+    /// The future has no deadline of its own: the caller bounds all nodes of a round with one timer.
+    /// Dropping it discards the reply; the command still runs.
+    fn send(&self, cmd: &Cmd) -> Pending;
+
+    /// Whether the node's connection is up right now.
+    fn is_connected(&self) -> bool;
+}
+
+/// The reply future [`NodeClient::send`] returns: a concrete type, so the hot path stays free of boxing
+/// for the engine's own transport.
+#[must_use = "the command is already queued; the future only carries its reply"]
+pub(crate) struct Pending(PendingInner);
+
+enum PendingInner {
+    Ready(Option<NodeResult>),
+    Pipeline(pipeline::Waiter),
+    #[allow(dead_code)] // used by the fred transport
+    Boxed(Pin<Box<dyn Future<Output = NodeResult> + Send>>),
+}
+
+impl Pending {
+    pub(crate) fn ready(result: NodeResult) -> Self {
+        Self(PendingInner::Ready(Some(result)))
+    }
+
+    pub(crate) fn pipeline(waiter: pipeline::Waiter) -> Self {
+        Self(PendingInner::Pipeline(waiter))
+    }
+
+    #[allow(dead_code)] // used by the fred transport
+    pub(crate) fn boxed(fut: impl Future<Output = NodeResult> + Send + 'static) -> Self {
+        Self(PendingInner::Boxed(Box::pin(fut)))
+    }
+}
+
+impl Future for Pending {
+    type Output = NodeResult;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<NodeResult> {
+        match &mut self.get_mut().0 {
+            PendingInner::Ready(result) => Poll::Ready(
+                result
+                    .take()
+                    .unwrap_or_else(|| Err(NodeError::Protocol("reply polled twice".into()))),
+            ),
+            PendingInner::Pipeline(waiter) => Pin::new(waiter).poll(cx),
+            PendingInner::Boxed(fut) => fut.as_mut().poll(cx),
+        }
+    }
+}
+
+/// Which implementation carries the node connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Transport {
+    /// The engine's own pipelined connection per node (the fast path). Default.
+    #[default]
+    Pipeline,
+    /// The fred client (feature `fred`): for comparison, and later for Cluster/Sentinel node sets.
+    #[cfg(feature = "fred")]
+    Fred,
+}
+
+/// Connection settings both transports honour.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectOptions {
+    /// Bound on one connect + handshake; `build()` waits at most this long for the first connect.
+    pub(crate) connect_timeout: std::time::Duration,
+    /// Requests queued or in flight per node before [`NodeError::Backpressure`].
+    pub(crate) max_pending: usize,
+    /// First reconnect delay; doubles (with jitter) up to `reconnect_max`.
+    pub(crate) reconnect_min: std::time::Duration,
+    pub(crate) reconnect_max: std::time::Duration,
+}
+
+/// Opens a node client of the chosen kind. Never fails for an unreachable node: it starts disconnected and
+/// reconnects in the background; waits at most `connect_timeout` for the first connect.
+pub(crate) async fn connect(
+    kind: Transport,
+    addr: crate::addr::NodeAddr,
+    opts: &ConnectOptions,
+) -> std::sync::Arc<dyn NodeClient> {
+    match kind {
+        Transport::Pipeline => std::sync::Arc::new(pipeline::PipelineNode::connect(addr, opts).await),
+        #[cfg(feature = "fred")]
+        Transport::Fred => std::sync::Arc::new(fred::FredNode::connect(addr, opts).await),
+    }
+}

@@ -1,0 +1,377 @@
+//! The engine's own connection to one node: one TCP stream, every queued command written in one go,
+//! replies matched to requests in FIFO order.
+//!
+//! Why not a general client: a lock needs semantics general clients get wrong by default, and throughput
+//! needs batching they do not do for scripts (see the README's transport table).
+//! - **Batching.** Callers encode their command straight into one shared buffer under a short std mutex;
+//!   the writer task swaps the whole buffer out and writes it with one `write_all`, so 64 concurrent lock
+//!   cycles cost the node a handful of reads, not 64 packets.
+//! - **No replay.** When the connection drops, every in-flight request fails with
+//!   [`NodeError::ConnectionLost`] and the buffer is discarded; nothing is re-sent on the new connection.
+//! - **Fail fast.** While disconnected, requests fail at once with [`NodeError::Disconnected`]; a full queue
+//!   fails with [`NodeError::Backpressure`]. Reconnects run in the background with exponential backoff and
+//!   jitter, so a dead node never blocks a caller.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use redis_protocol::resp2::decode::decode_bytes_mut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, Notify};
+use tokio_util::sync::CancellationToken;
+
+use super::resp::{encode_args, encode_cmd, is_noscript, to_result};
+use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending, Reply};
+use crate::addr::NodeAddr;
+use crate::error::NodeError;
+use crate::scripts::{EXTEND, RELEASE};
+
+/// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
+#[derive(Debug)]
+pub(crate) struct PipelineNode {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    addr: NodeAddr,
+    opts: ConnectOptions,
+    state: Mutex<State>,
+    wake_writer: Notify,
+    /// Cancelled when the handle is dropped: stops the reader, writer and reconnect loop.
+    shutdown: CancellationToken,
+}
+
+#[derive(Debug)]
+struct State {
+    connected: bool,
+    /// Bumped on every new connection, so tasks of an old connection cannot touch the new one.
+    generation: u64,
+    /// Encoded commands not yet handed to the writer.
+    out: BytesMut,
+    /// One slot per command written or queued, in wire order.
+    pending: VecDeque<Slot>,
+    /// Cancels the current connection's reader and writer.
+    conn_token: CancellationToken,
+}
+
+impl PipelineNode {
+    /// Connects (bounded by `connect_timeout`); on failure starts disconnected and reconnects in the
+    /// background.
+    pub(crate) async fn connect(addr: NodeAddr, opts: &ConnectOptions) -> Self {
+        let shared = Arc::new(Shared {
+            addr,
+            opts: opts.clone(),
+            state: Mutex::new(State {
+                connected: false,
+                generation: 0,
+                out: BytesMut::with_capacity(16 * 1024),
+                pending: VecDeque::new(),
+                conn_token: CancellationToken::new(),
+            }),
+            wake_writer: Notify::new(),
+            shutdown: CancellationToken::new(),
+        });
+        match open(&shared.addr, &shared.opts).await {
+            Ok(stream) => shared.install(stream),
+            Err(_) => {
+                tokio::spawn(reconnect_loop(shared.clone()));
+            }
+        }
+        Self { shared }
+    }
+}
+
+impl Drop for PipelineNode {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
+impl NodeClient for PipelineNode {
+    fn send(&self, cmd: &Cmd) -> Pending {
+        let (tx, rx) = oneshot::channel();
+        match self.shared.enqueue(cmd, false, tx) {
+            Ok(()) => Pending::pipeline(Waiter { rx }),
+            Err(e) => Pending::ready(Err(e)),
+        }
+    }
+
+    fn is_connected(&self) -> bool {
+        self.shared.lock().connected
+    }
+}
+
+/// The reply future of one pipelined command.
+#[derive(Debug)]
+pub(crate) struct Waiter {
+    rx: oneshot::Receiver<NodeResult>,
+}
+
+impl Future for Waiter {
+    type Output = NodeResult;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<NodeResult> {
+        // A dropped sender means the connection task went away with the request in flight.
+        Pin::new(&mut self.get_mut().rx)
+            .poll(cx)
+            .map(|r| r.unwrap_or(Err(NodeError::ConnectionLost)))
+    }
+}
+
+/// One request written or queued on the connection.
+#[derive(Debug)]
+struct Slot {
+    tx: oneshot::Sender<NodeResult>,
+    /// For scripts: the command again, to resend as `EVAL` if the node answers `NOSCRIPT`. The reader
+    /// does this, not the waiter, so fire-and-forget releases recover too.
+    script: Option<Cmd>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock only means another thread panicked mid-update of plain buffers; keep going.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Encodes `cmd` into the output buffer and registers `tx` for its reply.
+    fn enqueue(&self, cmd: &Cmd, eval_source: bool, tx: oneshot::Sender<NodeResult>) -> Result<(), NodeError> {
+        // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
+        let script = (!eval_source && matches!(cmd, Cmd::Script { .. })).then(|| cmd.clone());
+        let mut st = self.lock();
+        if !st.connected {
+            return Err(NodeError::Disconnected);
+        }
+        if st.pending.len() >= self.opts.max_pending {
+            return Err(NodeError::Backpressure);
+        }
+        let wake = st.out.is_empty();
+        encode_cmd(&mut st.out, cmd, eval_source);
+        st.pending.push_back(Slot { tx, script });
+        drop(st);
+        // The writer takes the whole buffer each time it wakes, so only the first command of a batch
+        // needs to wake it; `notify_one` keeps a permit if the writer is busy writing.
+        if wake {
+            self.wake_writer.notify_one();
+        }
+        Ok(())
+    }
+
+    fn install(self: &Arc<Self>, stream: TcpStream) {
+        let (rd, wr) = stream.into_split();
+        let token = self.shutdown.child_token();
+        let generation = {
+            let mut st = self.lock();
+            st.generation += 1;
+            st.connected = true;
+            st.out.clear();
+            st.conn_token = token.clone();
+            st.generation
+        };
+        tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
+        tokio::spawn(write_loop(self.clone(), wr, generation, token));
+    }
+
+    /// Tears down connection `generation`: fails every in-flight request (no replay) and reconnects.
+    fn fail(self: &Arc<Self>, generation: u64) {
+        let drained = {
+            let mut st = self.lock();
+            if st.generation != generation || !st.connected {
+                return;
+            }
+            st.connected = false;
+            st.out.clear();
+            st.conn_token.cancel();
+            std::mem::take(&mut st.pending)
+        };
+        for slot in drained {
+            let _ = slot.tx.send(Err(NodeError::ConnectionLost));
+        }
+        if !self.shutdown.is_cancelled() {
+            tokio::spawn(reconnect_loop(self.clone()));
+        }
+    }
+}
+
+async fn write_loop(shared: Arc<Shared>, mut wr: OwnedWriteHalf, generation: u64, token: CancellationToken) {
+    let mut batch = BytesMut::with_capacity(16 * 1024);
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = shared.wake_writer.notified() => {}
+        }
+        {
+            let mut st = shared.lock();
+            if st.generation != generation {
+                return;
+            }
+            std::mem::swap(&mut st.out, &mut batch);
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        let written = tokio::select! {
+            _ = token.cancelled() => return,
+            r = wr.write_all(&batch) => r,
+        };
+        if written.is_err() {
+            shared.fail(generation);
+            return;
+        }
+        batch.clear();
+    }
+}
+
+async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf, generation: u64, token: CancellationToken) {
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut replies = Vec::new();
+    let mut slots = Vec::new();
+    loop {
+        let read = tokio::select! {
+            _ = token.cancelled() => return,
+            r = rd.read_buf(&mut buf) => r,
+        };
+        if !matches!(read, Ok(n) if n > 0) {
+            shared.fail(generation);
+            return;
+        }
+        loop {
+            match decode_bytes_mut(&mut buf) {
+                Ok(Some((frame, _, _))) => replies.push(to_result(frame)),
+                Ok(None) => break,
+                Err(_) => {
+                    shared.fail(generation);
+                    return;
+                }
+            }
+        }
+        if replies.is_empty() {
+            continue;
+        }
+        {
+            let mut st = shared.lock();
+            if st.generation != generation {
+                return;
+            }
+            for _ in 0..replies.len() {
+                match st.pending.pop_front() {
+                    Some(tx) => slots.push(tx),
+                    None => break,
+                }
+            }
+        }
+        if slots.len() < replies.len() {
+            // More replies than requests: the stream is out of step and nothing on it can be trusted.
+            shared.fail(generation);
+            return;
+        }
+        // Complete outside the lock: waking a waiter may run it on another thread right away.
+        for (slot, reply) in slots.drain(..).zip(replies.drain(..)) {
+            match (&reply, slot.script) {
+                // The script did not run (cache flushed or node restarted): send its source once.
+                (Err(e), Some(cmd)) if is_noscript(e) => {
+                    // If that fails, `tx` is dropped and the waiter sees ConnectionLost.
+                    let _ = shared.enqueue(&cmd, true, slot.tx);
+                }
+                _ => {
+                    let _ = slot.tx.send(reply);
+                }
+            }
+        }
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(16 * 1024);
+        }
+    }
+}
+
+async fn reconnect_loop(shared: Arc<Shared>) {
+    let mut delay = shared.opts.reconnect_min;
+    loop {
+        // Full jitter on top of the exponential step, so many clients do not reconnect in lockstep.
+        let sleep = delay + jitter(delay);
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(sleep) => {}
+        }
+        match open(&shared.addr, &shared.opts).await {
+            Ok(stream) if !shared.shutdown.is_cancelled() => return shared.install(stream),
+            Ok(_) => return,
+            Err(_) => delay = (delay * 2).min(shared.opts.reconnect_max),
+        }
+    }
+}
+
+fn jitter(d: Duration) -> Duration {
+    Duration::from_micros(fastrand::u64(0..=d.as_micros() as u64))
+}
+
+/// Opens a connection and runs the handshake (AUTH, SELECT), all bounded by `connect_timeout`.
+async fn open(addr: &NodeAddr, opts: &ConnectOptions) -> Result<TcpStream, NodeError> {
+    let attempt = async {
+        let mut stream = TcpStream::connect((addr.host.as_str(), addr.port))
+            .await
+            .map_err(|e| NodeError::Connect(format!("{addr}: {e}")))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| NodeError::Connect(format!("{addr}: {e}")))?;
+        handshake(&mut stream, addr).await?;
+        Ok(stream)
+    };
+    match tokio::time::timeout(opts.connect_timeout, attempt).await {
+        Ok(result) => result,
+        Err(_) => Err(NodeError::Connect(format!("{addr}: connect timed out"))),
+    }
+}
+
+/// AUTH and SELECT as configured, then `SCRIPT LOAD` of the lock scripts so the first `EVALSHA` after a
+/// (re)connect does not pay a `NOSCRIPT` round trip. All written at once, replies checked in order.
+async fn handshake(stream: &mut TcpStream, addr: &NodeAddr) -> Result<(), NodeError> {
+    let mut out = BytesMut::new();
+    let mut expected: Vec<Option<&[u8]>> = Vec::new();
+    match (&addr.username, &addr.password) {
+        (Some(user), Some(pass)) => encode_args(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()]),
+        (None, Some(pass)) => encode_args(&mut out, &[b"AUTH", pass.as_bytes()]),
+        _ => {}
+    }
+    if addr.password.is_some() {
+        expected.push(None);
+    }
+    if addr.db != 0 {
+        encode_args(&mut out, &[b"SELECT", addr.db.to_string().as_bytes()]);
+        expected.push(None);
+    }
+    for script in [&RELEASE, &EXTEND] {
+        encode_args(&mut out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()]);
+        expected.push(Some(script.sha1.as_bytes()));
+    }
+    let io = |e: std::io::Error| NodeError::Connect(format!("{addr}: {e}"));
+    stream.write_all(&out).await.map_err(io)?;
+    let mut buf = BytesMut::with_capacity(512);
+    let mut replies = expected.into_iter();
+    let mut left = replies.len();
+    while left > 0 {
+        if stream.read_buf(&mut buf).await.map_err(io)? == 0 {
+            return Err(NodeError::Connect(format!("{addr}: closed during handshake")));
+        }
+        while let Some((frame, _, _)) =
+            decode_bytes_mut(&mut buf).map_err(|e| NodeError::Connect(format!("{addr}: {e:?}")))?
+        {
+            left = left.saturating_sub(1);
+            let reply = to_result(frame)
+                .map_err(|e| NodeError::Connect(format!("{addr}: handshake refused: {e}")))?;
+            if let Some(Some(sha)) = replies.next() {
+                if !matches!(&reply, Reply::Data(d) if d.eq_ignore_ascii_case(sha)) {
+                    return Err(NodeError::Connect(format!("{addr}: script digest mismatch: {reply:?}")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
