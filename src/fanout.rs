@@ -24,6 +24,17 @@ pub(crate) async fn fan_out(
     deadline: Instant,
     read: fn(NodeResult) -> Vote,
 ) -> Tally {
+    round(nodes, cmd, deadline, read, true).await
+}
+
+/// [`fan_out`], optionally waiting for every reply instead of stopping at the decision (for `raw`).
+pub(crate) async fn round(
+    nodes: &[Arc<dyn NodeClient>],
+    cmd: &Cmd,
+    deadline: Instant,
+    read: fn(NodeResult) -> Vote,
+    early: bool,
+) -> Tally {
     debug_assert!(nodes.len() <= MAX_NODES);
     let mut tally = Tally::new(nodes.len());
     // Queue on every node before waiting on any: the rounds overlap on the wire.
@@ -39,7 +50,7 @@ pub(crate) async fn fan_out(
             match Pin::new(pending).poll(cx) {
                 Poll::Ready(reply) => {
                     *slot = None;
-                    if tally.record(index, read(reply)) != Decision::Open {
+                    if tally.record(index, read(reply)) != Decision::Open && early {
                         return Poll::Ready(());
                     }
                 }

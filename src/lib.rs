@@ -24,6 +24,7 @@ pub mod error;
 mod fanout;
 mod lock;
 mod quorum;
+mod raw;
 mod redlock;
 mod retry;
 mod scripts;
@@ -39,8 +40,14 @@ pub use redlock::Redlock;
 pub use transport::Transport;
 
 #[doc(hidden)]
-/// Script digests and sources, exposed for the tests that check them against a real `SCRIPT LOAD`.
+/// Internals for the benches, `loadgen` and the tests. Not part of the supported API: may change at will.
 pub mod __private {
+    pub use crate::quorum::{quorum, Decision, Tally, Vote};
+    pub use crate::raw::{encode_cycle, release_all, set_all};
+    pub use crate::retry::RetryPolicy;
+    pub use crate::timing::Timing;
+    pub use crate::value::LockValue;
+
     /// `(source, sha1)` of the release and extend scripts.
     pub fn scripts() -> [(&'static str, &'static str); 2] {
         [

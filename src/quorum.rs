@@ -6,13 +6,13 @@ use crate::error::NodeError;
 use crate::transport::{NodeResult, Reply};
 
 /// The majority of `n` nodes.
-pub(crate) fn quorum(n: usize) -> usize {
+pub fn quorum(n: usize) -> usize {
     n / 2 + 1
 }
 
 /// One node's answer, as the algorithm reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Vote {
+pub enum Vote {
     /// Done for us: `SET NX` said OK, or the script found our value.
     Yes,
     /// Another owner's value is there (`SET NX` said nil, or the script answered `-1`).
@@ -50,7 +50,7 @@ impl Vote {
 
 /// Where a round stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Decision {
+pub enum Decision {
     /// Neither won nor lost yet.
     Open,
     /// A majority voted yes.
@@ -61,7 +61,7 @@ pub(crate) enum Decision {
 
 /// The running count of one round.
 #[derive(Debug, Clone)]
-pub(crate) struct Tally {
+pub struct Tally {
     pub(crate) nodes: usize,
     pub(crate) yes: usize,
     pub(crate) taken: usize,
@@ -71,16 +71,18 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
-    pub(crate) fn new(nodes: usize) -> Self {
+    /// An empty tally for a round over `nodes` nodes.
+    pub fn new(nodes: usize) -> Self {
         Self { nodes, yes: 0, taken: 0, gone: 0, failures: Vec::new() }
     }
 
-    pub(crate) fn quorum(&self) -> usize {
+    /// Yes votes a majority needs.
+    pub fn quorum(&self) -> usize {
         quorum(self.nodes)
     }
 
     /// Counts node `index`'s vote and says whether the round is decided.
-    pub(crate) fn record(&mut self, index: usize, vote: Vote) -> Decision {
+    pub fn record(&mut self, index: usize, vote: Vote) -> Decision {
         match vote {
             Vote::Yes => self.yes += 1,
             Vote::Taken => self.taken += 1,
@@ -90,7 +92,8 @@ impl Tally {
         self.decision()
     }
 
-    pub(crate) fn decision(&self) -> Decision {
+    /// Where the round stands now.
+    pub fn decision(&self) -> Decision {
         let against = self.taken + self.gone + self.failures.len();
         if self.yes >= self.quorum() {
             Decision::Won
@@ -101,7 +104,8 @@ impl Tally {
         }
     }
 
-    pub(crate) fn won(&self) -> bool {
+    /// Whether a majority voted yes.
+    pub fn won(&self) -> bool {
         self.decision() == Decision::Won
     }
 }

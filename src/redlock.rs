@@ -48,6 +48,10 @@ impl Redlock {
         Ok(Self { inner: Arc::new(Inner { settings, nodes }) })
     }
 
+    pub(crate) fn nodes(&self) -> &[Arc<dyn NodeClient>] {
+        &self.inner.nodes
+    }
+
     /// Number of nodes in the set.
     pub fn node_count(&self) -> usize {
         self.inner.nodes.len()

@@ -7,15 +7,20 @@ use std::time::Duration;
 
 /// Validated retry knobs of [`crate::Config`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RetryPolicy {
+pub struct RetryPolicy {
     pub(crate) count: u32,
     pub(crate) delay: Duration,
     pub(crate) jitter: Duration,
 }
 
 impl RetryPolicy {
+    /// `count` retries, pausing `delay + uniform(0, jitter)` between attempts.
+    pub fn new(count: u32, delay: Duration, jitter: Duration) -> Self {
+        Self { count, delay, jitter }
+    }
+
     /// A random pause before the next attempt.
-    pub(crate) fn next_delay(&self) -> Duration {
+    pub fn next_delay(&self) -> Duration {
         let jitter_us = u64::try_from(self.jitter.as_micros()).unwrap_or(u64::MAX);
         self.delay
             .saturating_add(Duration::from_micros(fastrand::u64(0..=jitter_us)))

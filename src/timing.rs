@@ -15,33 +15,38 @@ const NODE_TIMEOUT_CAP: Duration = Duration::from_millis(50);
 
 /// The validated timing knobs of [`crate::Config`]. Factors are in `[0, 1)`, so no product can overflow.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Timing {
+pub struct Timing {
     pub(crate) drift_factor: f64,
     pub(crate) node_timeout: Option<Duration>,
     pub(crate) min_validity_factor: f64,
 }
 
 impl Timing {
+    /// Timing knobs; factors must be in `[0, 1)` (the configuration checks this).
+    pub fn new(drift_factor: f64, node_timeout: Option<Duration>, min_validity_factor: f64) -> Self {
+        Self { drift_factor, node_timeout, min_validity_factor }
+    }
+
     /// Deadline for each node's reply within one round of a lock with this TTL.
-    pub(crate) fn node_timeout(&self, ttl: Duration) -> Duration {
+    pub fn node_timeout(&self, ttl: Duration) -> Duration {
         self.node_timeout
             .unwrap_or_else(|| ttl.mul_f64(NODE_TIMEOUT_FACTOR).min(NODE_TIMEOUT_CAP))
     }
 
     /// The clock-drift allowance subtracted from every validity.
-    pub(crate) fn drift(&self, ttl: Duration) -> Duration {
+    pub fn drift(&self, ttl: Duration) -> Duration {
         ttl.mul_f64(self.drift_factor).saturating_add(GRANULARITY)
     }
 
     /// `TTL - elapsed - drift`, or `None` when nothing is left.
-    pub(crate) fn validity(&self, ttl: Duration, elapsed: Duration) -> Option<Duration> {
+    pub fn validity(&self, ttl: Duration, elapsed: Duration) -> Option<Duration> {
         ttl.checked_sub(elapsed)?
             .checked_sub(self.drift(ttl))
             .filter(|v| !v.is_zero())
     }
 
     /// The least validity a granted lock may have.
-    pub(crate) fn min_validity(&self, ttl: Duration) -> Duration {
+    pub fn min_validity(&self, ttl: Duration) -> Duration {
         ttl.mul_f64(self.min_validity_factor)
     }
 }

@@ -10,17 +10,18 @@ pub(crate) const VALUE_LEN: usize = 20;
 
 /// A lock's ownership token.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LockValue([u8; VALUE_LEN]);
+pub struct LockValue([u8; VALUE_LEN]);
 
 impl LockValue {
     /// Draws a fresh value from the operating system's CSPRNG.
-    pub(crate) fn random() -> Result<Self, getrandom::Error> {
+    pub fn random() -> Result<Self, getrandom::Error> {
         let mut bytes = [0u8; VALUE_LEN];
         getrandom::fill(&mut bytes)?;
         Ok(Self(bytes))
     }
 
-    pub(crate) fn as_bytes(&self) -> &[u8] {
+    /// The raw bytes (crate-internal use and benches only; never log them).
+    pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
 }

@@ -395,7 +395,7 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test] // current-thread: the spawned command tasks must still complete
     async fn commands_scripts_and_noscript_fallback() {
         let redis = Redis::start_on(free_port());
         let n = node(redis.1, 2000).await;

@@ -113,6 +113,11 @@ impl Future for Pending {
     }
 }
 
+/// Encodes `cmd` as the pipeline would (for the benches).
+pub(crate) fn encode_for_bench(out: &mut bytes::BytesMut, cmd: &Cmd) {
+    resp::encode_cmd(out, cmd, false);
+}
+
 /// Which implementation carries the node connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
