@@ -1,4 +1,4 @@
-//! The fred transport: one [`fred`](::fred) client per node, configured to keep the [`NodeClient`] contract.
+//! The fred transport: one fred client per node, configured to keep the [`NodeClient`] contract.
 //!
 //! fred's defaults would break lock safety, so every one that matters is overridden here:
 //! - **No replay.** fred re-sends an in-flight command after a reconnect (`max_command_attempts` defaults
