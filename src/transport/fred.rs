@@ -84,7 +84,7 @@ impl FredNode {
         let connection = ConnectionConfig {
             connection_timeout: bound,
             internal_command_timeout: bound,
-            max_command_attempts: 1,
+            max_command_attempts: 1, // the one write; never again after a reconnect
             tcp: TcpConfig {
                 nodelay: Some(true),
                 ..TcpConfig::default()
@@ -92,11 +92,11 @@ impl FredNode {
             ..ConnectionConfig::default()
         };
         let ms = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX).max(1);
-        let (min, max) = (
-            ms(opts.reconnect_min),
-            ms(opts.reconnect_max.max(opts.reconnect_min)),
-        );
-        let mut policy = ReconnectPolicy::new_exponential(0, min, max, 2); // 0: retry forever
+        let min = ms(opts.reconnect_min);
+        let max = ms(opts.reconnect_max).max(min);
+        // 0 attempts: retry forever. Without fail_fast fred runs even the first connect through this policy,
+        // so the first attempt starts after `reconnect_min` plus jitter (20–40 ms with the defaults).
+        let mut policy = ReconnectPolicy::new_exponential(0, min, max, 2);
         policy.set_jitter(min);
         let client = Client::new(config, Some(perf), Some(connection), Some(policy));
 
@@ -149,7 +149,7 @@ impl NodeClient for FredNode {
         let (client, cmd) = (self.client.clone(), cmd.clone());
         // fred's own deadline fires first (at most twice with the EVAL fallback); this one only guarantees
         // the spawned task ends whatever happens inside fred.
-        let safety_net = self.bound * 3;
+        let safety_net = self.bound.saturating_mul(3);
         let mut fut = Box::pin(async move {
             let _slot = slot;
             tokio::time::timeout(safety_net, run(client, cmd))
@@ -311,6 +311,7 @@ mod tests {
     use super::*;
     use crate::scripts::{Script, RELEASE};
     use crate::value::LockValue;
+    use ::fred::interfaces::MetricsInterface;
     use std::process::{Child, Command, Stdio};
     use std::time::Instant;
 
@@ -414,8 +415,10 @@ mod tests {
         assert_eq!(redis.cli(&["SCRIPT", "FLUSH"]), "OK");
         assert_eq!(n.send(&set(key, v)).await, Ok(Reply::Ok));
         assert_eq!(n.send(&script(&RELEASE, key, v)).await, Ok(Reply::Int(1)));
-        // Queued now: a SET whose reply is dropped unpolled still runs, before the next command.
+        // Queued now: on this single thread nothing else ran since `send`, yet fred holds the command;
+        // its reply is dropped unpolled and it still runs, before the next command.
         drop(n.send(&set(b"fire", v)));
+        assert_eq!(n.client.command_queue_len(), 1);
         assert_eq!(
             n.send(&script(&RELEASE, b"fire", v)).await,
             Ok(Reply::Int(1))
