@@ -44,7 +44,13 @@ impl NodeAddr {
                 (user, pass.map(percent_decode))
             }
         };
-        Ok(Self { host, port, db, username, password })
+        Ok(Self {
+            host,
+            port,
+            db,
+            username,
+            password,
+        })
     }
 
     /// The key two addresses are compared by for duplicate detection.
@@ -137,7 +143,10 @@ mod tests {
         assert_eq!(a.username.as_deref(), Some("user"));
         assert_eq!(a.password.as_deref(), Some("p@ss"));
         let b = NodeAddr::parse("redis://localhost").unwrap();
-        assert_eq!((b.port, b.db, b.username, b.password), (6379, 0, None, None));
+        assert_eq!(
+            (b.port, b.db, b.username, b.password),
+            (6379, 0, None, None)
+        );
         let c = NodeAddr::parse("redis://:secret@[::1]:7000/").unwrap();
         assert_eq!((c.host.as_str(), c.port), ("::1", 7000));
         assert_eq!((c.username, c.password.as_deref()), (None, Some("secret")));

@@ -1,4 +1,4 @@
-//! [`Config`]: every knob with its default, and the validation that turns it into [`Settings`].
+//! [`Config`]: every knob with its default, and the validation that turns it into the engine's settings.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -93,22 +93,34 @@ impl Config {
             return bad("no nodes configured".into());
         }
         if self.nodes.len() > MAX_NODES {
-            return bad(format!("{} nodes configured, at most {MAX_NODES} are supported", self.nodes.len()));
+            return bad(format!(
+                "{} nodes configured, at most {MAX_NODES} are supported",
+                self.nodes.len()
+            ));
         }
         let mut nodes = Vec::with_capacity(self.nodes.len());
         let mut seen = HashSet::new();
         for (index, url) in self.nodes.iter().enumerate() {
-            let addr = NodeAddr::parse(url).map_err(|why| LockError::InvalidConfig(format!("node {index}: {why}")))?;
+            let addr = NodeAddr::parse(url)
+                .map_err(|why| LockError::InvalidConfig(format!("node {index}: {why}")))?;
             if !seen.insert(addr.identity()) {
-                return bad(format!("node {index} ({addr}) is listed twice; Redlock needs independent nodes"));
+                return bad(format!(
+                    "node {index} ({addr}) is listed twice; Redlock needs independent nodes"
+                ));
             }
             nodes.push(addr);
         }
         if !(0.0..1.0).contains(&self.drift_factor) {
-            return bad(format!("drift_factor must be in [0, 1), got {}", self.drift_factor));
+            return bad(format!(
+                "drift_factor must be in [0, 1), got {}",
+                self.drift_factor
+            ));
         }
         if !(0.0..1.0).contains(&self.min_validity_factor) {
-            return bad(format!("min_validity_factor must be in [0, 1), got {}", self.min_validity_factor));
+            return bad(format!(
+                "min_validity_factor must be in [0, 1), got {}",
+                self.min_validity_factor
+            ));
         }
         if self.node_timeout == Some(Duration::ZERO) {
             return bad("node_timeout must be above zero".into());

@@ -75,10 +75,20 @@ impl fmt::Display for LockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Contended { taken, nodes } => {
-                write!(f, "lock contended: held by another owner on {taken} of {nodes} nodes")
+                write!(
+                    f,
+                    "lock contended: held by another owner on {taken} of {nodes} nodes"
+                )
             }
-            Self::QuorumNotReached { ok, needed, failures } => {
-                write!(f, "quorum not reached: {ok} of {needed} needed confirmations")?;
+            Self::QuorumNotReached {
+                ok,
+                needed,
+                failures,
+            } => {
+                write!(
+                    f,
+                    "quorum not reached: {ok} of {needed} needed confirmations"
+                )?;
                 for (index, cause) in failures {
                     write!(f, "; node {index}: {cause}")?;
                 }

@@ -3,7 +3,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 //! # Layout
-//! - [`redlock`]: [`Redlock`] — acquire, try_acquire, release, extend: the algorithm.
+//! - `redlock`: [`Redlock`] — acquire, try_acquire, release, extend: the algorithm.
 //! - `fanout`: the one fan-out — send to every node, decide as soon as the majority is won or lost.
 //! - `quorum`: the vote tally and early decision (pure logic).
 //! - `timing`: validity = TTL − elapsed − drift, node deadlines (pure logic).

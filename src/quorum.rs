@@ -29,7 +29,9 @@ impl Vote {
         match result {
             Ok(Reply::Ok) => Self::Yes,
             Ok(Reply::Nil) => Self::Taken,
-            Ok(other) => Self::Failed(NodeError::Protocol(format!("unexpected SET reply {other:?}"))),
+            Ok(other) => Self::Failed(NodeError::Protocol(format!(
+                "unexpected SET reply {other:?}"
+            ))),
             Err(e) => Self::Failed(e),
         }
     }
@@ -42,7 +44,9 @@ impl Vote {
             Ok(Reply::Int(0)) => Self::Gone,
             Ok(Reply::Int(-1)) => Self::Taken,
             Err(NodeError::Server(msg)) if msg.contains("WRONGTYPE") => Self::Taken,
-            Ok(other) => Self::Failed(NodeError::Protocol(format!("unexpected script reply {other:?}"))),
+            Ok(other) => Self::Failed(NodeError::Protocol(format!(
+                "unexpected script reply {other:?}"
+            ))),
             Err(e) => Self::Failed(e),
         }
     }
@@ -73,7 +77,13 @@ pub struct Tally {
 impl Tally {
     /// An empty tally for a round over `nodes` nodes.
     pub fn new(nodes: usize) -> Self {
-        Self { nodes, yes: 0, taken: 0, gone: 0, failures: Vec::new() }
+        Self {
+            nodes,
+            yes: 0,
+            taken: 0,
+            gone: 0,
+            failures: Vec::new(),
+        }
     }
 
     /// Yes votes a majority needs.
@@ -126,7 +136,10 @@ mod tests {
     fn decides_early_on_win() {
         let mut t = Tally::new(5);
         assert_eq!(t.record(0, Vote::Yes), Decision::Open);
-        assert_eq!(t.record(3, Vote::Failed(NodeError::Timeout)), Decision::Open);
+        assert_eq!(
+            t.record(3, Vote::Failed(NodeError::Timeout)),
+            Decision::Open
+        );
         assert_eq!(t.record(1, Vote::Yes), Decision::Open);
         assert_eq!(t.record(4, Vote::Yes), Decision::Won);
     }
@@ -135,7 +148,10 @@ mod tests {
     fn decides_early_on_loss() {
         let mut t = Tally::new(5);
         assert_eq!(t.record(0, Vote::Taken), Decision::Open);
-        assert_eq!(t.record(1, Vote::Failed(NodeError::Disconnected)), Decision::Open);
+        assert_eq!(
+            t.record(1, Vote::Failed(NodeError::Disconnected)),
+            Decision::Open
+        );
         assert_eq!(t.record(2, Vote::Gone), Decision::Lost);
         assert_eq!(t.failures, vec![(1, NodeError::Disconnected)]);
     }
@@ -148,14 +164,22 @@ mod tests {
                 let mut t = Tally::new(n);
                 let mut decided = Decision::Open;
                 for i in 0..n {
-                    let vote = if mask & (1 << i) != 0 { Vote::Yes } else { Vote::Taken };
+                    let vote = if mask & (1 << i) != 0 {
+                        Vote::Yes
+                    } else {
+                        Vote::Taken
+                    };
                     decided = t.record(i, vote);
                     if decided != Decision::Open {
                         break;
                     }
                 }
                 let yes = mask.count_ones() as usize;
-                let expect = if yes > n / 2 { Decision::Won } else { Decision::Lost };
+                let expect = if yes > n / 2 {
+                    Decision::Won
+                } else {
+                    Decision::Lost
+                };
                 assert_eq!(decided, expect, "n={n} mask={mask:b}");
             }
         }

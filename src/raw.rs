@@ -15,19 +15,65 @@ use crate::Redlock;
 
 /// `SET key value NX PX ttl` to every node over the engine's transport; waits for every reply (or
 /// `timeout`) and returns how many said OK. No validity, no retry, no release on failure.
-pub async fn set_all(r: &Redlock, key: &Bytes, value: LockValue, ttl_ms: u64, timeout: Duration) -> usize {
-    let cmd = Cmd::SetNxPx { key: key.clone(), value, ttl_ms };
-    round(r.nodes(), &cmd, Instant::now() + timeout, Vote::of_set, false).await.yes
+pub async fn set_all(
+    r: &Redlock,
+    key: &Bytes,
+    value: LockValue,
+    ttl_ms: u64,
+    timeout: Duration,
+) -> usize {
+    let cmd = Cmd::SetNxPx {
+        key: key.clone(),
+        value,
+        ttl_ms,
+    };
+    round(
+        r.nodes(),
+        &cmd,
+        Instant::now() + timeout,
+        Vote::of_set,
+        false,
+    )
+    .await
+    .yes
 }
 
 /// The compare-and-delete script on every node; returns how many deleted.
 pub async fn release_all(r: &Redlock, key: &Bytes, value: LockValue, timeout: Duration) -> usize {
-    let cmd = Cmd::Script { script: &RELEASE, key: key.clone(), value, arg: None };
-    round(r.nodes(), &cmd, Instant::now() + timeout, Vote::of_script, false).await.yes
+    let cmd = Cmd::Script {
+        script: &RELEASE,
+        key: key.clone(),
+        value,
+        arg: None,
+    };
+    round(
+        r.nodes(),
+        &cmd,
+        Instant::now() + timeout,
+        Vote::of_script,
+        false,
+    )
+    .await
+    .yes
 }
 
 /// Encodes one lock cycle's commands (SET NX PX, then EVALSHA release) the way the pipeline does.
 pub fn encode_cycle(out: &mut BytesMut, key: &Bytes, value: LockValue, ttl_ms: u64) {
-    crate::transport::encode_for_bench(out, &Cmd::SetNxPx { key: key.clone(), value, ttl_ms });
-    crate::transport::encode_for_bench(out, &Cmd::Script { script: &RELEASE, key: key.clone(), value, arg: None });
+    crate::transport::encode_for_bench(
+        out,
+        &Cmd::SetNxPx {
+            key: key.clone(),
+            value,
+            ttl_ms,
+        },
+    );
+    crate::transport::encode_for_bench(
+        out,
+        &Cmd::Script {
+            script: &RELEASE,
+            key: key.clone(),
+            value,
+            arg: None,
+        },
+    );
 }

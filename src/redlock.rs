@@ -45,7 +45,9 @@ impl Redlock {
             .iter()
             .map(|addr| transport::connect(settings.transport, addr.clone(), &settings.connect));
         let nodes = futures::future::join_all(connects).await;
-        Ok(Self { inner: Arc::new(Inner { settings, nodes }) })
+        Ok(Self {
+            inner: Arc::new(Inner { settings, nodes }),
+        })
     }
 
     pub(crate) fn nodes(&self) -> &[Arc<dyn NodeClient>] {
@@ -116,8 +118,19 @@ impl Redlock {
     /// if too many nodes failed to answer (the keys then expire at their TTL).
     pub async fn release(&self, lock: Lock) -> Result<(), LockError> {
         let timeout = self.inner.settings.timing.node_timeout(lock.ttl);
-        let cmd = Cmd::Script { script: &RELEASE, key: lock.key.clone(), value: lock.value, arg: None };
-        let tally = fan_out(&self.inner.nodes, &cmd, Instant::now() + timeout, Vote::of_script).await;
+        let cmd = Cmd::Script {
+            script: &RELEASE,
+            key: lock.key.clone(),
+            value: lock.value,
+            arg: None,
+        };
+        let tally = fan_out(
+            &self.inner.nodes,
+            &cmd,
+            Instant::now() + timeout,
+            Vote::of_script,
+        )
+        .await;
         if tally.won() {
             Ok(())
         } else {
@@ -146,7 +159,12 @@ impl Redlock {
         // Replies after the current validity ended prove nothing: someone else may hold it by then.
         let deadline = (start + timing.node_timeout(ttl)).min(lock.valid_until);
         let ttl_ms = millis(ttl);
-        let cmd = Cmd::Script { script: &EXTEND, key: lock.key.clone(), value: lock.value, arg: Some(ttl_ms) };
+        let cmd = Cmd::Script {
+            script: &EXTEND,
+            key: lock.key.clone(),
+            value: lock.value,
+            arg: Some(ttl_ms),
+        };
         let tally = fan_out(&self.inner.nodes, &cmd, deadline, Vote::of_script).await;
         let elapsed = start.elapsed();
         let extended_until = start + ttl.saturating_sub(timing.drift(ttl));
@@ -160,7 +178,10 @@ impl Redlock {
                 lock.valid_until = lock.valid_until.min(extended_until);
                 if tally.won() {
                     let min = timing.min_validity(ttl);
-                    Err(LockError::ValidityExpired { left: Duration::ZERO, min })
+                    Err(LockError::ValidityExpired {
+                        left: Duration::ZERO,
+                        min,
+                    })
                 } else {
                     Err(owner_error(tally))
                 }
@@ -174,9 +195,24 @@ impl Redlock {
         let start = Instant::now();
         // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
         // releases the key on every node (also those that said no or timed out: their SET may still land).
-        let guard = ReleaseOnDrop { nodes: &self.inner.nodes, key, value, armed: true };
-        let cmd = Cmd::SetNxPx { key: key.clone(), value, ttl_ms: millis(ttl) };
-        let tally = fan_out(&self.inner.nodes, &cmd, start + s.timing.node_timeout(ttl), Vote::of_set).await;
+        let guard = ReleaseOnDrop {
+            nodes: &self.inner.nodes,
+            key,
+            value,
+            armed: true,
+        };
+        let cmd = Cmd::SetNxPx {
+            key: key.clone(),
+            value,
+            ttl_ms: millis(ttl),
+        };
+        let tally = fan_out(
+            &self.inner.nodes,
+            &cmd,
+            start + s.timing.node_timeout(ttl),
+            Vote::of_set,
+        )
+        .await;
         if !tally.won() {
             return Err(acquire_error(tally));
         }
@@ -193,7 +229,10 @@ impl Redlock {
                     valid_until: start + elapsed + validity,
                 })
             }
-            left => Err(LockError::ValidityExpired { left: left.unwrap_or_default(), min }),
+            left => Err(LockError::ValidityExpired {
+                left: left.unwrap_or_default(),
+                min,
+            }),
         }
     }
 
@@ -222,10 +261,15 @@ impl Redlock {
         // Whole milliseconds: PX takes milliseconds, and validity must be computed from what the nodes got.
         let whole = Duration::from_millis(millis(ttl));
         if whole.is_zero() {
-            return Err(LockError::InvalidInput(format!("ttl {ttl:?} is below 1 ms")));
+            return Err(LockError::InvalidInput(format!(
+                "ttl {ttl:?} is below 1 ms"
+            )));
         }
         if whole > s.max_ttl {
-            return Err(LockError::InvalidInput(format!("ttl {ttl:?} is above max_ttl {:?}", s.max_ttl)));
+            return Err(LockError::InvalidInput(format!(
+                "ttl {ttl:?} is above max_ttl {:?}",
+                s.max_ttl
+            )));
         }
         let node_timeout = s.timing.node_timeout(whole);
         if node_timeout >= whole {
@@ -265,7 +309,12 @@ impl Drop for ReleaseOnDrop<'_> {
         if !self.armed {
             return;
         }
-        let cmd = Cmd::Script { script: &RELEASE, key: self.key.clone(), value: self.value, arg: None };
+        let cmd = Cmd::Script {
+            script: &RELEASE,
+            key: self.key.clone(),
+            value: self.value,
+            arg: None,
+        };
         for node in self.nodes {
             // Queued now; each connection writes it after this attempt's SET, so it cannot overtake it.
             drop(node.send(&cmd));
@@ -276,9 +325,16 @@ impl Drop for ReleaseOnDrop<'_> {
 fn acquire_error(tally: Tally) -> LockError {
     let impossible = tally.nodes - tally.quorum();
     if tally.failures.is_empty() || tally.taken > impossible {
-        LockError::Contended { taken: tally.taken, nodes: tally.nodes }
+        LockError::Contended {
+            taken: tally.taken,
+            nodes: tally.nodes,
+        }
     } else {
-        LockError::QuorumNotReached { ok: tally.yes, needed: tally.quorum(), failures: tally.failures }
+        LockError::QuorumNotReached {
+            ok: tally.yes,
+            needed: tally.quorum(),
+            failures: tally.failures,
+        }
     }
 }
 
@@ -286,10 +342,16 @@ fn acquire_error(tally: Tally) -> LockError {
 fn owner_error(tally: Tally) -> LockError {
     if tally.taken > 0 {
         LockError::NotOwner
-    } else if tally.gone > 0 && (tally.failures.is_empty() || tally.gone + tally.yes >= tally.quorum()) {
+    } else if tally.gone > 0
+        && (tally.failures.is_empty() || tally.gone + tally.yes >= tally.quorum())
+    {
         LockError::AlreadyExpired
     } else {
-        LockError::QuorumNotReached { ok: tally.yes, needed: tally.quorum(), failures: tally.failures }
+        LockError::QuorumNotReached {
+            ok: tally.yes,
+            needed: tally.quorum(),
+            failures: tally.failures,
+        }
     }
 }
 

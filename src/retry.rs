@@ -16,7 +16,11 @@ pub struct RetryPolicy {
 impl RetryPolicy {
     /// `count` retries, pausing `delay + uniform(0, jitter)` between attempts.
     pub fn new(count: u32, delay: Duration, jitter: Duration) -> Self {
-        Self { count, delay, jitter }
+        Self {
+            count,
+            delay,
+            jitter,
+        }
     }
 
     /// A random pause before the next attempt.
@@ -33,7 +37,11 @@ mod tests {
 
     #[test]
     fn delay_stays_in_range_and_varies() {
-        let p = RetryPolicy { count: 3, delay: Duration::from_millis(10), jitter: Duration::from_millis(5) };
+        let p = RetryPolicy {
+            count: 3,
+            delay: Duration::from_millis(10),
+            jitter: Duration::from_millis(5),
+        };
         let samples: Vec<_> = (0..1000).map(|_| p.next_delay()).collect();
         assert!(samples
             .iter()
@@ -44,9 +52,17 @@ mod tests {
 
     #[test]
     fn zero_jitter_is_exact_and_huge_values_saturate() {
-        let p = RetryPolicy { count: 0, delay: Duration::from_millis(3), jitter: Duration::ZERO };
+        let p = RetryPolicy {
+            count: 0,
+            delay: Duration::from_millis(3),
+            jitter: Duration::ZERO,
+        };
         assert_eq!(p.next_delay(), Duration::from_millis(3));
-        let p = RetryPolicy { count: 0, delay: Duration::MAX, jitter: Duration::MAX };
+        let p = RetryPolicy {
+            count: 0,
+            delay: Duration::MAX,
+            jitter: Duration::MAX,
+        };
         assert_eq!(p.next_delay(), Duration::MAX);
     }
 }

@@ -23,8 +23,16 @@ pub struct Timing {
 
 impl Timing {
     /// Timing knobs; factors must be in `[0, 1)` (the configuration checks this).
-    pub fn new(drift_factor: f64, node_timeout: Option<Duration>, min_validity_factor: f64) -> Self {
-        Self { drift_factor, node_timeout, min_validity_factor }
+    pub fn new(
+        drift_factor: f64,
+        node_timeout: Option<Duration>,
+        min_validity_factor: f64,
+    ) -> Self {
+        Self {
+            drift_factor,
+            node_timeout,
+            min_validity_factor,
+        }
     }
 
     /// Deadline for each node's reply within one round of a lock with this TTL.
@@ -56,7 +64,11 @@ mod tests {
     use super::*;
 
     fn timing() -> Timing {
-        Timing { drift_factor: 0.01, node_timeout: None, min_validity_factor: 0.1 }
+        Timing {
+            drift_factor: 0.01,
+            node_timeout: None,
+            min_validity_factor: 0.1,
+        }
     }
 
     #[test]
@@ -64,7 +76,10 @@ mod tests {
         let t = timing();
         let ttl = Duration::from_secs(10);
         // drift = 100 ms + 2 ms
-        assert_eq!(t.validity(ttl, Duration::from_millis(8)), Some(Duration::from_millis(9890)));
+        assert_eq!(
+            t.validity(ttl, Duration::from_millis(8)),
+            Some(Duration::from_millis(9890))
+        );
     }
 
     #[test]
@@ -81,15 +96,31 @@ mod tests {
     #[test]
     fn node_timeout_defaults_to_five_percent_capped() {
         let t = timing();
-        assert_eq!(t.node_timeout(Duration::from_millis(200)), Duration::from_millis(10));
-        assert_eq!(t.node_timeout(Duration::from_secs(30)), Duration::from_millis(50));
-        let fixed = Timing { node_timeout: Some(Duration::from_millis(7)), ..t };
-        assert_eq!(fixed.node_timeout(Duration::from_secs(30)), Duration::from_millis(7));
+        assert_eq!(
+            t.node_timeout(Duration::from_millis(200)),
+            Duration::from_millis(10)
+        );
+        assert_eq!(
+            t.node_timeout(Duration::from_secs(30)),
+            Duration::from_millis(50)
+        );
+        let fixed = Timing {
+            node_timeout: Some(Duration::from_millis(7)),
+            ..t
+        };
+        assert_eq!(
+            fixed.node_timeout(Duration::from_secs(30)),
+            Duration::from_millis(7)
+        );
     }
 
     #[test]
     fn extreme_ttls_do_not_panic() {
-        let t = Timing { drift_factor: 0.999, node_timeout: None, min_validity_factor: 0.999 };
+        let t = Timing {
+            drift_factor: 0.999,
+            node_timeout: None,
+            min_validity_factor: 0.999,
+        };
         let huge = Duration::MAX;
         let _ = t.validity(huge, Duration::ZERO);
         let _ = t.min_validity(huge);

@@ -27,24 +27,39 @@ async fn acquire_release_extend_on_1_3_5_nodes() {
             assert!(lock.valid_until() <= before + TTL - drift + Duration::from_millis(1));
             assert!(lock.remaining() > TTL / 2);
             let key = format!("redlock:{resource}");
-            assert!(cluster.iter().all(|node| node.exists(key.as_bytes())), "key on every node");
+            assert!(
+                cluster.iter().all(|node| node.exists(key.as_bytes())),
+                "key on every node"
+            );
 
             // held: a second acquire on the same engine is contended
-            let err = lock_engine.try_acquire(resource.as_bytes(), TTL).await.unwrap_err();
+            let err = lock_engine
+                .try_acquire(resource.as_bytes(), TTL)
+                .await
+                .unwrap_err();
             assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
 
             let old_until = lock.valid_until();
             tokio::time::sleep(Duration::from_millis(20)).await;
-            lock_engine.extend(&mut lock, Duration::from_secs(20)).await.unwrap();
+            lock_engine
+                .extend(&mut lock, Duration::from_secs(20))
+                .await
+                .unwrap();
             assert!(lock.valid_until() > old_until + Duration::from_secs(5));
             let pttl: i64 = cluster[0].cmd(&[b"PTTL", key.as_bytes()]).parse().unwrap();
             assert!(pttl > 15_000, "PEXPIRE applied: {pttl}");
 
             lock_engine.release(lock).await.unwrap();
             let gone = || cluster.iter().all(|node| !node.exists(key.as_bytes()));
-            assert!(common::eventually(Duration::from_secs(1), gone).await, "released everywhere");
+            assert!(
+                common::eventually(Duration::from_secs(1), gone).await,
+                "released everywhere"
+            );
             // and free again
-            let again = lock_engine.try_acquire(resource.as_bytes(), TTL).await.unwrap();
+            let again = lock_engine
+                .try_acquire(resource.as_bytes(), TTL)
+                .await
+                .unwrap();
             lock_engine.release(again).await.unwrap();
         }
     }
@@ -58,7 +73,10 @@ async fn two_engines_exclude_each_other() {
         let b = engine(urls(&cluster), transport).await;
         let lock = a.acquire(b"shared", TTL).await.unwrap();
         let err = b.try_acquire(b"shared", TTL).await.unwrap_err();
-        assert!(matches!(err, LockError::Contended { nodes: 3, .. }), "{err:?}");
+        assert!(
+            matches!(err, LockError::Contended { nodes: 3, .. }),
+            "{err:?}"
+        );
         // b's retries run out while a holds it
         assert!(b.acquire(b"shared", TTL).await.is_err());
         a.release(lock).await.unwrap();
@@ -74,7 +92,9 @@ async fn many_concurrent_contenders_get_one_lock_at_a_time() {
     let mut handles = Vec::new();
     for _ in 0..32 {
         let e = lock_engine.clone();
-        handles.push(tokio::spawn(async move { e.try_acquire(b"hot", TTL).await }));
+        handles.push(tokio::spawn(
+            async move { e.try_acquire(b"hot", TTL).await },
+        ));
     }
     let mut won = Vec::new();
     for h in handles {
@@ -93,11 +113,17 @@ async fn non_owner_release_and_extend_leave_the_owner_untouched() {
     let cluster = nodes(3);
     for transport in transports() {
         let e = engine(urls(&cluster), transport).await;
-        let mut old = e.acquire(b"handover", Duration::from_millis(300)).await.unwrap();
+        let mut old = e
+            .acquire(b"handover", Duration::from_millis(300))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(400)).await; // old expires
         let new = e.acquire(b"handover", TTL).await.unwrap();
 
-        assert!(matches!(e.extend(&mut old, TTL).await, Err(LockError::AlreadyExpired)));
+        assert!(matches!(
+            e.extend(&mut old, TTL).await,
+            Err(LockError::AlreadyExpired)
+        ));
         // force a round trip even though the old lock knows it expired: release always asks the nodes
         let err = e.release(old).await.unwrap_err();
         assert!(matches!(err, LockError::NotOwner), "{err:?}");
@@ -141,7 +167,10 @@ async fn release_after_expiry_reports_already_expired() {
     let cluster = nodes(3);
     for transport in transports() {
         let e = engine(urls(&cluster), transport).await;
-        let lock = e.acquire(b"short", Duration::from_millis(100)).await.unwrap();
+        let lock = e
+            .acquire(b"short", Duration::from_millis(100))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(250)).await;
         assert!(!lock.is_valid());
         let err = e.release(lock).await.unwrap_err();
@@ -162,7 +191,12 @@ async fn binary_resources_work() {
         assert!(cluster.iter().all(|n| n.exists(&key)));
         e.release(lock).await.unwrap();
         // release returns once a majority confirmed; the last node's delete may still be on its way
-        assert!(common::eventually(Duration::from_secs(1), || cluster.iter().all(|n| !n.exists(&key))).await);
+        assert!(
+            common::eventually(Duration::from_secs(1), || cluster
+                .iter()
+                .all(|n| !n.exists(&key)))
+            .await
+        );
     }
 }
 
@@ -174,7 +208,8 @@ async fn dropping_an_acquire_mid_flight_releases_in_the_background() {
         for _ in 0..20 {
             // Poll once (the SETs are queued on every node), then drop the future mid-round.
             let mut fut = Box::pin(e.acquire(b"dropped", TTL));
-            let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+            let first =
+                std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
             assert!(first.is_pending());
             drop(fut);
         }
@@ -182,8 +217,13 @@ async fn dropping_an_acquire_mid_flight_releases_in_the_background() {
             cluster.iter().all(|n| !n.exists(b"redlock:dropped"))
         })
         .await;
-        assert!(gone, "keys of dropped attempts must be released ({transport:?})");
+        assert!(
+            gone,
+            "keys of dropped attempts must be released ({transport:?})"
+        );
         let lock = e.try_acquire(b"dropped", TTL).await;
-        e.release(lock.expect("free again after the dropped attempts")).await.unwrap();
+        e.release(lock.expect("free again after the dropped attempts"))
+            .await
+            .unwrap();
     }
 }

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{engine, nodes, transports, urls};
+use common::{nodes, transports, urls};
 use redlock_engine::{LockError, Redlock, Transport};
 use tokio::time::Instant;
 
@@ -39,15 +39,27 @@ async fn a_frozen_node_neither_blocks_nor_counts() {
                 .acquire(resource.as_bytes(), TTL)
                 .await
                 .unwrap_or_else(|err| panic!("healthy majority must grant ({transport:?}): {err}"));
-            assert!(started.elapsed() < NODE_TIMEOUT + MARGIN, "acquire took {:?}", started.elapsed());
+            assert!(
+                started.elapsed() < NODE_TIMEOUT + MARGIN,
+                "acquire took {:?}",
+                started.elapsed()
+            );
 
             let started = Instant::now();
             e.extend(&mut lock, TTL).await.unwrap();
-            assert!(started.elapsed() < NODE_TIMEOUT + MARGIN, "extend took {:?}", started.elapsed());
+            assert!(
+                started.elapsed() < NODE_TIMEOUT + MARGIN,
+                "extend took {:?}",
+                started.elapsed()
+            );
 
             let started = Instant::now();
             e.release(lock).await.unwrap();
-            assert!(started.elapsed() < NODE_TIMEOUT + MARGIN, "release took {:?}", started.elapsed());
+            assert!(
+                started.elapsed() < NODE_TIMEOUT + MARGIN,
+                "release took {:?}",
+                started.elapsed()
+            );
         }
         // With two more nodes frozen, no majority: acquire fails, and fast.
         cluster[3].freeze();
@@ -55,7 +67,11 @@ async fn a_frozen_node_neither_blocks_nor_counts() {
         let started = Instant::now();
         let err = e.try_acquire(b"frozen-majority", TTL).await.unwrap_err();
         assert!(matches!(err, LockError::QuorumNotReached { .. }), "{err:?}");
-        assert!(started.elapsed() < NODE_TIMEOUT + MARGIN, "failed acquire took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < NODE_TIMEOUT + MARGIN,
+            "failed acquire took {:?}",
+            started.elapsed()
+        );
         for node in &mut cluster[2..] {
             node.thaw();
         }
@@ -90,7 +106,8 @@ async fn recovers_after_a_node_is_killed_and_restarted() {
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
-        let lock = granted.unwrap_or_else(|| panic!("no reconnect to the restarted node ({transport:?})"));
+        let lock =
+            granted.unwrap_or_else(|| panic!("no reconnect to the restarted node ({transport:?})"));
         assert!(cluster[0].exists(b"redlock:restart"));
         e.release(lock).await.unwrap();
         cluster[1].restart();
@@ -105,17 +122,26 @@ async fn in_flight_commands_are_not_replayed_after_a_reconnect() {
     let e = engine_with_timeout(urls(&cluster), Transport::Pipeline).await;
     cluster[1].freeze();
     for i in 0..10 {
-        let lock = e.acquire(format!("replay-{i}").as_bytes(), TTL).await.unwrap();
+        let lock = e
+            .acquire(format!("replay-{i}").as_bytes(), TTL)
+            .await
+            .unwrap();
         e.release(lock).await.unwrap();
     }
     cluster[1].restart(); // kill -9 while frozen, start empty on the same port
     tokio::time::sleep(Duration::from_millis(500)).await;
     for i in 0..10 {
         let key = format!("redlock:replay-{i}");
-        assert!(!cluster[1].exists(key.as_bytes()), "{key} was replayed onto the restarted node");
+        assert!(
+            !cluster[1].exists(key.as_bytes()),
+            "{key} was replayed onto the restarted node"
+        );
     }
     let stats = cluster[1].cmd(&[b"INFO", b"commandstats"]);
-    assert!(!stats.contains("cmdstat_set:"), "no SET may reach the restarted node: {stats}");
+    assert!(
+        !stats.contains("cmdstat_set:"),
+        "no SET may reach the restarted node: {stats}"
+    );
 }
 
 #[tokio::test]
@@ -128,15 +154,20 @@ async fn noscript_after_script_flush_recovers() {
                 assert_eq!(node.cmd(&[b"SCRIPT", b"FLUSH"]), "OK");
             }
             let mut lock = e.acquire(b"flushed", TTL).await.unwrap();
-            e.extend(&mut lock, TTL).await.unwrap_or_else(|err| panic!("extend after flush {round}: {err}"));
+            e.extend(&mut lock, TTL)
+                .await
+                .unwrap_or_else(|err| panic!("extend after flush {round}: {err}"));
             for node in &cluster {
                 assert_eq!(node.cmd(&[b"SCRIPT", b"FLUSH"]), "OK");
             }
-            e.release(lock).await.unwrap_or_else(|err| panic!("release after flush {round}: {err}"));
-            assert!(cluster.iter().all(|n| !n.exists(b"redlock:flushed")) || {
-                common::eventually(Duration::from_secs(1), || cluster.iter().all(|n| !n.exists(b"redlock:flushed")))
-                    .await
-            });
+            e.release(lock)
+                .await
+                .unwrap_or_else(|err| panic!("release after flush {round}: {err}"));
+            let gone = || cluster.iter().all(|n| !n.exists(b"redlock:flushed"));
+            assert!(
+                common::eventually(Duration::from_secs(1), gone).await,
+                "released after flush {round}"
+            );
         }
     }
 }
@@ -145,6 +176,9 @@ async fn noscript_after_script_flush_recovers() {
 async fn script_digests_match_script_load() {
     let cluster = nodes(1);
     for (source, sha1) in redlock_engine::__private::scripts() {
-        assert_eq!(cluster[0].cmd(&[b"SCRIPT", b"LOAD", source.as_bytes()]), sha1);
+        assert_eq!(
+            cluster[0].cmd(&[b"SCRIPT", b"LOAD", source.as_bytes()]),
+            sha1
+        );
     }
 }

@@ -31,9 +31,18 @@ mod resp;
 #[derive(Debug, Clone)]
 pub(crate) enum Cmd {
     /// `SET key value NX PX ttl_ms`.
-    SetNxPx { key: Bytes, value: LockValue, ttl_ms: u64 },
+    SetNxPx {
+        key: Bytes,
+        value: LockValue,
+        ttl_ms: u64,
+    },
     /// `EVALSHA sha 1 key value [arg]`.
-    Script { script: &'static Script, key: Bytes, value: LockValue, arg: Option<u64> },
+    Script {
+        script: &'static Script,
+        key: Bytes,
+        value: LockValue,
+        arg: Option<u64>,
+    },
     /// `INFO server`. Part of the node interface for the crashed-node quarantine (server identity and
     /// uptime); the lock algorithm does not send it yet.
     #[allow(dead_code)]
@@ -150,7 +159,9 @@ pub(crate) async fn connect(
     opts: &ConnectOptions,
 ) -> std::sync::Arc<dyn NodeClient> {
     match kind {
-        Transport::Pipeline => std::sync::Arc::new(pipeline::PipelineNode::connect(addr, opts).await),
+        Transport::Pipeline => {
+            std::sync::Arc::new(pipeline::PipelineNode::connect(addr, opts).await)
+        }
         #[cfg(feature = "fred")]
         Transport::Fred => std::sync::Arc::new(fred::FredNode::connect(addr, opts).await),
     }

@@ -142,7 +142,12 @@ impl Shared {
     }
 
     /// Encodes `cmd` into the output buffer and registers `tx` for its reply.
-    fn enqueue(&self, cmd: &Cmd, eval_source: bool, tx: oneshot::Sender<NodeResult>) -> Result<(), NodeError> {
+    fn enqueue(
+        &self,
+        cmd: &Cmd,
+        eval_source: bool,
+        tx: oneshot::Sender<NodeResult>,
+    ) -> Result<(), NodeError> {
         // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
         let script = (!eval_source && matches!(cmd, Cmd::Script { .. })).then(|| cmd.clone());
         let mut st = self.lock();
@@ -200,7 +205,12 @@ impl Shared {
     }
 }
 
-async fn write_loop(shared: Arc<Shared>, mut wr: OwnedWriteHalf, generation: u64, token: CancellationToken) {
+async fn write_loop(
+    shared: Arc<Shared>,
+    mut wr: OwnedWriteHalf,
+    generation: u64,
+    token: CancellationToken,
+) {
     let mut batch = BytesMut::with_capacity(16 * 1024);
     loop {
         tokio::select! {
@@ -229,7 +239,12 @@ async fn write_loop(shared: Arc<Shared>, mut wr: OwnedWriteHalf, generation: u64
     }
 }
 
-async fn read_loop(shared: Arc<Shared>, mut rd: OwnedReadHalf, generation: u64, token: CancellationToken) {
+async fn read_loop(
+    shared: Arc<Shared>,
+    mut rd: OwnedReadHalf,
+    generation: u64,
+    token: CancellationToken,
+) {
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut replies = Vec::new();
     let mut slots = Vec::new();
@@ -336,7 +351,9 @@ async fn handshake(stream: &mut TcpStream, addr: &NodeAddr) -> Result<(), NodeEr
     let mut out = BytesMut::new();
     let mut expected: Vec<Option<&[u8]>> = Vec::new();
     match (&addr.username, &addr.password) {
-        (Some(user), Some(pass)) => encode_args(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()]),
+        (Some(user), Some(pass)) => {
+            encode_args(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()])
+        }
         (None, Some(pass)) => encode_args(&mut out, &[b"AUTH", pass.as_bytes()]),
         _ => {}
     }
@@ -358,7 +375,9 @@ async fn handshake(stream: &mut TcpStream, addr: &NodeAddr) -> Result<(), NodeEr
     let mut left = replies.len();
     while left > 0 {
         if stream.read_buf(&mut buf).await.map_err(io)? == 0 {
-            return Err(NodeError::Connect(format!("{addr}: closed during handshake")));
+            return Err(NodeError::Connect(format!(
+                "{addr}: closed during handshake"
+            )));
         }
         while let Some((frame, _, _)) =
             decode_bytes_mut(&mut buf).map_err(|e| NodeError::Connect(format!("{addr}: {e:?}")))?
@@ -368,7 +387,9 @@ async fn handshake(stream: &mut TcpStream, addr: &NodeAddr) -> Result<(), NodeEr
                 .map_err(|e| NodeError::Connect(format!("{addr}: handshake refused: {e}")))?;
             if let Some(Some(sha)) = replies.next() {
                 if !matches!(&reply, Reply::Data(d) if d.eq_ignore_ascii_case(sha)) {
-                    return Err(NodeError::Connect(format!("{addr}: script digest mismatch: {reply:?}")));
+                    return Err(NodeError::Connect(format!(
+                        "{addr}: script digest mismatch: {reply:?}"
+                    )));
                 }
             }
         }

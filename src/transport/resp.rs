@@ -16,12 +16,14 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
     match cmd {
         Cmd::SetNxPx { key, value, ttl_ms } => {
             let ttl = decimal(*ttl_ms, &mut num);
-            encode_args(
-                out,
-                &[b"SET", key, value.as_bytes(), b"NX", b"PX", ttl],
-            );
+            encode_args(out, &[b"SET", key, value.as_bytes(), b"NX", b"PX", ttl]);
         }
-        Cmd::Script { script, key, value, arg } => {
+        Cmd::Script {
+            script,
+            key,
+            value,
+            arg,
+        } => {
             let (verb, body): (&[u8], &[u8]) = if eval_source {
                 (b"EVAL", script.source.as_bytes())
             } else {
@@ -92,7 +94,15 @@ mod tests {
     fn encodes_set_nx_px_as_resp_array() {
         let value = LockValue::random().unwrap();
         let mut out = BytesMut::new();
-        encode_cmd(&mut out, &Cmd::SetNxPx { key: Bytes::from_static(b"k"), value, ttl_ms: 30000 }, false);
+        encode_cmd(
+            &mut out,
+            &Cmd::SetNxPx {
+                key: Bytes::from_static(b"k"),
+                value,
+                ttl_ms: 30000,
+            },
+            false,
+        );
         let mut expected = b"*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$20\r\n".to_vec();
         expected.extend_from_slice(value.as_bytes());
         expected.extend_from_slice(b"\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n");
@@ -102,7 +112,12 @@ mod tests {
     #[test]
     fn encodes_scripts_by_sha_or_source() {
         let value = LockValue::random().unwrap();
-        let cmd = Cmd::Script { script: &RELEASE, key: Bytes::from_static(b"\0bin"), value, arg: None };
+        let cmd = Cmd::Script {
+            script: &RELEASE,
+            key: Bytes::from_static(b"\0bin"),
+            value,
+            arg: None,
+        };
         let mut sha = BytesMut::new();
         encode_cmd(&mut sha, &cmd, false);
         assert!(sha.starts_with(b"*5\r\n$7\r\nEVALSHA\r\n$40\r\n"));
@@ -120,7 +135,10 @@ mod tests {
 
     #[test]
     fn maps_replies() {
-        assert_eq!(to_result(BytesFrame::SimpleString("OK".into())), Ok(Reply::Ok));
+        assert_eq!(
+            to_result(BytesFrame::SimpleString("OK".into())),
+            Ok(Reply::Ok)
+        );
         assert_eq!(to_result(BytesFrame::Null), Ok(Reply::Nil));
         assert_eq!(to_result(BytesFrame::Integer(-1)), Ok(Reply::Int(-1)));
         let err = to_result(BytesFrame::Error("NOSCRIPT No matching script".into())).unwrap_err();

@@ -42,7 +42,11 @@ impl RedisNode {
                      or run the tests through `scripts/with-redis`, which installs it when missing"
                 )
             });
-        let mut node = Self { port, child: Some(child), frozen: false };
+        let mut node = Self {
+            port,
+            child: Some(child),
+            frozen: false,
+        };
         if node.wait_ready(Duration::from_secs(5)) {
             Some(node)
         } else {
@@ -112,13 +116,18 @@ impl RedisNode {
     fn signal(&self, sig: i32) {
         let pid = self.pid().expect("node is not running");
         // SAFETY: kill(2) has no memory-safety preconditions; the pid is our own child.
-        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill({pid}, {sig}) failed");
+        assert_eq!(
+            unsafe { libc::kill(pid, sig) },
+            0,
+            "kill({pid}, {sig}) failed"
+        );
     }
 
     /// Runs one command on a fresh connection and returns the reply as text
     /// (`nil` for a null bulk, `ERR…` for errors, the integer or the string otherwise).
     pub fn cmd(&self, args: &[&[u8]]) -> String {
-        self.try_cmd(args).unwrap_or_else(|| panic!("node {} did not answer", self.port))
+        self.try_cmd(args)
+            .unwrap_or_else(|| panic!("node {} did not answer", self.port))
     }
 
     fn try_cmd(&self, args: &[&[u8]]) -> Option<String> {
@@ -185,7 +194,11 @@ pub fn nodes(n: usize) -> Vec<RedisNode> {
 
 /// A loopback port nobody listens on: a node that is down.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 pub fn dead_url() -> String {
