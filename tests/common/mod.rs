@@ -14,24 +14,32 @@ pub struct RedisNode {
     pub port: u16,
     child: Option<Child>,
     frozen: bool,
+    extra: Vec<String>,
 }
 
 impl RedisNode {
     /// Starts a node on a free port and waits until it answers PING.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts a node with extra `redis-server` arguments (e.g. `--requirepass x`).
+    pub fn start_with(extra: &[&str]) -> Self {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         for _ in 0..20 {
             let port = free_port();
-            if let Some(node) = Self::try_start_on(port) {
+            if let Some(node) = Self::try_start_on(port, &extra) {
                 return node;
             }
         }
         panic!("could not start redis-server on a free port after 20 tries");
     }
 
-    fn try_start_on(port: u16) -> Option<Self> {
+    fn try_start_on(port: u16, extra: &[String]) -> Option<Self> {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--protected-mode", "no", "--dir", &std::env::temp_dir().to_string_lossy()])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -46,6 +54,7 @@ impl RedisNode {
             port,
             child: Some(child),
             frozen: false,
+            extra: extra.to_vec(),
         };
         if node.wait_ready(Duration::from_secs(5)) {
             Some(node)
@@ -63,7 +72,11 @@ impl RedisNode {
                     return false; // exited, e.g. the port was taken
                 }
             }
-            if self.try_cmd(&[b"PING"]).is_some_and(|r| r == "PONG") {
+            // PONG, or NOAUTH from a node that requires a password: either way it is up.
+            if self
+                .try_cmd(&[b"PING"])
+                .is_some_and(|r| r == "PONG" || r.starts_with("NOAUTH"))
+            {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -92,7 +105,7 @@ impl RedisNode {
     pub fn restart(&mut self) {
         self.kill9();
         for _ in 0..50 {
-            if let Some(node) = Self::try_start_on(self.port) {
+            if let Some(node) = Self::try_start_on(self.port, &self.extra) {
                 *self = node;
                 return;
             }

@@ -1,0 +1,101 @@
+//! Connecting like the rest of the Redis ecosystem: password, ACL user, database number.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{transports, RedisNode};
+use redlock_engine::{LockError, NodeError, Redlock};
+
+const TTL: Duration = Duration::from_secs(5);
+
+async fn engine(url: String, transport: redlock_engine::Transport) -> Redlock {
+    Redlock::builder()
+        .nodes([url])
+        .transport(transport)
+        .retry(0, Duration::ZERO, Duration::ZERO)
+        .connect_timeout(Duration::from_millis(500))
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn password_and_acl_user_with_minimal_permissions() {
+    let node = RedisNode::start_with(&[
+        "--requirepass",
+        "s3cret",
+        // One config line: `user locker on >pw ~redlock:* +set ...`; each word is its own argument.
+        "--user",
+        "locker",
+        "on",
+        ">pw",
+        "~redlock:*",
+        "+set",
+        "+get",
+        "+del",
+        "+pexpire",
+        "+eval",
+        "+evalsha",
+        "+script|load",
+        "+info",
+        "+ping",
+    ]);
+    for transport in transports() {
+        for url in [
+            format!("redis://:s3cret@127.0.0.1:{}", node.port),
+            format!("redis://locker:pw@127.0.0.1:{}", node.port),
+        ] {
+            let e = engine(url, transport).await;
+            let mut lock = e
+                .acquire(b"authed", TTL)
+                .await
+                .unwrap_or_else(|err| panic!("{transport:?}: {err}"));
+            e.extend(&mut lock, TTL).await.unwrap();
+            e.release(lock).await.unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn wrong_password_is_a_failed_node_not_a_panic_or_a_grant() {
+    let node = RedisNode::start_with(&["--requirepass", "s3cret"]);
+    for transport in transports() {
+        let e = engine(format!("redis://:wrong@127.0.0.1:{}", node.port), transport).await;
+        assert_eq!(e.connected_nodes(), 0);
+        match e.acquire(b"authed", TTL).await {
+            Err(LockError::QuorumNotReached {
+                ok: 0, failures, ..
+            }) => {
+                assert_eq!(failures.len(), 1);
+                assert!(
+                    matches!(
+                        failures[0].1,
+                        NodeError::Disconnected | NodeError::Connect(_)
+                    ),
+                    "{:?}",
+                    failures[0]
+                );
+            }
+            other => panic!("{transport:?}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn database_number_in_the_url_is_selected() {
+    let node = RedisNode::start();
+    for transport in transports() {
+        let e = engine(format!("redis://127.0.0.1:{}/3", node.port), transport).await;
+        let lock = e.acquire(b"in-db-3", TTL).await.unwrap();
+        assert!(!node.exists(b"redlock:in-db-3"), "not in db 0");
+        let in_db3 = node.cmd(&[
+            b"EVAL",
+            b"redis.call('SELECT', 3) return redis.call('EXISTS', KEYS[1])",
+            b"1",
+            b"redlock:in-db-3",
+        ]);
+        assert_eq!(in_db3, "1");
+        e.release(lock).await.unwrap();
+    }
+}
