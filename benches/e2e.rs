@@ -1,1 +1,183 @@
-fn main() {}
+//! End-to-end regression benches against real redis-server processes on loopback, which this bench starts
+//! itself on free ports (the tests' harness, `tests/common`) and stops when it is done.
+//!
+//! Kept apart from `benches/logic.rs`: these numbers include the kernel's loopback, the Redis nodes and the
+//! runtime, all sharing the machine's cores, so they move more from run to run.
+//!
+//! Groups (each named `e2e_*`, so `cargo bench --bench e2e -- e2e_extend` runs one), each over the
+//! `const CONFIGS` matrix of transport × node count, named `<transport>_n<nodes>`:
+//! - `e2e_acquire_release`: one acquire then its release, one after the other (latency of a lock cycle).
+//! - `e2e_batch64`: 64 acquire+release cycles on distinct keys, all in flight at once (throughput with
+//!   the pipeline full); reported per lock cycle as well.
+//! - `e2e_extend`: extending a held lock (one owner-checked script round).
+//!
+//! Everything runs on a tokio current-thread runtime, as a latency-minded client would, so the numbers
+//! measure the engine rather than cross-thread wake-ups.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use redlock_engine::{Redlock, Transport};
+use tokio::runtime::Runtime;
+
+/// Lock TTL for every benchmark: long enough that no lock expires mid-measurement.
+const TTL: Duration = Duration::from_secs(10);
+/// Concurrent lock cycles in `e2e_batch64`.
+const BATCH: usize = 64;
+
+/// One end-to-end configuration: which transport, over how many nodes.
+#[derive(Debug, Clone, Copy)]
+struct Config {
+    transport: Transport,
+    nodes: usize,
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let transport = format!("{:?}", self.transport).to_lowercase();
+        write!(f, "{transport}_n{}", self.nodes)
+    }
+}
+
+/// The engine's own transport on N = 1, 3, 5.
+const CONFIGS: &[Config] = &[
+    Config {
+        transport: Transport::Pipeline,
+        nodes: 1,
+    },
+    Config {
+        transport: Transport::Pipeline,
+        nodes: 3,
+    },
+    Config {
+        transport: Transport::Pipeline,
+        nodes: 5,
+    },
+];
+
+/// The fred transport on the usual N = 3, for comparison.
+#[cfg(feature = "fred")]
+const FRED_CONFIGS: &[Config] = &[Config {
+    transport: Transport::Fred,
+    nodes: 3,
+}];
+#[cfg(not(feature = "fred"))]
+const FRED_CONFIGS: &[Config] = &[];
+
+/// Most nodes any configuration uses: the bench starts this many once and gives each engine a prefix.
+const MAX_NODES: usize = 5;
+
+fn configs() -> impl Iterator<Item = &'static Config> {
+    CONFIGS.iter().chain(FRED_CONFIGS)
+}
+
+/// The e2e targets share two cores with the Redis nodes: short measurements, few samples.
+fn criterion() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// An engine on the first `config.nodes` of `urls`, with every node connected.
+fn engine(rt: &Runtime, urls: &[String], config: &Config) -> Redlock {
+    rt.block_on(async {
+        let engine = Redlock::builder()
+            .nodes(urls[..config.nodes].to_vec())
+            .transport(config.transport)
+            .build()
+            .await
+            .expect("engine builds");
+        assert_eq!(
+            engine.connected_nodes(),
+            config.nodes,
+            "{config}: every node must be connected before measuring"
+        );
+        engine
+    })
+}
+
+/// One lock cycle: acquire `resource`, release it. Panics on any error: an error here is a bug or a broken
+/// node, and its timing would be meaningless.
+async fn cycle(engine: &Redlock, resource: &[u8]) {
+    let lock = engine.acquire(resource, TTL).await.expect("acquire");
+    engine.release(lock).await.expect("release");
+}
+
+fn bench_acquire_release(c: &mut Criterion, rt: &Runtime, urls: &[String]) {
+    let mut group = c.benchmark_group("e2e_acquire_release");
+    group.throughput(Throughput::Elements(1));
+    for config in configs() {
+        let engine = engine(rt, urls, config);
+        group.bench_with_input(BenchmarkId::from_parameter(config), &engine, |b, engine| {
+            b.to_async(rt).iter(|| cycle(engine, b"bench:single"))
+        });
+    }
+    group.finish();
+}
+
+fn bench_batch(c: &mut Criterion, rt: &Runtime, urls: &[String]) {
+    let resources: Vec<Vec<u8>> = (0..BATCH)
+        .map(|i| format!("bench:batch:{i}").into_bytes())
+        .collect();
+    let mut group = c.benchmark_group("e2e_batch64");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    for config in configs() {
+        let engine = engine(rt, urls, config);
+        group.bench_with_input(BenchmarkId::from_parameter(config), &engine, |b, engine| {
+            b.to_async(rt)
+                .iter(|| futures::future::join_all(resources.iter().map(|r| cycle(engine, r))))
+        });
+    }
+    group.finish();
+}
+
+fn bench_extend(c: &mut Criterion, rt: &Runtime, urls: &[String]) {
+    let mut group = c.benchmark_group("e2e_extend");
+    group.throughput(Throughput::Elements(1));
+    for config in configs() {
+        let engine = engine(rt, urls, config);
+        group.bench_with_input(BenchmarkId::from_parameter(config), &engine, |b, engine| {
+            // One lock per sample, extended `iters` times; only the extends are timed.
+            b.to_async(rt).iter_custom(|iters| async move {
+                let mut lock = engine.acquire(b"bench:extend", TTL).await.expect("acquire");
+                let start = Instant::now();
+                for _ in 0..iters {
+                    engine.extend(&mut lock, TTL).await.expect("extend");
+                }
+                let elapsed = start.elapsed();
+                engine.release(lock).await.expect("release");
+                elapsed
+            })
+        });
+    }
+    group.finish();
+}
+
+fn e2e(c: &mut Criterion) {
+    // Dropped (killed) at the end of this function, and on a panic as the stack unwinds.
+    let nodes = common::nodes(MAX_NODES);
+    let urls = common::urls(&nodes);
+    let rt = runtime();
+    bench_acquire_release(c, &rt, &urls);
+    bench_batch(c, &rt, &urls);
+    bench_extend(c, &rt, &urls);
+}
+
+criterion_group! {
+    name = benches;
+    config = criterion();
+    targets = e2e
+}
+criterion_main!(benches);
