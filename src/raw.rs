@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use crate::fanout::round;
 use crate::quorum::Vote;
 use crate::scripts::RELEASE;
-use crate::transport::Cmd;
+use crate::transport::{Args, Cmd, Keys};
 use crate::value::LockValue;
 use crate::Redlock;
 
@@ -42,9 +42,9 @@ pub async fn set_all(
 pub async fn release_all(r: &Redlock, key: &Bytes, value: LockValue, timeout: Duration) -> usize {
     let cmd = Cmd::Script {
         script: &RELEASE,
-        key: key.clone(),
+        keys: Keys::One(key.clone()),
         value,
-        arg: None,
+        args: Args::NONE,
     };
     round(
         r.nodes(),
@@ -71,9 +71,9 @@ pub fn encode_cycle(out: &mut BytesMut, key: &Bytes, value: LockValue, ttl_ms: u
         out,
         &Cmd::Script {
             script: &RELEASE,
-            key: key.clone(),
+            keys: Keys::One(key.clone()),
             value,
-            arg: None,
+            args: Args::NONE,
         },
     );
 }

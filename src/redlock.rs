@@ -13,7 +13,7 @@ use crate::fanout::fan_out;
 use crate::lock::Lock;
 use crate::quorum::{Tally, Vote};
 use crate::scripts::{EXTEND, RELEASE};
-use crate::transport::{self, Cmd, NodeClient};
+use crate::transport::{self, Args, Cmd, Keys, NodeClient};
 use crate::value::LockValue;
 
 /// A Redlock engine over a fixed set of independent Redis masters. Cheap to clone (one `Arc`).
@@ -120,9 +120,9 @@ impl Redlock {
         let timeout = self.inner.settings.timing.node_timeout(lock.ttl);
         let cmd = Cmd::Script {
             script: &RELEASE,
-            key: lock.key.clone(),
+            keys: Keys::One(lock.key.clone()),
             value: lock.value,
-            arg: None,
+            args: Args::NONE,
         };
         let tally = fan_out(
             &self.inner.nodes,
@@ -161,9 +161,9 @@ impl Redlock {
         let ttl_ms = millis(ttl);
         let cmd = Cmd::Script {
             script: &EXTEND,
-            key: lock.key.clone(),
+            keys: Keys::One(lock.key.clone()),
             value: lock.value,
-            arg: Some(ttl_ms),
+            args: Args::of(&[ttl_ms]),
         };
         let tally = fan_out(&self.inner.nodes, &cmd, deadline, Vote::of_script).await;
         let elapsed = start.elapsed();
@@ -311,9 +311,9 @@ impl Drop for ReleaseOnDrop<'_> {
         }
         let cmd = Cmd::Script {
             script: &RELEASE,
-            key: self.key.clone(),
+            keys: Keys::One(self.key.clone()),
             value: self.value,
-            arg: None,
+            args: Args::NONE,
         };
         for node in self.nodes {
             // Queued now; each connection writes it after this attempt's SET, so it cannot overtake it.

@@ -36,17 +36,67 @@ pub(crate) enum Cmd {
         value: LockValue,
         ttl_ms: u64,
     },
-    /// `EVALSHA sha 1 key value [arg]`.
+    /// `EVALSHA sha numkeys keys... value args...`.
     Script {
         script: &'static Script,
-        key: Bytes,
+        keys: Keys,
         value: LockValue,
-        arg: Option<u64>,
+        args: Args,
     },
     /// `INFO server`. Part of the node interface for the crashed-node quarantine (server identity and
     /// uptime); the lock algorithm does not send it yet.
     #[allow(dead_code)]
     InfoServer,
+}
+
+/// The keys of a script call: one (the common case, no allocation) or several (multi-resource locks).
+#[derive(Debug, Clone)]
+pub(crate) enum Keys {
+    One(Bytes),
+    #[allow(dead_code)] // multi-resource locks
+    Many(std::sync::Arc<[Bytes]>),
+}
+
+impl Keys {
+    pub(crate) fn as_slice(&self) -> &[Bytes] {
+        match self {
+            Self::One(key) => std::slice::from_ref(key),
+            Self::Many(keys) => keys,
+        }
+    }
+}
+
+/// Most keys one script call may carry (bounds the stack frame the encoder builds).
+pub(crate) const MAX_SCRIPT_KEYS: usize = 16;
+
+/// Numeric script arguments after the lock value (at most 3), kept inline.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Args {
+    len: u8,
+    values: [u64; 3],
+}
+
+impl Args {
+    /// No arguments after the value.
+    pub(crate) const NONE: Self = Self {
+        len: 0,
+        values: [0; 3],
+    };
+
+    /// The given arguments (at most 3; more is a programming error caught in debug builds).
+    pub(crate) fn of(values: &[u64]) -> Self {
+        debug_assert!(values.len() <= 3);
+        let mut args = Self::NONE;
+        for (slot, v) in args.values.iter_mut().zip(values) {
+            *slot = *v;
+            args.len += 1;
+        }
+        args
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        &self.values[..self.len as usize]
+    }
 }
 
 /// A node's reply, reduced to what the algorithm looks at. Server errors arrive as [`NodeError::Server`].

@@ -7,7 +7,7 @@ use bytes::BytesMut;
 use redis_protocol::resp2::encode::extend_encode_borrowed;
 use redis_protocol::resp2::types::{BorrowedFrame, BytesFrame};
 
-use super::{Cmd, NodeResult, Reply};
+use super::{Cmd, NodeResult, Reply, MAX_SCRIPT_KEYS};
 use crate::error::NodeError;
 
 /// Appends `cmd` to `out`. `eval_source` sends a script with `EVAL <source>` instead of `EVALSHA <sha>`.
@@ -20,31 +20,45 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
         }
         Cmd::Script {
             script,
-            key,
+            keys,
             value,
-            arg,
+            args,
         } => {
             let (verb, body): (&[u8], &[u8]) = if eval_source {
                 (b"EVAL", script.source.as_bytes())
             } else {
                 (b"EVALSHA", script.sha1.as_bytes())
             };
-            match arg {
-                Some(arg) => {
-                    let arg = decimal(*arg, &mut num);
-                    encode_args(out, &[verb, body, b"1", key, value.as_bytes(), arg]);
-                }
-                None => encode_args(out, &[verb, body, b"1", key, value.as_bytes()]),
+            let keys = keys.as_slice();
+            let mut digits = [[0u8; 20]; 3];
+            let mut parts: [&[u8]; MAX_ARGS] = [b""; MAX_ARGS];
+            let numkeys = decimal(keys.len() as u64, &mut num);
+            parts[..3].copy_from_slice(&[verb, body, numkeys]);
+            let mut n = 3;
+            for key in keys.iter().take(MAX_SCRIPT_KEYS) {
+                parts[n] = key;
+                n += 1;
             }
+            parts[n] = value.as_bytes();
+            n += 1;
+            for (arg, buf) in args.as_slice().iter().zip(digits.iter_mut()) {
+                parts[n] = decimal(*arg, buf);
+                n += 1;
+            }
+            encode_args(out, &parts[..n]);
         }
         Cmd::InfoServer => encode_args(out, &[b"INFO", b"server"]),
     }
 }
 
-/// Appends one command given as its arguments (at most 8).
+/// Most arguments of one command: `EVALSHA sha numkeys`, the keys, the value and 3 numbers.
+const MAX_ARGS: usize = 3 + MAX_SCRIPT_KEYS + 1 + 3;
+
+/// Appends one command given as its arguments (at most [`MAX_ARGS`]).
 pub(super) fn encode_args(out: &mut BytesMut, args: &[&[u8]]) {
     const EMPTY: BorrowedFrame<'static> = BorrowedFrame::Null;
-    let mut frames = [EMPTY; 8];
+    debug_assert!(args.len() <= MAX_ARGS);
+    let mut frames = [EMPTY; MAX_ARGS];
     for (frame, arg) in frames.iter_mut().zip(args) {
         *frame = BorrowedFrame::BulkString(arg);
     }
@@ -87,6 +101,7 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 mod tests {
     use super::*;
     use crate::scripts::RELEASE;
+    use crate::transport::{Args, Keys};
     use crate::value::LockValue;
     use bytes::Bytes;
 
@@ -114,9 +129,9 @@ mod tests {
         let value = LockValue::random().unwrap();
         let cmd = Cmd::Script {
             script: &RELEASE,
-            key: Bytes::from_static(b"\0bin"),
+            keys: Keys::One(Bytes::from_static(b"\0bin")),
             value,
-            arg: None,
+            args: Args::NONE,
         };
         let mut sha = BytesMut::new();
         encode_cmd(&mut sha, &cmd, false);
@@ -124,6 +139,28 @@ mod tests {
         let mut src = BytesMut::new();
         encode_cmd(&mut src, &cmd, true);
         assert!(src.starts_with(b"*5\r\n$4\r\nEVAL\r\n"));
+    }
+
+    #[test]
+    fn encodes_several_keys_and_numbers() {
+        let value = LockValue::random().unwrap();
+        let keys: std::sync::Arc<[Bytes]> =
+            vec![Bytes::from_static(b"a"), Bytes::from_static(b"bb")].into();
+        let cmd = Cmd::Script {
+            script: &RELEASE,
+            keys: Keys::Many(keys),
+            value,
+            args: Args::of(&[7, 1234]),
+        };
+        let mut out = BytesMut::new();
+        encode_cmd(&mut out, &cmd, false);
+        let text = String::from_utf8_lossy(&out).into_owned();
+        assert!(text.starts_with("*8\r\n$7\r\nEVALSHA\r\n$40\r\n"), "{text}");
+        assert!(
+            text.contains("\r\n$1\r\n2\r\n$1\r\na\r\n$2\r\nbb\r\n$20\r\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("\r\n$1\r\n7\r\n$4\r\n1234\r\n"), "{text}");
     }
 
     #[test]

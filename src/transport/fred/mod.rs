@@ -195,20 +195,26 @@ async fn run(client: Client, cmd: Cmd) -> NodeResult {
         }
         Cmd::Script {
             script,
-            key,
+            keys,
             value,
-            arg,
+            args: numbers,
         } => {
+            let keys: Vec<Key> = keys.as_slice().iter().cloned().map(Key::from).collect();
             let mut args = vec![Value::Bytes(Bytes::copy_from_slice(value.as_bytes()))];
-            args.extend(arg.map(|a| Value::Bytes(Bytes::from(a.to_string()))));
+            args.extend(
+                numbers
+                    .as_slice()
+                    .iter()
+                    .map(|a| Value::Bytes(Bytes::from(a.to_string()))),
+            );
             match client
-                .evalsha::<Value, _, _, _>(script.sha1, Key::from(key.clone()), args.clone())
+                .evalsha::<Value, _, _, _>(script.sha1, keys.clone(), args.clone())
                 .await
             {
                 // The script did not run, so sending its source is not a replay.
                 Err(e) if e.details().starts_with("NOSCRIPT") => reply(
                     client
-                        .eval::<Value, _, _, _>(script.source, Key::from(key), args)
+                        .eval::<Value, _, _, _>(script.source, keys, args)
                         .await,
                 ),
                 other => reply(other),

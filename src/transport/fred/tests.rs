@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::scripts::{Script, RELEASE};
+use crate::transport::{Args, Keys};
 use crate::value::LockValue;
 use ::fred::interfaces::MetricsInterface;
 use std::process::{Child, Command, Stdio};
@@ -82,9 +83,9 @@ fn set(key: &'static [u8], value: LockValue) -> Cmd {
 fn script(script: &'static Script, key: &'static [u8], value: LockValue) -> Cmd {
     Cmd::Script {
         script,
-        key: Bytes::from_static(key),
+        keys: Keys::One(Bytes::from_static(key)),
         value,
-        arg: None,
+        args: Args::NONE,
     }
 }
 
