@@ -1,3 +1,8 @@
-fn main() {
-    println!("loadgen: not built yet");
+//! `cargo run --release -p loadgen -- --help`. Everything lives in the library: see `lib.rs`.
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
+    loadgen::app::main()
 }

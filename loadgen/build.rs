@@ -1,0 +1,45 @@
+//! Records the versions of the crates under comparison (from the workspace Cargo.lock) and of rustc, so
+//! every report says exactly what was measured.
+
+use std::process::Command;
+
+fn main() {
+    let lock_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock");
+    println!("cargo:rerun-if-changed={lock_path}");
+    println!("cargo:rerun-if-changed=build.rs");
+    let lock = std::fs::read_to_string(lock_path).unwrap_or_default();
+    for (krate, var) in [
+        ("redlock-engine", "LOADGEN_VER_REDLOCK_ENGINE"),
+        ("rslock", "LOADGEN_VER_RSLOCK"),
+        ("redis", "LOADGEN_VER_REDIS_RS"),
+        ("fred", "LOADGEN_VER_FRED"),
+        ("tokio", "LOADGEN_VER_TOKIO"),
+    ] {
+        println!("cargo:rustc-env={var}={}", locked_version(&lock, krate));
+    }
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=LOADGEN_RUSTC={version}");
+}
+
+/// The version of the first `[[package]]` named `name` in a Cargo.lock.
+fn locked_version(lock: &str, name: &str) -> String {
+    let needle = format!("name = \"{name}\"");
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == needle {
+            if let Some(v) = lines
+                .next()
+                .and_then(|l| l.trim().strip_prefix("version = "))
+            {
+                return v.trim_matches('"').to_string();
+            }
+        }
+    }
+    "unknown".into()
+}

@@ -1,0 +1,325 @@
+//! The whole invocation: options → nodes → runtime → every scenario × engine → outputs, with one clean
+//! error line and no leftover redis-server on every way out (error, Ctrl-C, SIGTERM, panic).
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+
+use crate::cli::{one_line, NodeSource, Options, Plan, RuntimeKind};
+use crate::engines::ceiling::{self, Ceiling};
+use crate::engines::rslock::RslockClient;
+use crate::engines::{EngineKind, RetrySpec};
+use crate::machine::{Machine, Versions};
+use crate::nodes::health::Health;
+use crate::nodes::probe::NodeUrl;
+use crate::nodes::spawn::SpawnedNodes;
+use crate::report::{group, micros, Report, RunRecord};
+use crate::run::{run_engine, RunContext};
+use crate::stats::jain;
+use crate::workload::{Scenario, Stop};
+
+/// A failure: the message (one line) and the exit code.
+type Failure = (String, u8);
+
+fn failure(code: u8) -> impl Fn(String) -> Failure {
+    move |msg| (msg, code)
+}
+
+/// Parses the command line, runs, prints; the process exit code.
+pub fn main() -> ExitCode {
+    let opts = match Options::try_parse() {
+        Ok(opts) => opts,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return fail(&(one_line(&e), 2)),
+    };
+    match opts.plan().map_err(failure(2)).and_then(run) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => fail(&f),
+    }
+}
+
+fn fail((msg, code): &Failure) -> ExitCode {
+    let msg = msg.trim_start_matches("error: ").replace('\n', " ");
+    eprintln!("loadgen: error: {msg}");
+    ExitCode::from(*code)
+}
+
+/// Runs a validated plan.
+pub fn run(plan: Plan) -> Result<(), Failure> {
+    // Spawned here, on the main thread, before any runtime exists (see `SpawnedNodes::start`).
+    let spawned = match &plan.nodes {
+        NodeSource::Spawn(n) => {
+            if !plan.quiet {
+                eprintln!("loadgen: starting {n} redis-server nodes on loopback");
+            }
+            Some(SpawnedNodes::start(*n).map_err(failure(1))?)
+        }
+        NodeSource::Existing(_) => None,
+    };
+    let urls = match (&plan.nodes, &spawned) {
+        (NodeSource::Existing(urls), _) => urls.clone(),
+        (_, Some(s)) => s.urls(),
+        (_, None) => unreachable!("spawned nodes exist when the plan spawns"),
+    };
+    let (nodes, redis_version) = crate::nodes::preflight(&urls).map_err(failure(1))?;
+    let mut engines = plan.engines.clone();
+    let mut notes = Vec::new();
+    if plan.default_engines {
+        if ceiling::available() {
+            engines.push(EngineKind::Ceiling);
+        } else {
+            notes.push("ceiling skipped: redis-benchmark is not installed (apt-get install -y redis-tools)".into());
+        }
+    } else if engines.contains(&EngineKind::Ceiling) && !ceiling::available() {
+        return Err(("engine ceiling needs redis-benchmark: install it with `apt-get install -y redis-tools`".into(), 1));
+    }
+
+    let runtime = match plan.runtime {
+        RuntimeKind::Current => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        RuntimeKind::Multi => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+    .map_err(|e| (format!("cannot start the tokio runtime: {e}"), 1))?;
+    let result = runtime.block_on(async {
+        tokio::select! {
+            report = execute(&plan, &urls, &nodes, redis_version, engines, notes) => report.map_err(failure(1)),
+            why = interrupted() => Err((why, 130)),
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(spawned); // stop the nodes before anything else can go wrong
+    let report = result?;
+
+    if !plan.quiet {
+        print!("{}", crate::report::table::render(&report));
+    }
+    if let Some(path) = &plan.json {
+        report.write_json(path).map_err(failure(1))?;
+    }
+    if let Some(dir) = &plan.out {
+        report.write_dir(dir).map_err(failure(1))?;
+    }
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM with what happened.
+async fn interrupted() -> String {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return "interrupted".into();
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupted (Ctrl-C)".into(),
+        _ = term.recv() => "terminated (SIGTERM)".into(),
+    }
+}
+
+async fn execute(
+    plan: &Plan,
+    urls: &[String],
+    nodes: &[NodeUrl],
+    redis_version: String,
+    engines: Vec<EngineKind>,
+    mut notes: Vec<String>,
+) -> Result<Report, String> {
+    let health = Health::start(nodes)?;
+    let ctx = RunContext {
+        urls,
+        health: &health,
+        workload: &plan.workload,
+        quiet: plan.quiet,
+    };
+    let mut runs = Vec::new();
+    // The ceiling depends only on the connection count: measure it once per count.
+    let mut ceilings: HashMap<usize, Ceiling> = HashMap::new();
+    let mut run_no = 0;
+    for scenario in &plan.scenarios {
+        for &engine in &engines {
+            run_no += 1;
+            let record = if engine == EngineKind::Ceiling {
+                let c = match ceilings.get(&scenario.concurrency) {
+                    Some(c) => c.clone(),
+                    None => {
+                        let c = measure_ceiling(plan, nodes, scenario, &health).await?;
+                        ceilings.insert(scenario.concurrency, c.clone());
+                        c
+                    }
+                };
+                ceiling_record(scenario, nodes.len(), c)
+            } else {
+                let out = run_engine(engine, &ctx, scenario, &format!("{run_no:02}")).await?;
+                RunRecord {
+                    engine,
+                    scenario: scenario.clone(),
+                    nodes: nodes.len(),
+                    cycles: out.stats.cycles,
+                    elapsed: out.elapsed,
+                    cycles_per_s: out.stats.cycles as f64 / out.elapsed.as_secs_f64().max(1e-9),
+                    attempts_per_acquire: Some(out.stats.attempts_per_acquire()),
+                    failed_acquires: out
+                        .stats
+                        .failed_acquires
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), *v))
+                        .collect(),
+                    failed_releases: out
+                        .stats
+                        .failed_releases
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), *v))
+                        .collect(),
+                    fairness: jain(&out.per_worker),
+                    acquire: Some(out.stats.acquire),
+                    release: Some(out.stats.release),
+                    ceiling: None,
+                }
+            };
+            if !plan.quiet {
+                eprintln!("{}", status_line(&record));
+            }
+            runs.push(record);
+        }
+    }
+    notes.extend(standard_notes(plan, &engines));
+    Ok(Report {
+        command: command_line(),
+        machine: Machine::detect(),
+        versions: Versions::with_redis(redis_version),
+        node_source: match plan.nodes {
+            NodeSource::Spawn(_) => "spawned",
+            NodeSource::Existing(_) => "existing",
+        },
+        nodes: nodes.len(),
+        workload: plan.workload.clone(),
+        runtime: plan.runtime,
+        engines,
+        scenarios: plan.scenarios.clone(),
+        runs,
+        notes,
+    })
+}
+
+async fn measure_ceiling(
+    plan: &Plan,
+    nodes: &[NodeUrl],
+    scenario: &Scenario,
+    health: &Health,
+) -> Result<Ceiling, String> {
+    let round = match plan.workload.stop {
+        Stop::Duration(d) => (d / 2).clamp(Duration::from_millis(200), Duration::from_secs(10)),
+        Stop::Cycles(_) => Duration::from_secs(2),
+    };
+    if !plan.quiet {
+        eprintln!(
+            "loadgen: ceiling {}: redis-benchmark -c {} -P {} on every node",
+            scenario.label,
+            scenario.concurrency,
+            ceiling::PIPELINE
+        );
+    }
+    let limit = round * 4 + Duration::from_secs(30);
+    tokio::select! {
+        c = tokio::time::timeout(limit, ceiling::measure(nodes, scenario.concurrency, plan.workload.ttl, round)) => {
+            c.map_err(|_| format!("ceiling: redis-benchmark did not finish within {limit:?}"))?
+        }
+        why = health.lost() => Err(why),
+    }
+}
+
+fn ceiling_record(scenario: &Scenario, nodes: usize, c: Ceiling) -> RunRecord {
+    RunRecord {
+        engine: EngineKind::Ceiling,
+        scenario: scenario.clone(),
+        nodes,
+        cycles: 0,
+        elapsed: c.elapsed,
+        cycles_per_s: c.cycles_per_s,
+        acquire: None,
+        release: None,
+        attempts_per_acquire: None,
+        failed_acquires: Default::default(),
+        failed_releases: Default::default(),
+        fairness: None,
+        ceiling: Some(c),
+    }
+}
+
+fn status_line(r: &RunRecord) -> String {
+    let lat = r.acquire_pct().map_or_else(String::new, |p| {
+        format!("  acquire p50 {} p99 {}", micros(p.p50), micros(p.p99))
+    });
+    format!(
+        "loadgen: {:<13} {:<34} {:>10} cycles/s{lat}",
+        r.engine.name(),
+        r.scenario.label,
+        group(r.cycles_per_s)
+    )
+}
+
+fn standard_notes(plan: &Plan, engines: &[EngineKind]) -> Vec<String> {
+    let w = &plan.workload;
+    let retry = RetrySpec {
+        retries: w.retries,
+        delay: w.retry_delay,
+        jitter: w.retry_jitter,
+    };
+    let mut notes = vec![match plan.runtime {
+        RuntimeKind::Current => "runtime: tokio current-thread (the default: measured faster than multi-thread for this workload on a 2-core machine, see results/README.md)".to_string(),
+        RuntimeKind::Multi => "runtime: tokio multi-thread, one worker thread per core".to_string(),
+    }];
+    notes.push(
+        "keys: all workers share the key space; 'distinct keys' means 1m keys picked uniformly, so collisions are rare but possible (they show as attempts/acquire above 1)"
+            .into(),
+    );
+    notes.push("attempts: each engine's retry loop runs in loadgen (to count attempts) and mirrors its library's loop".into());
+    if engines.contains(&EngineKind::Rslock) {
+        notes.push(format!(
+            "{}; ours: {} retries, pause {:?} + uniform [0, {:?}]",
+            RslockClient::describe(retry),
+            w.retries,
+            w.retry_delay,
+            w.retry_jitter
+        ));
+        notes.push("rslock has no per-node reply deadline and releases with an unchecked result (its unlock returns nothing)".into());
+    }
+    if engines.contains(&EngineKind::Raw) {
+        notes.push("raw: SET NX PX on every node then the release script on every node, over redlock's pipeline, waiting for every reply; no early quorum decision, no validity check".into());
+    }
+    if engines.contains(&EngineKind::Ceiling) {
+        notes.push(format!(
+            "ceiling: redis-benchmark on every node at once, -c <workers> -P {} over 100k random keys: SET NX PX, then EVALSHA of the release script; cycles/s = 1/(1/acquire_rate + 1/release_rate), rate = summed ops/s / N; no latency (pipelined batches)",
+            ceiling::PIPELINE
+        ));
+    }
+    notes
+}
+
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .map(|a| {
+            if a.contains(' ') || a.is_empty() {
+                format!("'{a}'")
+            } else {
+                a
+            }
+        })
+        .collect();
+    if args.is_empty() {
+        "loadgen".into()
+    } else {
+        format!("loadgen {}", args.join(" "))
+    }
+}

@@ -1,0 +1,368 @@
+//! Command-line options (clap derive) and their validation into a [`Plan`]: what to run, on which nodes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use crate::engines::EngineKind;
+use crate::units::{parse_count, parse_duration, parse_hold, Hold};
+use crate::workload::{Distribution, Scenario, Stop, Workload};
+
+/// Throughput and latency of redlock-engine under contention, side by side with rslock, the raw command
+/// stream and the Redis-side ceiling. With no arguments: 5 spawned redis-servers, the standard scenarios,
+/// every engine.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "loadgen", version)]
+pub struct Options {
+    /// Existing nodes, comma-separated `redis://host:port` URLs; they are never stopped.
+    /// Default: spawn local redis-servers.
+    #[arg(long, value_delimiter = ',', value_name = "URLS")]
+    pub nodes: Vec<String>,
+    /// redis-server processes to start on free loopback ports when `--nodes` is not given (1..=9).
+    #[arg(long, default_value = "5", value_parser = parse_count, value_name = "N")]
+    pub spawn: u64,
+    /// Engines to run, one after another on the same nodes and workload.
+    /// Default: redlock,redlock-fred,rslock,raw, plus ceiling when redis-benchmark is installed.
+    #[arg(long = "engine", value_delimiter = ',', value_name = "LIST")]
+    pub engines: Option<Vec<EngineKind>>,
+    /// `standard`: (a) 1 worker, distinct keys; (b) 64 workers, distinct keys; (c) 64 workers on 4 keys.
+    /// `custom`: one run with --concurrency/--keys. Default: standard, or custom when either is given.
+    #[arg(long, value_enum)]
+    pub scenario: Option<ScenarioKind>,
+    /// Concurrent workers (tokio tasks). Default (custom): 64.
+    #[arg(long, value_parser = parse_count, value_name = "N")]
+    pub concurrency: Option<u64>,
+    /// Keys the workers pick from; far more keys than workers means no contention. Default (custom): 1m.
+    #[arg(long, value_parser = parse_count, value_name = "N")]
+    pub keys: Option<u64>,
+    /// How workers pick keys.
+    #[arg(long, value_enum, default_value_t = Distribution::Uniform)]
+    pub distribution: Distribution,
+    /// Exponent of the zipf distribution (1.0: key k is picked in proportion to 1/k).
+    #[arg(long, default_value_t = 1.0, value_name = "S")]
+    pub zipf_exponent: f64,
+    /// How long a lock is held before release: `0`, `2ms`, or a range `1ms..5ms`.
+    #[arg(long, default_value = "0", value_parser = parse_hold, value_name = "TIME")]
+    pub hold: Hold,
+    /// Lock TTL.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "TIME")]
+    pub ttl: Duration,
+    /// Attempts after the first one before an acquire counts as failed.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub retries: u32,
+    /// Base pause between attempts.
+    #[arg(long, default_value = "50ms", value_parser = parse_duration, value_name = "TIME")]
+    pub retry_delay: Duration,
+    /// Random extra pause, uniform in [0, jitter].
+    #[arg(long, default_value = "50ms", value_parser = parse_duration, value_name = "TIME")]
+    pub retry_jitter: Duration,
+    /// Measured time per run. Default: 5s.
+    #[arg(long, value_parser = parse_duration, value_name = "TIME", conflicts_with = "cycles")]
+    pub duration: Option<Duration>,
+    /// Stop each run after this many acquire calls instead of after --duration.
+    #[arg(long, value_parser = parse_count, value_name = "N")]
+    pub cycles: Option<u64>,
+    /// Uncounted warm-up before each run.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "TIME")]
+    pub warmup: Duration,
+    /// Tokio runtime flavour. `current` measured faster on a 2-core machine (see results/README.md).
+    #[arg(long, value_enum, default_value_t = RuntimeKind::Current)]
+    pub runtime: RuntimeKind,
+    /// Write the results as one JSON document to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write a Markdown summary, an SVG latency-percentile plot and the JSON into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// No progress bar and no table; errors still go to stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `--scenario`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScenarioKind {
+    /// The three standard scenarios.
+    Standard,
+    /// One run from --concurrency and --keys.
+    Custom,
+}
+
+/// `--runtime`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// One thread runs every worker and connection.
+    Current,
+    /// A worker thread per core.
+    Multi,
+}
+
+/// Where the nodes come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeSource {
+    /// Start this many redis-servers and stop them on exit.
+    Spawn(usize),
+    /// Use these URLs; never stop them.
+    Existing(Vec<String>),
+}
+
+/// Validated options: everything the run needs.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The nodes.
+    pub nodes: NodeSource,
+    /// Engines in run order.
+    pub engines: Vec<EngineKind>,
+    /// Whether the engine list was the default (ceiling is then added only if redis-benchmark exists).
+    pub default_engines: bool,
+    /// Scenarios in run order.
+    pub scenarios: Vec<Scenario>,
+    /// What every worker does.
+    pub workload: Workload,
+    /// Runtime flavour.
+    pub runtime: RuntimeKind,
+    /// `--json`.
+    pub json: Option<PathBuf>,
+    /// `--out`.
+    pub out: Option<PathBuf>,
+    /// `--quiet`.
+    pub quiet: bool,
+}
+
+/// The engines run by default, in order.
+pub const DEFAULT_ENGINES: [EngineKind; 4] = [
+    EngineKind::Redlock,
+    EngineKind::RedlockFred,
+    EngineKind::Rslock,
+    EngineKind::Raw,
+];
+
+impl Options {
+    /// Checks the options and turns them into a [`Plan`]; the error is one line for the user.
+    pub fn plan(&self) -> Result<Plan, String> {
+        let nodes = if self.nodes.is_empty() {
+            if !(1..=redlock_engine::MAX_NODES as u64).contains(&self.spawn) {
+                return Err(format!(
+                    "--spawn must be between 1 and {}, got {}",
+                    redlock_engine::MAX_NODES,
+                    self.spawn
+                ));
+            }
+            NodeSource::Spawn(self.spawn as usize)
+        } else {
+            if self.nodes.iter().any(|u| u.trim().is_empty()) {
+                return Err("--nodes has an empty entry".into());
+            }
+            NodeSource::Existing(self.nodes.iter().map(|u| u.trim().to_string()).collect())
+        };
+        let default_engines = self.engines.is_none();
+        let mut engines = Vec::new();
+        for e in self
+            .engines
+            .clone()
+            .unwrap_or_else(|| DEFAULT_ENGINES.to_vec())
+        {
+            if !engines.contains(&e) {
+                engines.push(e);
+            }
+        }
+        if engines.is_empty() {
+            return Err("--engine needs at least one engine".into());
+        }
+        let custom = self.concurrency.is_some() || self.keys.is_some();
+        let scenarios = match (self.scenario, custom) {
+            (Some(ScenarioKind::Standard), true) => {
+                return Err(
+                    "--concurrency/--keys define a custom run; drop --scenario standard".into(),
+                )
+            }
+            (Some(ScenarioKind::Standard), false) | (None, false) => Scenario::standard(),
+            (Some(ScenarioKind::Custom), _) | (None, true) => {
+                let concurrency = self.concurrency.unwrap_or(64);
+                let keys = self.keys.unwrap_or(1_000_000);
+                if concurrency == 0 {
+                    return Err("--concurrency must be at least 1".into());
+                }
+                if concurrency > 100_000 {
+                    return Err(format!(
+                        "--concurrency {concurrency} is too many (at most 100k)"
+                    ));
+                }
+                if keys == 0 {
+                    return Err("--keys must be at least 1".into());
+                }
+                vec![Scenario::custom(concurrency as usize, keys)]
+            }
+        };
+        let stop = match (self.duration, self.cycles) {
+            (_, Some(0)) => return Err("--cycles must be at least 1".into()),
+            (_, Some(n)) => Stop::Cycles(n),
+            (Some(d), None) if d.is_zero() => return Err("--duration must be above zero".into()),
+            (Some(d), None) => Stop::Duration(d),
+            (None, None) => Stop::Duration(Duration::from_secs(5)),
+        };
+        if self.ttl < Duration::from_millis(1) {
+            return Err("--ttl must be at least 1ms".into());
+        }
+        if self.hold.max >= self.ttl {
+            return Err(format!(
+                "--hold ({}) must be below --ttl ({:?})",
+                self.hold, self.ttl
+            ));
+        }
+        if !(self.zipf_exponent > 0.0 && self.zipf_exponent.is_finite()) {
+            return Err("--zipf-exponent must be above zero".into());
+        }
+        let workload = Workload {
+            distribution: self.distribution,
+            zipf_exponent: self.zipf_exponent,
+            hold: self.hold,
+            ttl: self.ttl,
+            retries: self.retries,
+            retry_delay: self.retry_delay,
+            retry_jitter: self.retry_jitter,
+            stop,
+            warmup: self.warmup,
+        };
+        Ok(Plan {
+            nodes,
+            engines,
+            default_engines,
+            scenarios,
+            workload,
+            runtime: self.runtime,
+            json: self.json.clone(),
+            out: self.out.clone(),
+            quiet: self.quiet,
+        })
+    }
+}
+
+/// Folds a clap error into one line (clap prints usage and hints on several).
+pub fn one_line(err: &clap::Error) -> String {
+    err.to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(args: &[&str]) -> Result<Plan, String> {
+        let opts = Options::try_parse_from(std::iter::once("loadgen").chain(args.iter().copied()))
+            .map_err(|e| one_line(&e))?;
+        opts.plan()
+    }
+
+    #[test]
+    fn no_arguments_is_the_standard_scenario_on_five_spawned_nodes() {
+        let p = plan(&[]).unwrap();
+        assert_eq!(p.nodes, NodeSource::Spawn(5));
+        assert_eq!(p.engines, DEFAULT_ENGINES.to_vec());
+        assert!(p.default_engines);
+        let shape: Vec<_> = p
+            .scenarios
+            .iter()
+            .map(|s| (s.id, s.concurrency, s.keys))
+            .collect();
+        assert_eq!(
+            shape,
+            [("a", 1, 1_000_000), ("b", 64, 1_000_000), ("c", 64, 4)]
+        );
+        assert_eq!(p.workload.stop, Stop::Duration(Duration::from_secs(5)));
+        assert_eq!(p.runtime, RuntimeKind::Current);
+    }
+
+    #[test]
+    fn custom_run_with_units() {
+        let p = plan(&[
+            "--concurrency",
+            "8",
+            "--keys",
+            "100k",
+            "--hold",
+            "1ms..2ms",
+            "--ttl",
+            "2s",
+            "--duration",
+            "250ms",
+            "--engine",
+            "redlock,raw",
+            "--retry-delay",
+            "5ms",
+            "--distribution",
+            "zipf",
+            "--runtime",
+            "multi",
+        ])
+        .unwrap();
+        assert_eq!(p.scenarios.len(), 1);
+        assert_eq!(
+            (p.scenarios[0].concurrency, p.scenarios[0].keys),
+            (8, 100_000)
+        );
+        assert_eq!(p.workload.stop, Stop::Duration(Duration::from_millis(250)));
+        assert_eq!(p.workload.ttl, Duration::from_secs(2));
+        assert_eq!(p.workload.retry_delay, Duration::from_millis(5));
+        assert_eq!(p.workload.distribution, Distribution::Zipf);
+        assert_eq!(p.engines, [EngineKind::Redlock, EngineKind::Raw]);
+        assert!(!p.default_engines);
+        assert_eq!(p.runtime, RuntimeKind::Multi);
+    }
+
+    #[test]
+    fn nodes_and_cycles() {
+        let p = plan(&[
+            "--nodes",
+            "redis://127.0.0.1:7101,redis://127.0.0.1:7102",
+            "--cycles",
+            "10k",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.nodes,
+            NodeSource::Existing(vec![
+                "redis://127.0.0.1:7101".into(),
+                "redis://127.0.0.1:7102".into()
+            ])
+        );
+        assert_eq!(p.workload.stop, Stop::Cycles(10_000));
+    }
+
+    #[test]
+    fn bad_input_is_one_line() {
+        for (args, needle) in [
+            (
+                &["--concurrency", "0"][..],
+                "--concurrency must be at least 1",
+            ),
+            (&["--duration", "0"][..], "--duration must be above zero"),
+            (&["--duration", "0s"][..], "--duration must be above zero"),
+            (&["--keys", "0"][..], "--keys must be at least 1"),
+            (&["--engine", "redlock,nope"][..], "invalid value 'nope'"),
+            (&["--ttl", "10"][..], "no unit"),
+            (&["--spawn", "0"][..], "--spawn must be between 1 and 9"),
+            (&["--hold", "20s"][..], "must be below --ttl"),
+            (
+                &["--scenario", "standard", "--concurrency", "4"][..],
+                "custom run",
+            ),
+            (
+                &["--duration", "1s", "--cycles", "5"][..],
+                "cannot be used with",
+            ),
+        ] {
+            let err = plan(args).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+            assert!(!err.contains('\n'), "{args:?}: not one line: {err}");
+        }
+    }
+}

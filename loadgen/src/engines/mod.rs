@@ -1,0 +1,83 @@
+//! The engines loadgen compares, behind one small trait, [`LockClient`], so one worker loop drives them all.
+//!
+//! - [`redlock`]: this project's engine, on its own pipeline (`redlock`) or on fred (`redlock-fred`).
+//! - [`rslock`]: the published `rslock` crate, the peer to beat.
+//! - [`raw`]: the same Redis command stream without the lock algorithm: the overhead floor.
+//! - [`ceiling`]: not a lock client: redis-benchmark driving every node, the Redis-side ceiling.
+//!
+//! Every client runs its own retry loop here (rather than the library's) only so attempts can be counted;
+//! each loop mirrors its library's loop exactly (see the files).
+
+use std::future::Future;
+use std::time::Duration;
+
+use clap::ValueEnum;
+
+pub mod ceiling;
+pub mod raw;
+pub mod redlock;
+pub mod rslock;
+
+/// An engine name on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
+pub enum EngineKind {
+    /// redlock-engine on its own pipelined connections.
+    Redlock,
+    /// redlock-engine on the fred transport.
+    RedlockFred,
+    /// The `rslock` crate (redis-rs multiplexed connections).
+    Rslock,
+    /// SET NX PX to every node, then the compare-and-delete script to every node, no lock algorithm.
+    Raw,
+    /// redis-benchmark against every node at once, `-P 16`: the Redis-side ceiling.
+    Ceiling,
+}
+
+impl EngineKind {
+    /// The name used on the command line and in the reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Redlock => "redlock",
+            Self::RedlockFred => "redlock-fred",
+            Self::Rslock => "rslock",
+            Self::Raw => "raw",
+            Self::Ceiling => "ceiling",
+        }
+    }
+}
+
+/// The outcome of one acquire call, with how many attempts it made.
+#[derive(Debug)]
+pub struct Acquired<H> {
+    /// The held lock, or the cause of the last failed attempt (an error variant name).
+    pub result: Result<H, &'static str>,
+    /// Attempts made (1 = first try).
+    pub attempts: u32,
+}
+
+/// What the worker loop needs from an engine.
+pub trait LockClient: Send + Sync + 'static {
+    /// A held lock.
+    type Held: Send + 'static;
+
+    /// Acquires `resource` (the engine adds the `redlock:` key prefix, or the client does), retrying as
+    /// configured.
+    fn acquire(&self, resource: &[u8]) -> impl Future<Output = Acquired<Self::Held>> + Send;
+
+    /// Releases a held lock; the error is a cause name.
+    fn release(&self, held: Self::Held) -> impl Future<Output = Result<(), &'static str>> + Send;
+}
+
+/// The retry knobs every client gets, from the workload.
+#[derive(Debug, Clone, Copy)]
+pub struct RetrySpec {
+    /// Attempts after the first.
+    pub retries: u32,
+    /// Base pause.
+    pub delay: Duration,
+    /// Uniform extra pause.
+    pub jitter: Duration,
+}
+
+/// The key prefix every engine's keys carry, so all engines write keys of the same length.
+pub const KEY_PREFIX: &[u8] = b"redlock:";

@@ -1,0 +1,172 @@
+//! Local redis-server processes for the embedded default: free loopback ports, no persistence, stopped by
+//! pid when [`SpawnedNodes`] is dropped — on a normal exit, an error, a panic (unwinding) or Ctrl-C.
+//!
+//! Belt and braces for the cases where no destructor runs (loadgen killed with SIGKILL): each child asks
+//! the kernel for SIGKILL when its parent thread dies (`PR_SET_PDEATHSIG`), and sits in its own process
+//! group so a terminal's Ctrl-C reaches loadgen first and loadgen stops the nodes itself.
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::probe::{self, NodeUrl};
+
+/// What to tell a user without redis-server.
+pub const INSTALL_HINT: &str =
+    "redis-server not found: install it with `apt-get install -y redis-server`, or pass --nodes redis://host:port,...";
+
+/// redis-server processes owned by loadgen.
+#[derive(Debug)]
+pub struct SpawnedNodes {
+    nodes: Vec<(u16, Child)>,
+}
+
+impl SpawnedNodes {
+    /// Starts `n` redis-servers on free loopback ports and waits until each answers PING.
+    ///
+    /// Call it from the main thread: `PR_SET_PDEATHSIG` fires when the *thread* that spawned a child
+    /// exits, and the main thread lives as long as the process.
+    pub fn start(n: usize) -> Result<Self, String> {
+        let version = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        match version {
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(INSTALL_HINT.into()),
+            Err(e) => return Err(format!("cannot run redis-server: {e}")),
+            Ok(_) => {}
+        }
+        let mut set = Self {
+            nodes: Vec::with_capacity(n),
+        };
+        for _ in 0..n {
+            set.start_one()?;
+        }
+        Ok(set)
+    }
+
+    fn start_one(&mut self) -> Result<(), String> {
+        let mut last = String::new();
+        // A port found free can be taken before redis binds it: try a few.
+        for _ in 0..20 {
+            let port = free_port()?;
+            let mut child = spawn_server(port)?;
+            match wait_ready(&mut child, port, Duration::from_secs(5)) {
+                Ok(()) => {
+                    self.nodes.push((port, child));
+                    return Ok(());
+                }
+                Err(e) => {
+                    last = e;
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+            }
+        }
+        Err(format!("could not start redis-server: {last}"))
+    }
+
+    /// The nodes' URLs.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|(port, _)| format!("redis://127.0.0.1:{port}"))
+            .collect()
+    }
+
+    /// The processes' ids (for tests that kill a node mid-run).
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes.iter().map(|(_, c)| c.id()).collect()
+    }
+}
+
+impl Drop for SpawnedNodes {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.nodes {
+            let _ = child.kill();
+        }
+        for (_, child) in &mut self.nodes {
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free loopback port: {e}"))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())
+}
+
+fn spawn_server(port: u16) -> Result<Child, String> {
+    let dir = std::env::temp_dir();
+    let mut cmd = Command::new("redis-server");
+    cmd.args([
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ])
+    .args([
+        "--daemonize",
+        "no",
+        "--protected-mode",
+        "no",
+        "--loglevel",
+        "warning",
+    ])
+    .arg("--dir")
+    .arg(&dir)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .process_group(0);
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2) and getppid(2),
+    // both async-signal-safe; it touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: then nobody would ever stop us.
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::other("parent exited"));
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| match e.kind() {
+        ErrorKind::NotFound => INSTALL_HINT.to_string(),
+        _ => format!("cannot start redis-server: {e}"),
+    })
+}
+
+fn wait_ready(child: &mut Child, port: u16, within: Duration) -> Result<(), String> {
+    let node = NodeUrl::parse(&format!("redis://127.0.0.1:{port}"))?;
+    let until = Instant::now() + within;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "redis-server on port {port} exited at start ({status})"
+            ));
+        }
+        if probe::check(&node, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() >= until {
+            return Err(format!(
+                "redis-server on port {port} did not answer PING within {within:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

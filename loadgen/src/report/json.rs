@@ -1,0 +1,296 @@
+//! The `--json` document. These structs are its schema; the key names in [`Document`] and [`Run`] that
+//! issue 3 lists (`machine`, `versions`, `config`, `runs[].engine`, `nodes`, `concurrency`, `keys`,
+//! `hold_us`, `cycles`, `cycles_per_s`, `acquire_us`, `release_us`, `attempts_per_acquire`,
+//! `failed_acquires`, `fairness`, `ratios`) are a contract; the others may grow.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::cli::RuntimeKind;
+use crate::machine::{Machine, Versions};
+use crate::stats::Percentiles;
+use crate::workload::{Distribution, Stop};
+
+use super::ratios::{goals, ratios};
+use super::Report;
+
+/// The whole document.
+#[derive(Debug, Serialize)]
+pub struct Document<'a> {
+    /// Machine description.
+    pub machine: &'a Machine,
+    /// Versions compared.
+    pub versions: &'a Versions,
+    /// What was run.
+    pub config: Config,
+    /// One entry per engine and scenario, in run order.
+    pub runs: Vec<Run>,
+    /// `{scenario: {"redlock/<engine>": {cycles_per_s, acquire_p50, acquire_p99}}}`.
+    pub ratios: BTreeMap<&'static str, BTreeMap<String, RatioOut>>,
+    /// The issue's goals with the measured value.
+    pub goals: Vec<GoalOut>,
+    /// Caveats, one line each.
+    pub notes: &'a [String],
+}
+
+/// The run configuration.
+#[derive(Debug, Serialize)]
+pub struct Config {
+    /// The command line.
+    pub command: String,
+    /// Node count.
+    pub nodes: usize,
+    /// `spawned` or `existing`.
+    pub node_source: &'static str,
+    /// Engines in run order.
+    pub engines: Vec<&'static str>,
+    /// Scenarios: `{id, label, concurrency, keys}`.
+    pub scenarios: Vec<ScenarioOut>,
+    /// Key distribution.
+    pub distribution: Distribution,
+    /// Zipf exponent (used with `zipf`).
+    pub zipf_exponent: f64,
+    /// Hold range in µs.
+    pub hold_us: [u64; 2],
+    /// Lock TTL.
+    pub ttl_ms: u64,
+    /// Attempts after the first.
+    pub retries: u32,
+    /// Base pause between attempts.
+    pub retry_delay_ms: f64,
+    /// Extra random pause.
+    pub retry_jitter_ms: f64,
+    /// Measured seconds per run (time-bounded runs).
+    pub duration_s: Option<f64>,
+    /// Acquire calls per run (call-bounded runs).
+    pub cycles: Option<u64>,
+    /// Uncounted warm-up per run.
+    pub warmup_s: f64,
+    /// Tokio runtime flavour.
+    pub runtime: RuntimeKind,
+}
+
+/// A scenario.
+#[derive(Debug, Serialize)]
+pub struct ScenarioOut {
+    /// `a`, `b`, `c` or `custom`.
+    pub id: &'static str,
+    /// Description.
+    pub label: String,
+    /// Workers.
+    pub concurrency: usize,
+    /// Keys.
+    pub keys: u64,
+}
+
+/// One run.
+#[derive(Debug, Serialize)]
+pub struct Run {
+    /// Engine name.
+    pub engine: &'static str,
+    /// Scenario id.
+    pub scenario: &'static str,
+    /// Node count.
+    pub nodes: usize,
+    /// Workers.
+    pub concurrency: usize,
+    /// Keys.
+    pub keys: u64,
+    /// Mean hold in µs.
+    pub hold_us: u64,
+    /// Successful lock cycles.
+    pub cycles: u64,
+    /// Measured seconds.
+    pub elapsed_s: f64,
+    /// Cycles per second.
+    pub cycles_per_s: f64,
+    /// Acquire latency, first attempt to success (null for the ceiling).
+    pub acquire_us: Option<Latency>,
+    /// Release latency (null for the ceiling).
+    pub release_us: Option<Latency>,
+    /// Mean attempts per acquire call (null for the ceiling).
+    pub attempts_per_acquire: Option<f64>,
+    /// Failed acquire calls by cause (the engine's error variant name).
+    pub failed_acquires: BTreeMap<String, u64>,
+    /// Failed releases by cause.
+    pub failed_releases: BTreeMap<String, u64>,
+    /// Jain's fairness index over per-worker successful cycles (null for the ceiling).
+    pub fairness: Option<f64>,
+    /// redis-benchmark figures (ceiling only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<CeilingOut>,
+}
+
+/// Latency percentiles in µs.
+#[derive(Debug, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 90th.
+    pub p90: f64,
+    /// 99th.
+    pub p99: f64,
+    /// 99.9th.
+    pub p999: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+impl From<Percentiles> for Latency {
+    fn from(p: Percentiles) -> Self {
+        Self {
+            p50: p.p50,
+            p90: p.p90,
+            p99: p.p99,
+            p999: p.p999,
+            max: p.max,
+            mean: p.mean,
+        }
+    }
+}
+
+/// The ceiling's inputs.
+#[derive(Debug, Serialize)]
+pub struct CeilingOut {
+    /// SET NX PX ops/s summed over the nodes.
+    pub set_ops_per_s: f64,
+    /// Release-script ops/s summed over the nodes.
+    pub release_ops_per_s: f64,
+    /// redis-benchmark connections per node.
+    pub clients: usize,
+    /// Pipeline depth.
+    pub pipeline: usize,
+}
+
+/// One ratio.
+#[derive(Debug, Serialize)]
+pub struct RatioOut {
+    /// redlock ÷ other, cycles/s (above 1: redlock faster).
+    pub cycles_per_s: Option<f64>,
+    /// redlock ÷ other, acquire p50 (below 1: redlock faster).
+    pub acquire_p50: Option<f64>,
+    /// redlock ÷ other, acquire p99.
+    pub acquire_p99: Option<f64>,
+}
+
+/// One goal.
+#[derive(Debug, Serialize)]
+pub struct GoalOut {
+    /// Scenario id.
+    pub scenario: &'static str,
+    /// What is compared.
+    pub what: &'static str,
+    /// `>= 2.3`.
+    pub target: String,
+    /// Measured value.
+    pub measured: Option<f64>,
+    /// Whether it was met (null: not measured).
+    pub met: Option<bool>,
+}
+
+/// Builds the document.
+pub fn document(report: &Report) -> Document<'_> {
+    let w = &report.workload;
+    let config = Config {
+        command: report.command.clone(),
+        nodes: report.nodes,
+        node_source: report.node_source,
+        engines: report.engines.iter().map(|e| e.name()).collect(),
+        scenarios: report
+            .scenarios
+            .iter()
+            .map(|s| ScenarioOut {
+                id: s.id,
+                label: s.label.clone(),
+                concurrency: s.concurrency,
+                keys: s.keys,
+            })
+            .collect(),
+        distribution: w.distribution,
+        zipf_exponent: w.zipf_exponent,
+        hold_us: [w.hold.min.as_micros() as u64, w.hold.max.as_micros() as u64],
+        ttl_ms: w.ttl.as_millis() as u64,
+        retries: w.retries,
+        retry_delay_ms: w.retry_delay.as_secs_f64() * 1e3,
+        retry_jitter_ms: w.retry_jitter.as_secs_f64() * 1e3,
+        duration_s: match w.stop {
+            Stop::Duration(d) => Some(d.as_secs_f64()),
+            Stop::Cycles(_) => None,
+        },
+        cycles: match w.stop {
+            Stop::Cycles(n) => Some(n),
+            Stop::Duration(_) => None,
+        },
+        warmup_s: w.warmup.as_secs_f64(),
+        runtime: report.runtime,
+    };
+    let runs = report
+        .runs
+        .iter()
+        .map(|r| Run {
+            engine: r.engine.name(),
+            scenario: r.scenario.id,
+            nodes: r.nodes,
+            concurrency: r.scenario.concurrency,
+            keys: r.scenario.keys,
+            hold_us: w.hold.mean_us(),
+            cycles: r.cycles,
+            elapsed_s: r.elapsed.as_secs_f64(),
+            cycles_per_s: r.cycles_per_s,
+            acquire_us: r.acquire_pct().map(Latency::from),
+            release_us: r.release_pct().map(Latency::from),
+            attempts_per_acquire: r.attempts_per_acquire,
+            failed_acquires: r.failed_acquires.clone(),
+            failed_releases: r.failed_releases.clone(),
+            fairness: r.fairness,
+            ceiling: r.ceiling.as_ref().map(|c| CeilingOut {
+                set_ops_per_s: c.set_ops_per_s,
+                release_ops_per_s: c.release_ops_per_s,
+                clients: c.clients,
+                pipeline: crate::engines::ceiling::PIPELINE,
+            }),
+        })
+        .collect();
+    let mut by_scenario: BTreeMap<&'static str, BTreeMap<String, RatioOut>> = BTreeMap::new();
+    for r in ratios(report) {
+        let out = RatioOut {
+            cycles_per_s: r.cycles_per_s,
+            acquire_p50: r.acquire_p50,
+            acquire_p99: r.acquire_p99,
+        };
+        by_scenario
+            .entry(r.scenario)
+            .or_default()
+            .insert(r.name(), out);
+    }
+    let goals = goals(report)
+        .into_iter()
+        .map(|g| GoalOut {
+            scenario: g.scenario,
+            what: g.what,
+            target: format!("{} {}", g.op, g.target),
+            measured: g.measured,
+            met: g.met(),
+        })
+        .collect();
+    Document {
+        machine: &report.machine,
+        versions: &report.versions,
+        config,
+        runs,
+        ratios: by_scenario,
+        goals,
+        notes: &report.notes,
+    }
+}
+
+/// The document as pretty-printed JSON.
+pub fn render(report: &Report) -> String {
+    let mut text =
+        serde_json::to_string_pretty(&document(report)).expect("the document serializes");
+    text.push('\n');
+    text
+}

@@ -1,0 +1,127 @@
+//! The `--out` Markdown summary: the same numbers as the table, for a README or a pull request.
+
+use std::fmt::Write;
+
+use super::ratios::{goals, ratios};
+use super::table::times;
+use super::{group, micros, Report};
+
+/// The summary; `svg` is the plot's file name next to it.
+pub fn render(report: &Report, svg: &str) -> String {
+    let mut md = String::new();
+    let (m, v, w) = (&report.machine, &report.versions, &report.workload);
+    let _ = writeln!(md, "# loadgen results\n");
+    let _ = writeln!(md, "Command: `{}`\n", report.command);
+    let _ = writeln!(md, "- Machine: {} cores, {} ({})", m.cores, m.cpu, m.arch);
+    let _ = writeln!(md, "- `uname -a`: `{}`", m.uname);
+    let _ = writeln!(
+        md,
+        "- Redis {} ({} nodes, {})",
+        v.redis, report.nodes, report.node_source
+    );
+    let _ = writeln!(
+        md,
+        "- redlock-engine {}, rslock {} (redis-rs {}), fred {}, tokio {}, {}",
+        v.redlock_engine, v.rslock, v.redis_rs, v.fred, v.tokio, v.rustc
+    );
+    let _ = writeln!(
+        md,
+        "- Workload: hold {}, ttl {:?}, retries {}, retry delay {:?} + jitter {:?}, {:?} keys, runtime {:?}, warm-up {:?}\n",
+        w.hold, w.ttl, w.retries, w.retry_delay, w.retry_jitter, w.distribution, report.runtime, w.warmup
+    );
+    let _ = writeln!(md, "![acquire latency by percentile]({svg})\n");
+    let all_ratios = ratios(report);
+    for scenario in &report.scenarios {
+        let _ = writeln!(md, "## {}\n", scenario.label);
+        let _ = writeln!(
+            md,
+            "| engine | cycles/s | acquire p50 | p90 | p99 | p99.9 | max | release p50 | release p99 | attempts/acquire | fairness | failed |"
+        );
+        let _ = writeln!(md, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+        for run in report.runs.iter().filter(|r| r.scenario.id == scenario.id) {
+            let (a, r) = (run.acquire_pct(), run.release_pct());
+            let lat = |p: Option<f64>| p.map_or_else(|| "–".into(), micros);
+            let failed: Vec<String> = run
+                .failed_acquires
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .chain(
+                    run.failed_releases
+                        .iter()
+                        .map(|(k, v)| format!("release {k}: {v}")),
+                )
+                .collect();
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                run.engine.name(),
+                group(run.cycles_per_s),
+                lat(a.map(|p| p.p50)),
+                lat(a.map(|p| p.p90)),
+                lat(a.map(|p| p.p99)),
+                lat(a.map(|p| p.p999)),
+                lat(a.map(|p| p.max)),
+                lat(r.map(|p| p.p50)),
+                lat(r.map(|p| p.p99)),
+                run.attempts_per_acquire
+                    .map_or_else(|| "–".into(), |v| format!("{v:.2}")),
+                run.fairness
+                    .map_or_else(|| "–".into(), |v| format!("{v:.3}")),
+                if failed.is_empty() {
+                    "–".into()
+                } else {
+                    failed.join(", ")
+                },
+            );
+        }
+        let rows: Vec<_> = all_ratios
+            .iter()
+            .filter(|r| r.scenario == scenario.id)
+            .collect();
+        if !rows.is_empty() {
+            let _ = writeln!(
+                md,
+                "\n| ratio | cycles/s | acquire p50 | acquire p99 |\n|---|--:|--:|--:|"
+            );
+            for r in rows {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} |",
+                    r.name(),
+                    times(r.cycles_per_s),
+                    times(r.acquire_p50),
+                    times(r.acquire_p99)
+                );
+            }
+        }
+        let _ = writeln!(md);
+    }
+    let goals = goals(report);
+    if !goals.is_empty() {
+        let _ = writeln!(md, "## Goals (issue 3), same run\n\n| scenario | goal | measured | met |\n|---|---|--:|---|");
+        for g in goals {
+            let _ = writeln!(
+                md,
+                "| ({}) | {} {} {} | {} | {} |",
+                g.scenario,
+                g.what,
+                g.op,
+                g.target,
+                g.measured.map_or_else(|| "–".into(), |m| format!("{m:.2}")),
+                match g.met() {
+                    Some(true) => "yes",
+                    Some(false) => "**no**",
+                    None => "not measured",
+                }
+            );
+        }
+        let _ = writeln!(md);
+    }
+    if !report.notes.is_empty() {
+        let _ = writeln!(md, "## Notes\n");
+        for note in &report.notes {
+            let _ = writeln!(md, "- {note}");
+        }
+    }
+    md
+}

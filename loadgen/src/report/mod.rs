@@ -1,0 +1,168 @@
+//! The results of a whole invocation and every way they are written out.
+//!
+//! - [`ratios`]: redlock against each other engine, per scenario; the goals, checked.
+//! - [`table`]: the text table on stdout.
+//! - [`json`]: the `--json` document (its schema is the structs in that file).
+//! - [`markdown`]: the `--out` summary.
+//! - [`svg`]: the `--out` latency-percentile plot.
+
+pub mod json;
+pub mod markdown;
+pub mod ratios;
+pub mod svg;
+pub mod table;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::cli::RuntimeKind;
+use crate::engines::ceiling::Ceiling;
+use crate::engines::EngineKind;
+use crate::machine::{Machine, Versions};
+use crate::stats::Percentiles;
+use crate::workload::{Scenario, Workload};
+
+/// One engine on one scenario.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    /// The engine.
+    pub engine: EngineKind,
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Nodes in the set.
+    pub nodes: usize,
+    /// Successful lock cycles.
+    pub cycles: u64,
+    /// Measured wall time.
+    pub elapsed: Duration,
+    /// Cycles per second.
+    pub cycles_per_s: f64,
+    /// Acquire latency (µs); `None` for the ceiling.
+    pub acquire: Option<Histogram<u64>>,
+    /// Release latency (µs); `None` for the ceiling.
+    pub release: Option<Histogram<u64>>,
+    /// Mean attempts per acquire call; `None` for the ceiling.
+    pub attempts_per_acquire: Option<f64>,
+    /// Failed acquire calls by cause.
+    pub failed_acquires: BTreeMap<String, u64>,
+    /// Failed releases by cause.
+    pub failed_releases: BTreeMap<String, u64>,
+    /// Jain's fairness index over per-worker successes; `None` for the ceiling.
+    pub fairness: Option<f64>,
+    /// The redis-benchmark figures, for the ceiling.
+    pub ceiling: Option<Ceiling>,
+}
+
+impl RunRecord {
+    /// Acquire percentiles, if measured.
+    pub fn acquire_pct(&self) -> Option<Percentiles> {
+        self.acquire.as_ref().map(Percentiles::of)
+    }
+
+    /// Release percentiles, if measured.
+    pub fn release_pct(&self) -> Option<Percentiles> {
+        self.release.as_ref().map(Percentiles::of)
+    }
+}
+
+/// Everything one invocation measured, with its context.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The command line that produced it.
+    pub command: String,
+    /// Machine description.
+    pub machine: Machine,
+    /// Versions compared.
+    pub versions: Versions,
+    /// `spawned` or `existing`.
+    pub node_source: &'static str,
+    /// Node count.
+    pub nodes: usize,
+    /// The workload.
+    pub workload: Workload,
+    /// Runtime flavour.
+    pub runtime: RuntimeKind,
+    /// Engines in run order.
+    pub engines: Vec<EngineKind>,
+    /// Scenarios in run order.
+    pub scenarios: Vec<Scenario>,
+    /// Every run.
+    pub runs: Vec<RunRecord>,
+    /// What differs between engines, and other caveats, one line each.
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// The run of `engine` in scenario `id`.
+    pub fn find(&self, id: &str, engine: EngineKind) -> Option<&RunRecord> {
+        self.runs
+            .iter()
+            .find(|r| r.scenario.id == id && r.engine == engine)
+    }
+
+    /// Writes the Markdown summary, the SVG plot and the JSON document into `dir`.
+    pub fn write_dir(&self, dir: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        write(
+            &dir.join("summary.md"),
+            &markdown::render(self, "latency.svg"),
+        )?;
+        write(&dir.join("latency.svg"), &svg::render(self))?;
+        Ok(())
+    }
+
+    /// Writes the JSON document to `path`.
+    pub fn write_json(&self, path: &Path) -> Result<(), String> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        write(path, &json::render(self))
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// `1234567.8` as `1 234 568`-style text with thin grouping (`1,234,568`).
+pub fn group(n: f64) -> String {
+    let s = format!("{:.0}", n.max(0.0));
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Microseconds as `850µs`, `1.23ms`, `2.50s`.
+pub fn micros(us: f64) -> String {
+    if us < 1_000.0 {
+        format!("{us:.0}µs")
+    } else if us < 1_000_000.0 {
+        format!("{:.2}ms", us / 1_000.0)
+    } else {
+        format!("{:.2}s", us / 1_000_000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formatting() {
+        assert_eq!(group(1_234_567.8), "1,234,568");
+        assert_eq!(group(12.0), "12");
+        assert_eq!(micros(850.0), "850µs");
+        assert_eq!(micros(1_234.0), "1.23ms");
+        assert_eq!(micros(2_500_000.0), "2.50s");
+    }
+}

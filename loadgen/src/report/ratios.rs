@@ -1,0 +1,168 @@
+//! Same-run ratios of redlock against every other engine, and the performance goals checked
+//! against them.
+
+use crate::engines::EngineKind;
+
+use super::Report;
+
+/// `redlock / other` in one scenario. Throughput: above 1 means redlock is faster. Latency: below 1
+/// means redlock is faster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ratio {
+    /// Scenario id.
+    pub scenario: &'static str,
+    /// The engine redlock is compared with.
+    pub versus: EngineKind,
+    /// redlock cycles/s ÷ theirs.
+    pub cycles_per_s: Option<f64>,
+    /// redlock acquire p50 ÷ theirs.
+    pub acquire_p50: Option<f64>,
+    /// redlock acquire p99 ÷ theirs.
+    pub acquire_p99: Option<f64>,
+}
+
+impl Ratio {
+    /// `redlock/rslock`.
+    pub fn name(&self) -> String {
+        format!("redlock/{}", self.versus.name())
+    }
+}
+
+/// Every ratio the report supports, scenario by scenario.
+pub fn ratios(report: &Report) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for scenario in &report.scenarios {
+        let Some(ours) = report.find(scenario.id, EngineKind::Redlock) else {
+            continue;
+        };
+        for versus in [
+            EngineKind::Rslock,
+            EngineKind::Raw,
+            EngineKind::RedlockFred,
+            EngineKind::Ceiling,
+        ] {
+            let Some(theirs) = report.find(scenario.id, versus) else {
+                continue;
+            };
+            let div = |a: f64, b: f64| (b > 0.0 && a.is_finite()).then(|| a / b);
+            let (p_ours, p_theirs) = (ours.acquire_pct(), theirs.acquire_pct());
+            let lat = |f: fn(&crate::stats::Percentiles) -> f64| match (&p_ours, &p_theirs) {
+                (Some(a), Some(b)) => div(f(a), f(b)),
+                _ => None,
+            };
+            out.push(Ratio {
+                scenario: scenario.id,
+                versus,
+                cycles_per_s: div(ours.cycles_per_s, theirs.cycles_per_s),
+                acquire_p50: lat(|p| p.p50),
+                acquire_p99: lat(|p| p.p99),
+            });
+        }
+    }
+    out
+}
+
+/// One of the performance goals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Goal {
+    /// Scenario id.
+    pub scenario: &'static str,
+    /// What is compared, e.g. `cycles/s redlock/rslock`.
+    pub what: &'static str,
+    /// `>=` or `<=`.
+    pub op: &'static str,
+    /// The target.
+    pub target: f64,
+    /// The measured value, if the run had what it needs.
+    pub measured: Option<f64>,
+}
+
+impl Goal {
+    /// Whether the goal was met; `None` if it could not be measured.
+    pub fn met(&self) -> Option<bool> {
+        self.measured.map(|m| {
+            if self.op == ">=" {
+                m >= self.target
+            } else {
+                m <= self.target
+            }
+        })
+    }
+}
+
+/// The goals on 5 nodes in the standard scenarios (empty for a custom run).
+pub fn goals(report: &Report) -> Vec<Goal> {
+    let all = ratios(report);
+    let find =
+        |id: &str, versus: EngineKind| all.iter().find(|r| r.scenario == id && r.versus == versus);
+    let has = |id: &str| report.scenarios.iter().any(|s| s.id == id);
+    let mut out = Vec::new();
+    let mut goal = |scenario: &'static str,
+                    what: &'static str,
+                    op: &'static str,
+                    target: f64,
+                    measured: Option<f64>| {
+        if has(scenario) {
+            out.push(Goal {
+                scenario,
+                what,
+                op,
+                target,
+                measured,
+            });
+        }
+    };
+    let rs = |id| find(id, EngineKind::Rslock);
+    goal(
+        "b",
+        "cycles/s redlock/rslock",
+        ">=",
+        2.3,
+        rs("b").and_then(|r| r.cycles_per_s),
+    );
+    goal(
+        "b",
+        "cycles/s redlock/ceiling",
+        ">=",
+        0.8,
+        find("b", EngineKind::Ceiling).and_then(|r| r.cycles_per_s),
+    );
+    goal(
+        "a",
+        "acquire p50 redlock/rslock",
+        "<=",
+        0.6,
+        rs("a").and_then(|r| r.acquire_p50),
+    );
+    goal(
+        "a",
+        "acquire p99 redlock/rslock",
+        "<=",
+        0.5,
+        rs("a").and_then(|r| r.acquire_p99),
+    );
+    goal(
+        "c",
+        "cycles/s redlock/rslock",
+        ">=",
+        3.0,
+        rs("c").and_then(|r| r.cycles_per_s),
+    );
+    goal(
+        "c",
+        "acquire p99 redlock/rslock",
+        "<=",
+        0.2,
+        rs("c").and_then(|r| r.acquire_p99),
+    );
+    goal(
+        "c",
+        "fairness redlock",
+        ">=",
+        0.9,
+        report
+            .find("c", EngineKind::Redlock)
+            .and_then(|r| r.fairness),
+    );
+    out
+}

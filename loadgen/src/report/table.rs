@@ -1,0 +1,134 @@
+//! The text table printed on stdout.
+
+use std::fmt::Write;
+
+use super::ratios::{goals, ratios};
+use super::{group, micros, Report, RunRecord};
+
+/// The whole report as text.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let w = &report.workload;
+    let _ = writeln!(
+        out,
+        "loadgen: {} nodes ({}), redis {}, {} cores, {} runtime, hold {}, ttl {:?}, retries {} x ({:?} + jitter {:?})",
+        report.nodes,
+        report.node_source,
+        report.versions.redis,
+        report.machine.cores,
+        match report.runtime {
+            crate::cli::RuntimeKind::Current => "current-thread",
+            crate::cli::RuntimeKind::Multi => "multi-thread",
+        },
+        w.hold,
+        w.ttl,
+        w.retries,
+        w.retry_delay,
+        w.retry_jitter,
+    );
+    let all_ratios = ratios(report);
+    for scenario in &report.scenarios {
+        let _ = writeln!(
+            out,
+            "\n{}  [{} workers, {} keys, {:?}]",
+            scenario.label,
+            scenario.concurrency,
+            group(scenario.keys as f64),
+            w.distribution
+        );
+        let _ = writeln!(
+            out,
+            "  {:<13} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  failed",
+            "engine",
+            "cycles/s",
+            "acq p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "max",
+            "rel p50",
+            "rel p99",
+            "att/acq",
+            "fairness"
+        );
+        for run in report.runs.iter().filter(|r| r.scenario.id == scenario.id) {
+            let _ = writeln!(out, "  {}", row(run));
+        }
+        for r in all_ratios.iter().filter(|r| r.scenario == scenario.id) {
+            let _ = writeln!(
+                out,
+                "  {:<22} cycles/s {:>7}   acquire p50 {:>7}   p99 {:>7}",
+                r.name(),
+                times(r.cycles_per_s),
+                times(r.acquire_p50),
+                times(r.acquire_p99)
+            );
+        }
+    }
+    let goals = goals(report);
+    if !goals.is_empty() {
+        let _ = writeln!(out, "\ngoals (issue 3, same run):");
+        for g in goals {
+            let verdict = match g.met() {
+                Some(true) => "met",
+                Some(false) => "NOT met",
+                None => "not measured",
+            };
+            let measured = g.measured.map_or_else(|| "-".into(), |m| format!("{m:.2}"));
+            let _ = writeln!(
+                out,
+                "  ({}) {:<28} {} {:<5} measured {:>6}  {}",
+                g.scenario, g.what, g.op, g.target, measured, verdict
+            );
+        }
+    }
+    if !report.notes.is_empty() {
+        let _ = writeln!(out, "\nnotes:");
+        for note in &report.notes {
+            let _ = writeln!(out, "  - {note}");
+        }
+    }
+    out
+}
+
+fn row(run: &RunRecord) -> String {
+    let dash = || "-".to_string();
+    let (a, r) = (run.acquire_pct(), run.release_pct());
+    let lat = |p: Option<f64>| p.map_or_else(dash, micros);
+    let failed: Vec<String> = run
+        .failed_acquires
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let failed_rel: Vec<String> = run
+        .failed_releases
+        .iter()
+        .map(|(k, v)| format!("release:{k}={v}"))
+        .collect();
+    let failed = [failed, failed_rel].concat();
+    format!(
+        "{:<13} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}",
+        run.engine.name(),
+        group(run.cycles_per_s),
+        lat(a.map(|p| p.p50)),
+        lat(a.map(|p| p.p90)),
+        lat(a.map(|p| p.p99)),
+        lat(a.map(|p| p.p999)),
+        lat(a.map(|p| p.max)),
+        lat(r.map(|p| p.p50)),
+        lat(r.map(|p| p.p99)),
+        run.attempts_per_acquire
+            .map_or_else(dash, |v| format!("{v:.2}")),
+        run.fairness.map_or_else(dash, |v| format!("{v:.3}")),
+        if failed.is_empty() {
+            "-".into()
+        } else {
+            failed.join(" ")
+        },
+    )
+}
+
+/// `2.51x`, or `-`.
+pub fn times(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"))
+}

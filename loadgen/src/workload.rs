@@ -1,0 +1,236 @@
+//! What the workers do: the scenarios, the per-run workload knobs, and how a worker picks its next key.
+
+use std::time::Duration;
+
+use clap::ValueEnum;
+use serde::Serialize;
+
+use crate::units::Hold;
+
+/// How a worker picks the next key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    /// Every key equally likely.
+    Uniform,
+    /// Key k (from 1) picked in proportion to 1/k^s: a few hot keys.
+    Zipf,
+}
+
+/// When a run stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After this much measured time.
+    Duration(Duration),
+    /// After this many acquire calls (successful or not) across all workers.
+    Cycles(u64),
+}
+
+/// The knobs every run of a scenario shares.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Key distribution.
+    pub distribution: Distribution,
+    /// Zipf exponent.
+    pub zipf_exponent: f64,
+    /// Hold time between acquire and release.
+    pub hold: Hold,
+    /// Lock TTL.
+    pub ttl: Duration,
+    /// Attempts after the first.
+    pub retries: u32,
+    /// Base pause between attempts.
+    pub retry_delay: Duration,
+    /// Random extra pause, uniform in [0, jitter].
+    pub retry_jitter: Duration,
+    /// When a run ends.
+    pub stop: Stop,
+    /// Uncounted warm-up before each run.
+    pub warmup: Duration,
+}
+
+/// One scenario: a worker count and a key count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scenario {
+    /// Short id used in ratios and file names: `a`, `b`, `c` or `custom`.
+    pub id: &'static str,
+    /// Human description.
+    pub label: String,
+    /// Workers.
+    pub concurrency: usize,
+    /// Keys.
+    pub keys: u64,
+}
+
+impl Scenario {
+    /// (a) 1 worker, distinct keys; (b) 64 workers, distinct keys; (c) 64 workers on 4 keys.
+    pub fn standard() -> Vec<Scenario> {
+        vec![
+            Scenario {
+                id: "a",
+                label: "(a) 1 worker, distinct keys".into(),
+                concurrency: 1,
+                keys: 1_000_000,
+            },
+            Scenario {
+                id: "b",
+                label: "(b) 64 workers, distinct keys".into(),
+                concurrency: 64,
+                keys: 1_000_000,
+            },
+            Scenario {
+                id: "c",
+                label: "(c) 64 workers on 4 keys".into(),
+                concurrency: 64,
+                keys: 4,
+            },
+        ]
+    }
+
+    /// A custom run.
+    pub fn custom(concurrency: usize, keys: u64) -> Scenario {
+        Scenario {
+            id: "custom",
+            label: format!("{concurrency} workers on {keys} keys"),
+            concurrency,
+            keys,
+        }
+    }
+}
+
+/// Picks key indexes in `0..keys`.
+#[derive(Debug, Clone)]
+pub enum KeyPicker {
+    /// Uniform over `0..n`.
+    Uniform(u64),
+    /// Zipf over `0..n` (index 0 is the hottest).
+    Zipf(Zipf),
+}
+
+impl KeyPicker {
+    /// The picker for `keys` keys.
+    pub fn new(distribution: Distribution, keys: u64, exponent: f64) -> Self {
+        match distribution {
+            Distribution::Uniform => Self::Uniform(keys.max(1)),
+            Distribution::Zipf => Self::Zipf(Zipf::new(keys.max(1), exponent)),
+        }
+    }
+
+    /// The next key index.
+    pub fn pick(&self, rng: &mut fastrand::Rng) -> u64 {
+        match self {
+            Self::Uniform(n) => rng.u64(0..*n),
+            Self::Zipf(z) => z.sample(rng) - 1,
+        }
+    }
+}
+
+/// Zipf sampler by rejection-inversion (Hörmann and Derflinger, 1996): O(1) memory, so a million keys
+/// need no table.
+#[derive(Debug, Clone)]
+pub struct Zipf {
+    n: f64,
+    s: f64,
+    h_x1: f64,
+    h_n: f64,
+    threshold: f64,
+}
+
+impl Zipf {
+    /// Ranks `1..=n` with exponent `s > 0`.
+    pub fn new(n: u64, s: f64) -> Self {
+        let mut z = Self {
+            n: n as f64,
+            s,
+            h_x1: 0.0,
+            h_n: 0.0,
+            threshold: 0.0,
+        };
+        z.h_x1 = z.h_integral(1.5) - 1.0;
+        z.h_n = z.h_integral(z.n + 0.5);
+        z.threshold = 2.0 - z.h_integral_inv(z.h_integral(2.5) - z.h(2.0));
+        z
+    }
+
+    /// A rank in `1..=n`.
+    pub fn sample(&self, rng: &mut fastrand::Rng) -> u64 {
+        loop {
+            let u = self.h_n + rng.f64() * (self.h_x1 - self.h_n);
+            let x = self.h_integral_inv(u);
+            let k = x.round().clamp(1.0, self.n);
+            if k - x <= self.threshold || u >= self.h_integral(k + 0.5) - self.h(k) {
+                return k as u64;
+            }
+        }
+    }
+
+    fn h(&self, x: f64) -> f64 {
+        (-self.s * x.ln()).exp()
+    }
+
+    /// Integral of `h` (up to a constant).
+    fn h_integral(&self, x: f64) -> f64 {
+        let log_x = x.ln();
+        if (self.s - 1.0).abs() < 1e-9 {
+            log_x
+        } else {
+            (((1.0 - self.s) * log_x).exp() - 1.0) / (1.0 - self.s)
+        }
+    }
+
+    fn h_integral_inv(&self, x: f64) -> f64 {
+        if (self.s - 1.0).abs() < 1e-9 {
+            x.exp()
+        } else {
+            let t = (x * (1.0 - self.s)).max(-1.0);
+            ((1.0 + t).ln() / (1.0 - self.s)).exp()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uniform_stays_in_range() {
+        let p = KeyPicker::new(Distribution::Uniform, 4, 1.0);
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut seen = [0u32; 4];
+        for _ in 0..4000 {
+            seen[p.pick(&mut rng) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c > 800), "{seen:?}");
+    }
+
+    #[test]
+    fn zipf_follows_one_over_k() {
+        for s in [1.0, 1.5] {
+            let p = KeyPicker::new(Distribution::Zipf, 4, s);
+            let mut rng = fastrand::Rng::with_seed(7);
+            let mut seen = [0f64; 4];
+            let draws = 200_000;
+            for _ in 0..draws {
+                seen[p.pick(&mut rng) as usize] += 1.0;
+            }
+            let norm: f64 = (1..=4).map(|k| (k as f64).powf(-s)).sum();
+            for (i, count) in seen.iter().enumerate() {
+                let expected = ((i + 1) as f64).powf(-s) / norm;
+                let got = count / draws as f64;
+                assert!(
+                    (got - expected).abs() < 0.01,
+                    "s={s} key {i}: {got} vs {expected}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn zipf_over_a_million_keys_is_in_range() {
+        let z = Zipf::new(1_000_000, 0.99);
+        let mut rng = fastrand::Rng::with_seed(3);
+        assert!((0..10_000)
+            .map(|_| z.sample(&mut rng))
+            .all(|k| (1..=1_000_000).contains(&k)));
+    }
+}
