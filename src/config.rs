@@ -48,6 +48,8 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Requests queued or in flight per node before new ones fail fast with backpressure. Default: 65 536.
     pub max_pending: usize,
+    /// Most readers a read-write lock admits at once (must be above zero). Default: `u32::MAX`.
+    pub max_readers: u32,
 }
 
 impl Default for Config {
@@ -67,6 +69,7 @@ impl Default for Config {
             max_resource_len: 1024,
             connect_timeout: Duration::from_secs(1),
             max_pending: 65_536,
+            max_readers: u32::MAX,
         }
     }
 }
@@ -82,6 +85,7 @@ pub(crate) struct Settings {
     pub(crate) acquire_timeout: Option<Duration>,
     pub(crate) max_ttl: Duration,
     pub(crate) max_resource_len: usize,
+    pub(crate) max_readers: u32,
     pub(crate) connect: ConnectOptions,
 }
 
@@ -134,6 +138,9 @@ impl Config {
         if self.max_pending == 0 {
             return bad("max_pending must be above zero".into());
         }
+        if self.max_readers == 0 {
+            return bad("max_readers must be above zero".into());
+        }
         if self.connect_timeout.is_zero() {
             return bad("connect_timeout must be above zero".into());
         }
@@ -154,6 +161,7 @@ impl Config {
             acquire_timeout: self.acquire_timeout,
             max_ttl: self.max_ttl,
             max_resource_len: self.max_resource_len,
+            max_readers: self.max_readers,
             connect: ConnectOptions {
                 connect_timeout: self.connect_timeout,
                 max_pending: self.max_pending,

@@ -22,11 +22,14 @@ pub mod builder;
 pub mod config;
 pub mod error;
 mod fanout;
+mod kind;
 mod lock;
+mod multi;
 mod quorum;
 mod raw;
 mod redlock;
 mod retry;
+mod rwlock;
 mod scripts;
 mod timing;
 mod transport;
@@ -54,5 +57,13 @@ pub mod __private {
             (crate::scripts::RELEASE.source, crate::scripts::RELEASE.sha1),
             (crate::scripts::EXTEND.source, crate::scripts::EXTEND.sha1),
         ]
+    }
+
+    /// `(source, sha1)` of every script the engine sends.
+    pub fn all_scripts() -> Vec<(&'static str, &'static str)> {
+        crate::scripts::ALL
+            .iter()
+            .map(|s| (s.source, s.sha1))
+            .collect()
     }
 }

@@ -3,9 +3,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::time::Instant;
 
+use crate::kind::Kind;
+use crate::transport::Keys;
 use crate::value::LockValue;
 
 /// A lock held on a majority of the nodes until [`valid_until`](Lock::valid_until).
@@ -16,8 +17,9 @@ use crate::value::LockValue;
 ///
 /// The lock's value (its ownership secret) is private and never printed by `Debug`.
 pub struct Lock {
-    /// `prefix + resource`.
-    pub(crate) key: Bytes,
+    /// `prefix + resource` (first), then the kind's other keys.
+    pub(crate) keys: Keys,
+    pub(crate) kind: Kind,
     pub(crate) prefix_len: usize,
     pub(crate) value: LockValue,
     pub(crate) ttl: Duration,
@@ -25,9 +27,27 @@ pub struct Lock {
 }
 
 impl Lock {
-    /// The resource name this lock was acquired for (without the key prefix).
+    /// The resource name this lock was acquired for (without the key prefix); the first one of a
+    /// multi-resource lock.
     pub fn resource(&self) -> &[u8] {
-        &self.key[self.prefix_len..]
+        &self.keys.as_slice()[0][self.prefix_len..]
+    }
+
+    /// Every resource this lock holds: one, or several for a multi-resource lock.
+    pub fn resources(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let count = if self.kind == Kind::Multi {
+            self.keys.as_slice().len()
+        } else {
+            1
+        };
+        self.keys.as_slice()[..count]
+            .iter()
+            .map(move |key| &key[self.prefix_len..])
+    }
+
+    /// Whether this is a shared (reader) hold of a read-write lock.
+    pub fn is_read(&self) -> bool {
+        matches!(self.kind, Kind::Read { .. })
     }
 
     /// The monotonic instant until which the lock is safe to rely on: `start + TTL - drift`, measured
@@ -58,6 +78,7 @@ impl fmt::Debug for Lock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lock")
             .field("resource", &String::from_utf8_lossy(self.resource()))
+            .field("kind", &self.kind)
             .field("ttl", &self.ttl)
             .field("remaining", &self.remaining())
             .finish_non_exhaustive()

@@ -1,4 +1,7 @@
 //! [`Redlock`]: acquire, release and extend — the algorithm, on top of [`crate::fanout::fan_out`].
+//!
+//! Every lock kind (exclusive, multi-resource, read, write) goes through the same attempt loop; a
+//! [`Kind`] only says which command acquires and which scripts release and extend.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,9 +13,9 @@ use tokio::time::Instant;
 use crate::config::{Config, Settings};
 use crate::error::LockError;
 use crate::fanout::fan_out;
+use crate::kind::Kind;
 use crate::lock::Lock;
 use crate::quorum::{Tally, Vote};
-use crate::scripts::{EXTEND, RELEASE};
 use crate::transport::{self, Args, Cmd, Keys, NodeClient};
 use crate::value::LockValue;
 
@@ -25,6 +28,13 @@ pub struct Redlock {
 struct Inner {
     settings: Settings,
     nodes: Vec<Arc<dyn NodeClient>>,
+}
+
+/// What one acquire is for: the kind of lock and its keys (prefix included).
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) kind: Kind,
+    pub(crate) keys: Keys,
 }
 
 impl Redlock {
@@ -52,6 +62,10 @@ impl Redlock {
 
     pub(crate) fn nodes(&self) -> &[Arc<dyn NodeClient>] {
         &self.inner.nodes
+    }
+
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.inner.settings
     }
 
     /// Number of nodes in the set.
@@ -83,34 +97,17 @@ impl Redlock {
     /// [`LockError::InvalidInput`] for an empty or too long resource or a TTL that is zero, below 1 ms, too
     /// large, or not above the node timeout.
     pub async fn acquire(&self, resource: &[u8], ttl: Duration) -> Result<Lock, LockError> {
-        let s = &self.inner.settings;
-        let (key, ttl) = self.check(resource, ttl)?;
-        let deadline = s.acquire_timeout.map(|t| Instant::now() + t);
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            let err = match self.attempt(&key, ttl).await {
-                Ok(lock) => return Ok(lock),
-                Err(err) => err,
-            };
-            if !err.is_retryable() || attempts > s.retry.count {
-                return Err(err);
-            }
-            let pause = s.retry.next_delay();
-            if deadline.is_some_and(|d| Instant::now() + pause >= d) {
-                return Err(LockError::Timeout { attempts });
-            }
-            tokio::time::sleep(pause).await;
-        }
+        let target = self.target(Kind::Exclusive, resource)?;
+        self.acquire_target(target, ttl, true).await
     }
 
     /// One acquire attempt, no retries. Same guarantees and errors as [`acquire`](Self::acquire).
     pub async fn try_acquire(&self, resource: &[u8], ttl: Duration) -> Result<Lock, LockError> {
-        let (key, ttl) = self.check(resource, ttl)?;
-        self.attempt(&key, ttl).await
+        let target = self.target(Kind::Exclusive, resource)?;
+        self.acquire_target(target, ttl, false).await
     }
 
-    /// Releases `lock` on every node with the owner-checked compare-and-delete script.
+    /// Releases `lock` on every node with its owner-checked release script.
     ///
     /// # Errors
     /// [`LockError::NotOwner`] if another owner's value sits at the key (our lock had expired and was
@@ -119,13 +116,13 @@ impl Redlock {
     pub async fn release(&self, lock: Lock) -> Result<(), LockError> {
         let timeout = self.inner.settings.timing.node_timeout(lock.ttl);
         let cmd = Cmd::Script {
-            script: &RELEASE,
-            keys: Keys::One(lock.key.clone()),
+            script: lock.kind.release_script(),
+            keys: lock.keys.clone(),
             value: lock.value,
             args: Args::NONE,
         };
         let tally = fan_out(
-            &self.inner.nodes,
+            self.nodes(),
             &cmd,
             Instant::now() + timeout,
             Vote::of_script,
@@ -138,7 +135,7 @@ impl Redlock {
         }
     }
 
-    /// Extends `lock` to `ttl` from now, on every node, with the owner-checked compare-and-`PEXPIRE` script.
+    /// Extends `lock` to `ttl` from now, on every node, with its owner-checked extend script.
     ///
     /// The extension counts only if a majority confirmed before the lock's current validity ended. On
     /// success `valid_until` becomes `start + ttl - drift`, measured from this call's start. On failure it
@@ -150,25 +147,35 @@ impl Redlock {
     /// [`LockError::ValidityExpired`] if the confirmations came too late to leave any validity;
     /// [`LockError::InvalidInput`] for a bad `ttl`.
     pub async fn extend(&self, lock: &mut Lock, ttl: Duration) -> Result<(), LockError> {
-        let timing = &self.inner.settings.timing;
         let ttl = self.check_ttl(ttl)?;
         let start = Instant::now();
         if start >= lock.valid_until {
             return Err(LockError::AlreadyExpired);
         }
+        let cmd = Cmd::Script {
+            script: lock.kind.extend_script(),
+            keys: lock.keys.clone(),
+            value: lock.value,
+            args: Args::of(&[millis(ttl)]),
+        };
+        let timing = &self.inner.settings.timing;
         // Replies after the current validity ended prove nothing: someone else may hold it by then.
         let deadline = (start + timing.node_timeout(ttl)).min(lock.valid_until);
-        let ttl_ms = millis(ttl);
-        let cmd = Cmd::Script {
-            script: &EXTEND,
-            keys: Keys::One(lock.key.clone()),
-            value: lock.value,
-            args: Args::of(&[ttl_ms]),
-        };
-        let tally = fan_out(&self.inner.nodes, &cmd, deadline, Vote::of_script).await;
-        let elapsed = start.elapsed();
+        let tally = fan_out(self.nodes(), &cmd, deadline, Vote::of_script).await;
+        self.settle_extend(lock, ttl, start, tally)
+    }
+
+    /// Applies an extend round's outcome to `lock` (shared with the watchdog's batched renewals).
+    pub(crate) fn settle_extend(
+        &self,
+        lock: &mut Lock,
+        ttl: Duration,
+        start: Instant,
+        tally: Tally,
+    ) -> Result<(), LockError> {
+        let timing = &self.inner.settings.timing;
         let extended_until = start + ttl.saturating_sub(timing.drift(ttl));
-        match timing.validity(ttl, elapsed) {
+        match timing.validity(ttl, start.elapsed()) {
             Some(_) if tally.won() => {
                 lock.valid_until = extended_until;
                 lock.ttl = ttl;
@@ -189,30 +196,58 @@ impl Redlock {
         }
     }
 
-    async fn attempt(&self, key: &Bytes, ttl: Duration) -> Result<Lock, LockError> {
+    /// The attempt loop shared by every lock kind.
+    pub(crate) async fn acquire_target(
+        &self,
+        target: Target,
+        ttl: Duration,
+        retry: bool,
+    ) -> Result<Lock, LockError> {
+        let s = &self.inner.settings;
+        let ttl = self.check_ttl(ttl)?;
+        let deadline = s.acquire_timeout.map(|t| Instant::now() + t);
+        let mut attempts = 0;
+        let result = loop {
+            attempts += 1;
+            let err = match self.attempt(&target, ttl).await {
+                Ok(lock) => break Ok(lock),
+                Err(err) => err,
+            };
+            if !retry || !err.is_retryable() || attempts > s.retry.count {
+                break Err(err);
+            }
+            let pause = s.retry.next_delay();
+            if deadline.is_some_and(|d| Instant::now() + pause >= d) {
+                break Err(LockError::Timeout { attempts });
+            }
+            tokio::time::sleep(pause).await;
+        };
+        if result.is_err() {
+            // A writer that gives up must not keep readers out with its intent.
+            if let Some(cmd) = target.kind.give_up_cmd(&target.keys, LockValue::ZERO) {
+                for node in self.nodes() {
+                    drop(node.send(&cmd));
+                }
+            }
+        }
+        result
+    }
+
+    async fn attempt(&self, target: &Target, ttl: Duration) -> Result<Lock, LockError> {
         let s = &self.inner.settings;
         let value = LockValue::random().map_err(|e| LockError::Random(e.to_string()))?;
         let start = Instant::now();
         // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
-        // releases the key on every node (also those that said no or timed out: their SET may still land).
+        // releases on every node (also those that said no or timed out: their command may still land).
         let guard = ReleaseOnDrop {
-            nodes: &self.inner.nodes,
-            key,
+            nodes: self.nodes(),
+            target,
             value,
             armed: true,
         };
-        let cmd = Cmd::SetNxPx {
-            key: key.clone(),
-            value,
-            ttl_ms: millis(ttl),
-        };
-        let tally = fan_out(
-            &self.inner.nodes,
-            &cmd,
-            start + s.timing.node_timeout(ttl),
-            Vote::of_set,
-        )
-        .await;
+        let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
+        let deadline = start + s.timing.node_timeout(ttl);
+        let tally = fan_out(self.nodes(), &cmd, deadline, target.kind.acquire_vote()).await;
         if !tally.won() {
             return Err(acquire_error(tally));
         }
@@ -222,7 +257,8 @@ impl Redlock {
             Some(validity) if validity >= min => {
                 guard.disarm();
                 Ok(Lock {
-                    key: key.clone(),
+                    keys: target.keys.clone(),
+                    kind: target.kind,
                     prefix_len: s.key_prefix.len(),
                     value,
                     ttl,
@@ -236,8 +272,25 @@ impl Redlock {
         }
     }
 
-    /// Validates a resource and TTL; returns the full key and the TTL in whole milliseconds.
-    fn check(&self, resource: &[u8], ttl: Duration) -> Result<(Bytes, Duration), LockError> {
+    /// Builds the target of a single-resource lock of `kind`; read-write locks get their extra keys.
+    pub(crate) fn target(&self, kind: Kind, resource: &[u8]) -> Result<Target, LockError> {
+        let key = self.key(resource, b"")?;
+        let keys = match kind {
+            Kind::Read { .. } | Kind::Write { .. } => Keys::Many(
+                vec![
+                    key,
+                    self.key(resource, crate::rwlock::READERS_SUFFIX)?,
+                    self.key(resource, crate::rwlock::INTENT_SUFFIX)?,
+                ]
+                .into(),
+            ),
+            _ => Keys::One(key),
+        };
+        Ok(Target { kind, keys })
+    }
+
+    /// Validates a resource name and returns `prefix + resource + suffix`.
+    pub(crate) fn key(&self, resource: &[u8], suffix: &[u8]) -> Result<Bytes, LockError> {
         let s = &self.inner.settings;
         if resource.is_empty() {
             return Err(LockError::InvalidInput("resource name is empty".into()));
@@ -249,16 +302,17 @@ impl Redlock {
                 s.max_resource_len
             )));
         }
-        let ttl = self.check_ttl(ttl)?;
-        let mut key = BytesMut::with_capacity(s.key_prefix.len() + resource.len());
+        let mut key = BytesMut::with_capacity(s.key_prefix.len() + resource.len() + suffix.len());
         key.put_slice(&s.key_prefix);
         key.put_slice(resource);
-        Ok((key.freeze(), ttl))
+        key.put_slice(suffix);
+        Ok(key.freeze())
     }
 
-    fn check_ttl(&self, ttl: Duration) -> Result<Duration, LockError> {
+    /// Validates a TTL and returns it in whole milliseconds: PX takes milliseconds, and validity must be
+    /// computed from what the nodes got.
+    pub(crate) fn check_ttl(&self, ttl: Duration) -> Result<Duration, LockError> {
         let s = &self.inner.settings;
-        // Whole milliseconds: PX takes milliseconds, and validity must be computed from what the nodes got.
         let whole = Duration::from_millis(millis(ttl));
         if whole.is_zero() {
             return Err(LockError::InvalidInput(format!(
@@ -293,7 +347,7 @@ impl fmt::Debug for Redlock {
 /// Fires the release script at every node when dropped while armed; never waits for replies.
 struct ReleaseOnDrop<'a> {
     nodes: &'a [Arc<dyn NodeClient>],
-    key: &'a Bytes,
+    target: &'a Target,
     value: LockValue,
     armed: bool,
 }
@@ -310,13 +364,13 @@ impl Drop for ReleaseOnDrop<'_> {
             return;
         }
         let cmd = Cmd::Script {
-            script: &RELEASE,
-            keys: Keys::One(self.key.clone()),
+            script: self.target.kind.release_script(),
+            keys: self.target.keys.clone(),
             value: self.value,
             args: Args::NONE,
         };
         for node in self.nodes {
-            // Queued now; each connection writes it after this attempt's SET, so it cannot overtake it.
+            // Queued now; each connection writes it after this attempt's command, so it cannot overtake it.
             drop(node.send(&cmd));
         }
     }
@@ -355,6 +409,6 @@ fn owner_error(tally: Tally) -> LockError {
     }
 }
 
-fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

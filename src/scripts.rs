@@ -1,9 +1,11 @@
-//! The Lua scripts that make release and extend owner-checked, with their SHA1 digests.
+//! The Lua scripts: owner-checked release and extend, and the acquire side of multi-resource and
+//! read-write locks, with their SHA1 digests.
 //!
 //! Keys and values always travel as `KEYS`/`ARGV`, never spliced into the source, so a resource name is
-//! data and can be any bytes. Each script answers `1` (done: we owned it), `0` (the key is gone: expired)
-//! or `-1` (someone else's value is there), so callers can tell "not owner" from "already expired".
-//! The digests are checked against a real `SCRIPT LOAD` in the tests.
+//! data and can be any bytes. Release/extend scripts answer `1` (done: we owned it), `0` (gone: expired)
+//! or `-1` (someone else's value is there), so callers can tell "not owner" from "already expired";
+//! acquire scripts answer `1` (acquired) or `-1` (taken). The digests are checked against a real
+//! `SCRIPT LOAD` in the tests, and by every connection's handshake, which loads them all.
 
 /// A Lua script sent with `EVALSHA`, falling back to `EVAL` when a node answers `NOSCRIPT`.
 #[derive(Debug)]
@@ -12,7 +14,8 @@ pub(crate) struct Script {
     pub(crate) sha1: &'static str,
 }
 
-/// Compare-and-delete: `DEL` only if the key still holds our value.
+/// Compare-and-delete: `DEL` only if the key still holds our value. Also releases a write lock
+/// (`KEYS[1]` is the writer key; the others are ignored).
 pub(crate) static RELEASE: Script = Script {
     source: "local v = redis.call('GET', KEYS[1]) \
 if v == ARGV[1] then return redis.call('DEL', KEYS[1]) \
@@ -27,3 +30,99 @@ if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 \
 elseif v == false then return 0 else return -1 end",
     sha1: "4bbcd4c07b7515b9ce88be6710a50d3381df9c19",
 };
+
+/// Multi-resource acquire: set every key (PX `ARGV[2]`) or none, atomically on this node.
+pub(crate) static ACQUIRE_MULTI: Script = Script {
+    source: "for _, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then return -1 end end \
+for _, k in ipairs(KEYS) do redis.call('SET', k, ARGV[1], 'PX', ARGV[2]) end return 1",
+    sha1: "f69de666a49b4d05c67f379e529aa25649363d2e",
+};
+
+/// Multi-resource release: delete each key that holds our value.
+pub(crate) static RELEASE_MULTI: Script = Script {
+    source: "local mine, other = 0, 0 \
+for _, k in ipairs(KEYS) do local v = redis.call('GET', k) \
+if v == ARGV[1] then redis.call('DEL', k) mine = mine + 1 elseif v ~= false then other = other + 1 end end \
+if other > 0 then return -1 elseif mine == #KEYS then return 1 else return 0 end",
+    sha1: "78c6f83903604553c9a162a05318091066ff6109",
+};
+
+/// Multi-resource extend: `PEXPIRE` every key, only if every key holds our value.
+pub(crate) static EXTEND_MULTI: Script = Script {
+    source: "local gone = 0 \
+for _, k in ipairs(KEYS) do local v = redis.call('GET', k) \
+if v == false then gone = gone + 1 elseif v ~= ARGV[1] then return -1 end end \
+if gone > 0 then return 0 end \
+for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ARGV[2]) end return 1",
+    sha1: "d59efcad97f753e7e1f17de0f553a80570ae0de6",
+};
+
+// Read-write locks. KEYS: [1] writer key (string), [2] readers (sorted set: reader value -> expiry in
+// the node's ms clock), [3] writer intent (the ticket of a writer waiting for readers to leave).
+// ARGV: [1] lock value, [2] TTL ms, [3] writer ticket. Readers expire per entry, by the same node clock
+// that expires PX keys; the set itself expires with its longest reader.
+
+/// Read acquire: refused while a writer holds the lock **or waits for it** (writer preference), or
+/// when `ARGV[3]` readers already hold it.
+pub(crate) static ACQUIRE_READ: Script = Script {
+    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return -1 end \
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end \
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) \
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end \
+return 1",
+    sha1: "be7b575b29d19e8db78f9362077740aff941e98b",
+};
+
+/// Write acquire: granted when no writer and no live reader; while readers remain, it records the
+/// writer's intent (its ticket) so no new reader gets in, and only the intent's owner may take it next.
+pub(crate) static ACQUIRE_WRITE: Script = Script {
+    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end \
+local intent = redis.call('GET', KEYS[3]) \
+if intent ~= false and intent ~= ARGV[3] then return -1 end \
+if redis.call('ZCARD', KEYS[2]) > 0 then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) return -1 end \
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
+if intent ~= false then redis.call('DEL', KEYS[3]) end \
+return 1",
+    sha1: "211c41ebffeaba5bcb83db4f358e5f535c71907c",
+};
+
+/// A writer that gives up withdraws its intent (`ARGV[2]` is its ticket here).
+pub(crate) static CANCEL_INTENT: Script = Script {
+    source: "if redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) return 1 end return 0",
+    sha1: "e6c99d130eac819ba11b90954860b957912de057",
+};
+
+/// Read release: remove our reader entry.
+pub(crate) static RELEASE_READ: Script = Script {
+    source: "if redis.call('ZREM', KEYS[2], ARGV[1]) == 1 then return 1 end return 0",
+    sha1: "ec0e4c19dace08457385644ab730daa2be929b9f",
+};
+
+/// Read extend: move our entry's expiry, only while it is still live.
+pub(crate) static EXTEND_READ: Script = Script {
+    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
+local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
+if s == false or tonumber(s) <= now then return 0 end \
+redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[2]), ARGV[1]) \
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end \
+return 1",
+    sha1: "0b53351cbdc5e6054c1cc78b771c22eba7d2af5f",
+};
+
+/// Every script, loaded by each connection's handshake.
+pub(crate) static ALL: [&Script; 10] = [
+    &RELEASE,
+    &EXTEND,
+    &ACQUIRE_MULTI,
+    &RELEASE_MULTI,
+    &EXTEND_MULTI,
+    &ACQUIRE_READ,
+    &ACQUIRE_WRITE,
+    &CANCEL_INTENT,
+    &RELEASE_READ,
+    &EXTEND_READ,
+];

@@ -13,6 +13,9 @@ pub(crate) const VALUE_LEN: usize = 20;
 pub struct LockValue([u8; VALUE_LEN]);
 
 impl LockValue {
+    /// A placeholder for script calls that ignore the value (a writer withdrawing its intent).
+    pub(crate) const ZERO: Self = Self([0; VALUE_LEN]);
+
     /// Draws a fresh value from the operating system's CSPRNG.
     pub fn random() -> Result<Self, getrandom::Error> {
         let mut bytes = [0u8; VALUE_LEN];

@@ -175,7 +175,7 @@ async fn noscript_after_script_flush_recovers() {
 #[tokio::test]
 async fn script_digests_match_script_load() {
     let cluster = nodes(1);
-    for (source, sha1) in redlock_engine::__private::scripts() {
+    for (source, sha1) in redlock_engine::__private::all_scripts() {
         assert_eq!(
             cluster[0].cmd(&[b"SCRIPT", b"LOAD", source.as_bytes()]),
             sha1

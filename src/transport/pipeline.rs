@@ -31,7 +31,7 @@ use super::resp::{encode_args, encode_cmd, is_noscript, to_result};
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending, Reply};
 use crate::addr::NodeAddr;
 use crate::error::NodeError;
-use crate::scripts::{EXTEND, RELEASE};
+use crate::scripts::ALL;
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
 #[derive(Debug)]
@@ -364,7 +364,7 @@ async fn handshake(stream: &mut TcpStream, addr: &NodeAddr) -> Result<(), NodeEr
         encode_args(&mut out, &[b"SELECT", addr.db.to_string().as_bytes()]);
         expected.push(None);
     }
-    for script in [&RELEASE, &EXTEND] {
+    for script in ALL.iter().copied() {
         encode_args(&mut out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()]);
         expected.push(Some(script.sha1.as_bytes()));
     }

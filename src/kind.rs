@@ -1,0 +1,83 @@
+//! Lock kinds: what an acquire sends, and which scripts release and extend it.
+//!
+//! The exclusive single-resource lock is the hot path: a plain `SET NX PX`, no script. Multi-resource and
+//! read-write locks acquire with a script, so a node grants all of it or none atomically.
+
+use crate::quorum::Vote;
+use crate::scripts::{
+    Script, ACQUIRE_MULTI, ACQUIRE_READ, ACQUIRE_WRITE, CANCEL_INTENT, EXTEND, EXTEND_MULTI,
+    EXTEND_READ, RELEASE, RELEASE_MULTI, RELEASE_READ,
+};
+use crate::transport::{Args, Cmd, Keys, NodeResult};
+use crate::value::LockValue;
+
+/// What a lock is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// One resource, one owner.
+    Exclusive,
+    /// Several resources, one owner, all or none on each node.
+    Multi,
+    /// A shared (reader) hold of a read-write lock, granted while fewer than `max_readers` hold it.
+    Read { max_readers: u64 },
+    /// The exclusive (writer) hold of a read-write lock; `ticket` identifies this acquire across its
+    /// attempts, so its intent to write survives retries.
+    Write { ticket: u64 },
+}
+
+impl Kind {
+    pub(crate) fn acquire_cmd(self, keys: &Keys, value: LockValue, ttl_ms: u64) -> Cmd {
+        let script = |script: &'static Script, args: Args| Cmd::Script {
+            script,
+            keys: keys.clone(),
+            value,
+            args,
+        };
+        match self {
+            Self::Exclusive => Cmd::SetNxPx {
+                key: keys.as_slice()[0].clone(),
+                value,
+                ttl_ms,
+            },
+            Self::Multi => script(&ACQUIRE_MULTI, Args::of(&[ttl_ms])),
+            Self::Read { max_readers } => script(&ACQUIRE_READ, Args::of(&[ttl_ms, max_readers])),
+            Self::Write { ticket } => script(&ACQUIRE_WRITE, Args::of(&[ttl_ms, ticket])),
+        }
+    }
+
+    pub(crate) fn acquire_vote(self) -> fn(NodeResult) -> Vote {
+        match self {
+            Self::Exclusive => Vote::of_set,
+            _ => Vote::of_script,
+        }
+    }
+
+    pub(crate) fn release_script(self) -> &'static Script {
+        match self {
+            Self::Exclusive | Self::Write { .. } => &RELEASE,
+            Self::Multi => &RELEASE_MULTI,
+            Self::Read { .. } => &RELEASE_READ,
+        }
+    }
+
+    pub(crate) fn extend_script(self) -> &'static Script {
+        match self {
+            Self::Exclusive | Self::Write { .. } => &EXTEND,
+            Self::Multi => &EXTEND_MULTI,
+            Self::Read { .. } => &EXTEND_READ,
+        }
+    }
+
+    /// The command a writer sends when it gives up, so its intent stops holding readers back.
+    pub(crate) fn give_up_cmd(self, keys: &Keys, value: LockValue) -> Option<Cmd> {
+        match self {
+            Self::Write { ticket } => Some(Cmd::Script {
+                script: &CANCEL_INTENT,
+                keys: keys.clone(),
+                value,
+                args: Args::of(&[ticket]),
+            }),
+            _ => None,
+        }
+    }
+}
