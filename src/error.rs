@@ -41,6 +41,9 @@ pub enum LockError {
     NotOwner,
     /// The lock had already expired: its keys were gone or its validity had ended.
     AlreadyExpired,
+    /// The lock was lost while its holder worked (a renewal did not win a majority, or its validity
+    /// ended): the work may have run partly without it.
+    Lost,
     /// A node could not be set up (for example an unusable address); carries the node's index.
     Node {
         /// Index of the node in configuration order.
@@ -100,6 +103,7 @@ impl fmt::Display for LockError {
             ),
             Self::NotOwner => f.write_str("not the owner: the resource is held by another owner"),
             Self::AlreadyExpired => f.write_str("the lock had already expired"),
+            Self::Lost => f.write_str("the lock was lost while held"),
             Self::Node { index, source } => write!(f, "node {index}: {source}"),
             Self::Timeout { attempts } => {
                 write!(f, "acquire deadline passed after {attempts} attempts")

@@ -25,11 +25,14 @@ mod fanout;
 mod kind;
 mod lock;
 mod multi;
+mod owner;
 mod quorum;
 mod raw;
 mod redlock;
+mod renew;
 mod retry;
 mod rwlock;
+mod scoped;
 mod scripts;
 mod timing;
 mod transport;
@@ -39,7 +42,10 @@ pub use builder::Builder;
 pub use config::{Config, MAX_NODES};
 pub use error::{LockError, NodeError};
 pub use lock::Lock;
+pub use owner::LockOwner;
 pub use redlock::Redlock;
+pub use renew::{RenewPolicy, RenewedLock};
+pub use scoped::LockContext;
 pub use transport::Transport;
 
 #[doc(hidden)]

@@ -16,6 +16,7 @@ use crate::fanout::fan_out;
 use crate::kind::Kind;
 use crate::lock::Lock;
 use crate::quorum::{Tally, Vote};
+use crate::renew::Watchdog;
 use crate::transport::{self, Args, Cmd, Keys, NodeClient};
 use crate::value::LockValue;
 
@@ -25,9 +26,10 @@ pub struct Redlock {
     inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     settings: Settings,
     nodes: Vec<Arc<dyn NodeClient>>,
+    watchdog: Watchdog,
 }
 
 /// What one acquire is for: the kind of lock and its keys (prefix included).
@@ -56,7 +58,11 @@ impl Redlock {
             .map(|addr| transport::connect(settings.transport, addr.clone(), &settings.connect));
         let nodes = futures::future::join_all(connects).await;
         Ok(Self {
-            inner: Arc::new(Inner { settings, nodes }),
+            inner: Arc::new(Inner {
+                settings,
+                nodes,
+                watchdog: Watchdog::default(),
+            }),
         })
     }
 
@@ -66,6 +72,19 @@ impl Redlock {
 
     pub(crate) fn settings(&self) -> &Settings {
         &self.inner.settings
+    }
+
+    pub(crate) fn watchdog(&self) -> &Watchdog {
+        &self.inner.watchdog
+    }
+
+    /// A handle that does not keep the engine (and its connections) alive: for background tasks.
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    pub(crate) fn upgrade(weak: &std::sync::Weak<Inner>) -> Option<Self> {
+        weak.upgrade().map(|inner| Self { inner })
     }
 
     /// Number of nodes in the set.

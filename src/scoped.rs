@@ -1,0 +1,88 @@
+//! Scoped use: acquire, run the caller's future with renewal, release — also on error and on panic.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::LockError;
+use crate::renew::RenewPolicy;
+use crate::Redlock;
+
+/// What the work inside [`Redlock::with_lock`] gets: a way to notice that the lock was lost.
+#[derive(Debug, Clone)]
+pub struct LockContext {
+    lost: CancellationToken,
+}
+
+impl LockContext {
+    /// Completes when the lock is lost; select on it around long steps.
+    pub async fn lost(&self) {
+        self.lost.cancelled().await
+    }
+
+    /// Whether the lock has been lost; check it before each step that needs the lock.
+    pub fn is_lost(&self) -> bool {
+        self.lost.is_cancelled()
+    }
+
+    /// The cancellation token behind [`lost`](Self::lost), to hand to sub-tasks.
+    pub fn token(&self) -> CancellationToken {
+        self.lost.clone()
+    }
+}
+
+impl Redlock {
+    /// Acquires `resource`, runs `work` while the watchdog renews the lock (every third of `ttl`),
+    /// then releases it — also when `work` returns an error or panics (the panic is resumed after the
+    /// release).
+    ///
+    /// # Errors
+    /// The acquire's error if the lock was never held; [`LockError::Lost`] if it was lost while `work`
+    /// ran (the context's signal fired, and `work`'s output is discarded: it may have run partly
+    /// unprotected). A failed release is not an error: the work completed under a valid lock, and the
+    /// keys expire at their TTL.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+    /// use std::time::Duration;
+    /// let total = redlock
+    ///     .with_lock(b"report", Duration::from_secs(2), |ctx| async move {
+    ///         let mut total = 0;
+    ///         for step in 0..10 {
+    ///             if ctx.is_lost() { break; }
+    ///             total += step; // ... a unit of protected work ...
+    ///         }
+    ///         total
+    ///     })
+    ///     .await?;
+    /// # let _ = total; Ok(()) }
+    /// ```
+    pub async fn with_lock<F, Fut, T>(
+        &self,
+        resource: &[u8],
+        ttl: Duration,
+        work: F,
+    ) -> Result<T, LockError>
+    where
+        F: FnOnce(LockContext) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let lock = self
+            .acquire_renewed(resource, ttl, RenewPolicy::default())
+            .await?;
+        let ctx = LockContext {
+            lost: lock.lost_token(),
+        };
+        let outcome = AssertUnwindSafe(work(ctx)).catch_unwind().await;
+        let lost = lock.is_lost();
+        let _ = lock.release().await;
+        match outcome {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(_) if lost => Err(LockError::Lost),
+            Ok(value) => Ok(value),
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Watchdog renewal, scoped locks and reentrant owners, against real nodes (one down, one frozen).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{engine, nodes, transports, urls};
+use redlock_engine::{LockError, RenewPolicy};
+
+const TTL: Duration = Duration::from_millis(300);
+
+#[tokio::test]
+async fn a_renewed_lock_outlives_its_ttl_until_released() {
+    let cluster = nodes(3);
+    for transport in transports() {
+        let e = engine(urls(&cluster), transport).await;
+        let other = engine(urls(&cluster), transport).await;
+        let lock = e
+            .acquire_renewed(b"long-job", TTL, RenewPolicy::default())
+            .await
+            .unwrap();
+        tokio::time::sleep(TTL * 4).await;
+        assert!(!lock.is_lost());
+        assert!(
+            lock.renewals() >= 8,
+            "renewed every TTL/3: {}",
+            lock.renewals()
+        );
+        assert!(
+            other.try_acquire(b"long-job", TTL).await.is_err(),
+            "still held after 4 TTLs"
+        );
+        lock.release().await.unwrap();
+        let free = other.try_acquire(b"long-job", TTL).await.unwrap();
+        other.release(free).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn many_locks_renew_together_and_a_frozen_node_does_not_lose_them() {
+    let mut cluster = nodes(3);
+    let e = engine(urls(&cluster), Default::default()).await;
+    let mut locks = Vec::new();
+    for i in 0..50 {
+        let resource = format!("batch-{i}");
+        locks.push(
+            e.acquire_renewed(resource.as_bytes(), TTL, RenewPolicy::default())
+                .await
+                .unwrap(),
+        );
+    }
+    cluster[1].freeze();
+    tokio::time::sleep(TTL * 3).await;
+    cluster[1].thaw();
+    for lock in &locks {
+        assert!(
+            !lock.is_lost(),
+            "a frozen minority must not lose renewed locks"
+        );
+        assert!(lock.renewals() >= 5, "{}", lock.renewals());
+    }
+    for lock in locks {
+        lock.release().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn losing_the_majority_tells_the_holder_at_once() {
+    let mut cluster = nodes(3);
+    for transport in transports() {
+        let e = engine(urls(&cluster), transport).await;
+        let lock = e
+            .acquire_renewed(b"fragile", TTL, RenewPolicy::default())
+            .await
+            .unwrap();
+        // Another owner's value replaces ours on a majority (as after an expiry + takeover).
+        for node in &cluster[..2] {
+            node.cmd(&[b"SET", b"redlock:fragile", b"intruder", b"PX", b"10000"]);
+        }
+        let noticed = tokio::time::timeout(TTL, lock.lost()).await;
+        assert!(noticed.is_ok(), "lost() must fire at the next renewal");
+        assert!(lock.is_lost());
+        // release still cleans our key off the third node, and says the lock is someone else's now
+        assert!(matches!(lock.release().await, Err(LockError::NotOwner)));
+        assert!(!cluster[2].exists(b"redlock:fragile"));
+        for node in &cluster[..2] {
+            assert_eq!(node.cmd(&[b"GET", b"redlock:fragile"]), "intruder");
+            node.cmd(&[b"DEL", b"redlock:fragile"]);
+        }
+    }
+    // Nodes dying: two of three killed, the next renewal cannot win.
+    let e = engine(urls(&cluster), Default::default()).await;
+    let lock = e
+        .acquire_renewed(b"dying", TTL, RenewPolicy::default())
+        .await
+        .unwrap();
+    cluster[0].kill9();
+    cluster[1].kill9();
+    assert!(tokio::time::timeout(TTL, lock.lost()).await.is_ok());
+}
+
+#[tokio::test]
+async fn renewal_caps_let_the_lock_expire_and_say_so() {
+    let cluster = nodes(3);
+    let e = engine(urls(&cluster), Default::default()).await;
+    let lock = e
+        .acquire_renewed(b"capped", TTL, RenewPolicy::default().max_renewals(2))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    tokio::time::timeout(TTL * 4, lock.lost())
+        .await
+        .expect("expires after the cap");
+    assert_eq!(lock.renewals(), 2);
+    assert!(started.elapsed() >= TTL, "{:?}", started.elapsed());
+    let lock = e
+        .acquire_renewed(
+            b"capped2",
+            TTL,
+            RenewPolicy::default().max_lifetime(TTL / 2),
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(TTL * 3, lock.lost())
+        .await
+        .expect("expires after the lifetime cap");
+}
+
+#[tokio::test]
+async fn dropping_a_renewed_lock_stops_renewal_and_releases() {
+    let cluster = nodes(3);
+    let e = engine(urls(&cluster), Default::default()).await;
+    let lock = e
+        .acquire_renewed(b"dropped", TTL, RenewPolicy::default())
+        .await
+        .unwrap();
+    drop(lock);
+    let gone = common::eventually(Duration::from_millis(200), || {
+        cluster.iter().all(|n| !n.exists(b"redlock:dropped"))
+    });
+    assert!(gone.await, "released in the background on drop");
+}
+
+#[tokio::test]
+async fn bad_renewal_policies_are_rejected() {
+    let cluster = nodes(1);
+    let e = engine(urls(&cluster), Default::default()).await;
+    for every in [TTL, TTL * 2, Duration::ZERO] {
+        let r = e
+            .acquire_renewed(b"p", TTL, RenewPolicy::default().every(every))
+            .await;
+        assert!(matches!(r, Err(LockError::InvalidInput(_))), "{every:?}");
+    }
+    assert!(
+        !cluster[0].exists(b"redlock:p"),
+        "nothing acquired on bad input"
+    );
+}
+
+#[tokio::test]
+async fn with_lock_runs_renews_and_releases_even_on_panic() {
+    let cluster = nodes(3);
+    let e = engine(urls(&cluster), Default::default()).await;
+    let out = e
+        .with_lock(b"scoped", TTL, |ctx| async move {
+            tokio::time::sleep(TTL * 2).await; // longer than the TTL: renewal keeps it
+            assert!(!ctx.is_lost());
+            42
+        })
+        .await
+        .unwrap();
+    assert_eq!(out, 42);
+    assert!(
+        common::eventually(Duration::from_millis(200), || !cluster[0]
+            .exists(b"redlock:scoped"))
+        .await
+    );
+
+    let e2 = e.clone();
+    let panicked = tokio::spawn(async move {
+        e2.with_lock(b"scoped", TTL, |_| async { panic!("work failed") })
+            .await
+    })
+    .await;
+    assert!(panicked.unwrap_err().is_panic());
+    let lock = e
+        .try_acquire(b"scoped", TTL)
+        .await
+        .expect("released after the panic");
+    e.release(lock).await.unwrap();
+
+    // Lost mid-way: the context fires, the result says so.
+    let result = e
+        .with_lock(b"scoped", TTL, |ctx| async move {
+            for node in &cluster[..2] {
+                node.cmd(&[b"SET", b"redlock:scoped", b"intruder", b"PX", b"10000"]);
+            }
+            tokio::time::timeout(TTL, ctx.lost()).await.is_ok()
+        })
+        .await;
+    assert!(matches!(result, Err(LockError::Lost)), "{result:?}");
+}
+
+#[tokio::test]
+async fn an_owner_reenters_what_it_holds_and_others_cannot() {
+    let cluster = nodes(3);
+    let e = redlock_engine::Redlock::builder()
+        .nodes(urls(&cluster))
+        .retry(2, Duration::from_millis(5), Duration::from_millis(5))
+        .build()
+        .await
+        .unwrap();
+    let a = e.owner();
+    let b = e.owner();
+    assert_eq!(a.acquire(b"tree", TTL * 10).await.unwrap(), 1);
+    assert_eq!(a.acquire(b"tree", TTL * 10).await.unwrap(), 2);
+    assert!(matches!(
+        b.acquire(b"tree", TTL * 10).await,
+        Err(LockError::Contended { .. })
+    ));
+    assert_eq!(a.holds(b"tree").await, 2);
+    assert_eq!(a.release(b"tree").await.unwrap(), 1);
+    assert!(
+        b.acquire(b"tree", TTL * 10).await.is_err(),
+        "still held once"
+    );
+    assert_eq!(a.release(b"tree").await.unwrap(), 0);
+    assert_eq!(b.acquire(b"tree", TTL * 10).await.unwrap(), 1);
+    assert!(matches!(
+        a.release(b"tree").await,
+        Err(LockError::InvalidInput(_))
+    ));
+    assert_eq!(b.release(b"tree").await.unwrap(), 0);
+    // re-entering with a longer TTL than is left extends the hold
+    a.acquire(b"grow", TTL).await.unwrap();
+    a.acquire(b"grow", TTL * 20).await.unwrap();
+    let left = a.valid_until(b"grow").await.unwrap() - tokio::time::Instant::now();
+    assert!(left > TTL * 10, "{left:?}");
+    for _ in 0..2 {
+        a.release(b"grow").await.unwrap();
+    }
+}
