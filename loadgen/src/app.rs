@@ -55,10 +55,19 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
     // Spawned here, on the main thread, before any runtime exists (see `SpawnedNodes::start`).
     let spawned = match &plan.nodes {
         NodeSource::Spawn(n) => {
+            let nodes = SpawnedNodes::start(*n).map_err(failure(1))?;
             if !plan.quiet {
-                eprintln!("loadgen: starting {n} redis-server nodes on loopback");
+                let ports: Vec<String> = nodes
+                    .urls()
+                    .iter()
+                    .filter_map(|u| u.rsplit(':').next().map(String::from))
+                    .collect();
+                eprintln!(
+                    "loadgen: started {n} redis-server nodes on 127.0.0.1, ports {}",
+                    ports.join(",")
+                );
             }
-            Some(SpawnedNodes::start(*n).map_err(failure(1))?)
+            Some(nodes)
         }
         NodeSource::Existing(_) => None,
     };
@@ -135,6 +144,7 @@ async fn execute(
     mut notes: Vec<String>,
 ) -> Result<Report, String> {
     let health = Health::start(nodes)?;
+    let loadavg_start = crate::machine::loadavg();
     let ctx = RunContext {
         urls,
         health: &health,
@@ -195,7 +205,10 @@ async fn execute(
     notes.extend(standard_notes(plan, &engines));
     Ok(Report {
         command: command_line(),
-        machine: Machine::detect(),
+        machine: Machine {
+            loadavg_start,
+            ..Machine::detect()
+        },
         versions: Versions::with_redis(redis_version),
         node_source: match plan.nodes {
             NodeSource::Spawn(_) => "spawned",

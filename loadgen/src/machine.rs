@@ -15,6 +15,21 @@ pub struct Machine {
     pub cpu: String,
     /// `x86_64`, `aarch64`, …
     pub arch: String,
+    /// The 1-minute load average when the runs started and when they ended: other work on the machine
+    /// skews the figures, and this shows it.
+    pub loadavg_start: Option<f64>,
+    /// See `loadavg_start`.
+    pub loadavg_end: Option<f64>,
+}
+
+/// The 1-minute load average, where /proc has it.
+pub fn loadavg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 impl Machine {
@@ -41,6 +56,8 @@ impl Machine {
             uname,
             cpu,
             arch: std::env::consts::ARCH.to_string(),
+            loadavg_start: None,
+            loadavg_end: loadavg(),
         }
     }
 }

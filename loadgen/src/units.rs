@@ -89,7 +89,9 @@ impl Hold {
 
 impl fmt::Display for Hold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.min == self.max {
+        if self.max.is_zero() {
+            f.write_str("0")
+        } else if self.min == self.max {
             write!(f, "{:?}", self.min)
         } else {
             write!(f, "{:?}..{:?}", self.min, self.max)

@@ -17,6 +17,15 @@ pub enum Distribution {
     Zipf,
 }
 
+impl std::fmt::Display for Distribution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Uniform => "uniform",
+            Self::Zipf => "zipf",
+        })
+    }
+}
+
 /// When a run stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {

@@ -14,6 +14,13 @@ pub fn render(report: &Report, svg: &str) -> String {
     let _ = writeln!(md, "Command: `{}`\n", report.command);
     let _ = writeln!(md, "- Machine: {} cores, {} ({})", m.cores, m.cpu, m.arch);
     let _ = writeln!(md, "- `uname -a`: `{}`", m.uname);
+    let load = |l: Option<f64>| l.map_or_else(|| "?".into(), |l| format!("{l:.2}"));
+    let _ = writeln!(
+        md,
+        "- Load average (1 min) at start / end: {} / {}",
+        load(m.loadavg_start),
+        load(m.loadavg_end)
+    );
     let _ = writeln!(
         md,
         "- Redis {} ({} nodes, {})",
@@ -26,7 +33,7 @@ pub fn render(report: &Report, svg: &str) -> String {
     );
     let _ = writeln!(
         md,
-        "- Workload: hold {}, ttl {:?}, retries {}, retry delay {:?} + jitter {:?}, {:?} keys, runtime {:?}, warm-up {:?}\n",
+        "- Workload: hold {}, ttl {:?}, retries {}, retry delay {:?} + jitter {:?}, {} keys, runtime {:?}, warm-up {:?}\n",
         w.hold, w.ttl, w.retries, w.retry_delay, w.retry_jitter, w.distribution, report.runtime, w.warmup
     );
     let _ = writeln!(md, "![acquire latency by percentile]({svg})\n");

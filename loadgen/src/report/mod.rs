@@ -153,9 +153,129 @@ pub fn micros(us: f64) -> String {
     }
 }
 
+/// A small report with made-up numbers, for the renderers' tests.
+#[cfg(test)]
+pub(crate) fn sample() -> Report {
+    use crate::units::Hold;
+    use crate::workload::{Distribution, Stop};
+    let workload = Workload {
+        distribution: Distribution::Uniform,
+        zipf_exponent: 1.0,
+        hold: Hold::default(),
+        ttl: Duration::from_secs(10),
+        retries: 10,
+        retry_delay: Duration::from_millis(50),
+        retry_jitter: Duration::from_millis(50),
+        stop: Stop::Duration(Duration::from_secs(5)),
+        warmup: Duration::from_secs(1),
+    };
+    let scenarios = Scenario::standard();
+    let mut runs = Vec::new();
+    for s in &scenarios {
+        for (engine, base) in [
+            (EngineKind::Redlock, 100),
+            (EngineKind::Rslock, 300),
+            (EngineKind::Raw, 90),
+        ] {
+            let mut acquire = crate::stats::histogram();
+            for i in 0..1000 {
+                acquire.record(base + i % 50).unwrap();
+            }
+            runs.push(RunRecord {
+                engine,
+                scenario: s.clone(),
+                nodes: 5,
+                cycles: 1000,
+                elapsed: Duration::from_secs(1),
+                cycles_per_s: 1e6 / base as f64,
+                release: Some(acquire.clone()),
+                acquire: Some(acquire),
+                attempts_per_acquire: Some(1.0),
+                failed_acquires: BTreeMap::from([("Contended".to_string(), 2)]),
+                failed_releases: BTreeMap::new(),
+                fairness: Some(0.99),
+                ceiling: None,
+            });
+        }
+        runs.push(RunRecord {
+            engine: EngineKind::Ceiling,
+            scenario: s.clone(),
+            nodes: 5,
+            cycles: 0,
+            elapsed: Duration::from_secs(2),
+            cycles_per_s: 20_000.0,
+            acquire: None,
+            release: None,
+            attempts_per_acquire: None,
+            failed_acquires: BTreeMap::new(),
+            failed_releases: BTreeMap::new(),
+            fairness: None,
+            ceiling: Some(Ceiling {
+                cycles_per_s: 20_000.0,
+                set_ops_per_s: 120_000.0,
+                release_ops_per_s: 120_000.0,
+                clients: s.concurrency,
+                elapsed: Duration::from_secs(2),
+            }),
+        });
+    }
+    Report {
+        command: "loadgen".into(),
+        machine: Machine::detect(),
+        versions: Versions::with_redis("7.0.15".into()),
+        node_source: "spawned",
+        nodes: 5,
+        workload,
+        runtime: RuntimeKind::Current,
+        engines: vec![
+            EngineKind::Redlock,
+            EngineKind::Rslock,
+            EngineKind::Raw,
+            EngineKind::Ceiling,
+        ],
+        scenarios,
+        runs,
+        notes: vec!["a note".into()],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_and_goals_from_the_sample() {
+        let r = sample();
+        let all = ratios::ratios(&r);
+        let b = all
+            .iter()
+            .find(|x| x.scenario == "b" && x.versus == EngineKind::Rslock)
+            .unwrap();
+        assert!((b.cycles_per_s.unwrap() - 3.0).abs() < 1e-9);
+        assert!(b.acquire_p50.unwrap() < 0.5);
+        let goals = ratios::goals(&r);
+        assert_eq!(goals.len(), 7);
+        let fair = goals.iter().find(|g| g.what == "fairness redlock").unwrap();
+        assert_eq!(fair.met(), Some(true));
+        let ceiling = goals.iter().find(|g| g.what.contains("ceiling")).unwrap();
+        assert_eq!(ceiling.met(), Some(false)); // 10k vs 20k cycles/s
+    }
+
+    #[test]
+    fn every_output_renders() {
+        let r = sample();
+        let svg = svg::render(&r);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(
+            svg.matches("<polyline").count(),
+            9,
+            "3 engines with latency x 3 scenarios"
+        );
+        let md = markdown::render(&r, "latency.svg");
+        assert!(md.contains("| redlock/rslock |") && md.contains("![acquire latency"));
+        let text = table::render(&r);
+        assert!(text.contains("redlock/raw") && text.contains("goals"));
+    }
 
     #[test]
     fn formatting() {

@@ -30,7 +30,7 @@ pub fn render(report: &Report) -> String {
     for scenario in &report.scenarios {
         let _ = writeln!(
             out,
-            "\n{}  [{} workers, {} keys, {:?}]",
+            "\n{}  [{} workers, {} keys, {}]",
             scenario.label,
             scenario.concurrency,
             group(scenario.keys as f64),
