@@ -1,0 +1,258 @@
+//! The mutual-exclusion checker: reads every log of a scenario and counts what went wrong.
+//!
+//! - **overlap**: a grant of a resource that returned before an earlier grant of the same resource
+//!   stopped being relied on. A holder relies on its lock from the acquire's return until
+//!   `min(valid_until, release start)`: after starting the release it no longer claims the resource.
+//! - **overrun**: a critical section that ended after its own `valid_until` (a paused process).
+//! - **validity lie**: `valid_until` later than `fp + TTL - drift`, where `fp` is when the acquire's
+//!   first poll returned (after an extend: the extend's). The engine's own start, and every SET it
+//!   sends, come no earlier, so an honest engine never crosses this bound; one that forgot the elapsed
+//!   time or the drift does. (Against the caller's own start the bound would be tighter, but the
+//!   caller's start precedes the engine's by however long the thread was preempted in between.)
+//! - **expired at grant**: a lock returned with `valid_until` not after the return itself.
+//!
+//! Lost updates need the storage node, so the scenario runner computes them from [`Summary::completed`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::record::{Grant, Outcome, Record, Wrote};
+
+/// Slack for converting `Instant`s to raw nanoseconds (the conversion is exact to tens of ns).
+const TOLERANCE_NS: u64 = 1_000;
+
+/// Every record of one scenario.
+#[derive(Debug, Default)]
+pub struct Logs {
+    pub grants: Vec<Grant>,
+    /// `(t0, t1, outcome)` of every acquire attempt.
+    pub attempts: Vec<(u64, u64, Outcome)>,
+    /// `(log file stem, holder, cs_start)` of every critical-section start.
+    pub begins: Vec<(String, String, u64)>,
+    /// `(log file stem, wall_ns, mono_ns)` samples.
+    pub walls: Vec<(String, i64, u64)>,
+}
+
+impl Logs {
+    /// Reads every `*.log` file in `dir`, skipping malformed lines.
+    pub fn read_dir(dir: &Path) -> std::io::Result<Self> {
+        let mut logs = Self::default();
+        let mut paths: Vec<_> = std::fs::read_dir(dir)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            logs.read_file(&path)?;
+        }
+        Ok(logs)
+    }
+
+    /// Adds the records of one log file.
+    pub fn read_file(&mut self, path: &Path) -> std::io::Result<()> {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = std::fs::read_to_string(path)?;
+        self.add(&stem, &text);
+        Ok(())
+    }
+
+    fn add(&mut self, stem: &str, text: &str) {
+        for line in text.lines() {
+            match Record::parse(line) {
+                Some(Record::Grant(g)) => self.grants.push(g),
+                Some(Record::Attempt { t0, t1, outcome }) => self.attempts.push((t0, t1, outcome)),
+                Some(Record::Begin { holder, cs_start }) => {
+                    self.begins.push((stem.to_string(), holder, cs_start))
+                }
+                Some(Record::Wall { wall_ns, mono_ns }) => {
+                    self.walls.push((stem.to_string(), wall_ns, mono_ns))
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Grants whose attempt started after `from` and returned before `to`.
+    pub fn grants_within(&self, from: u64, to: u64) -> impl Iterator<Item = &Grant> {
+        self.grants.iter().filter(move |g| g.t0 > from && g.t1 < to)
+    }
+
+    /// Latencies (ns) of attempts that started in `[from, to)`, sorted.
+    pub fn latencies_within(&self, from: u64, to: u64) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .attempts
+            .iter()
+            .filter(|(t0, _, _)| (from..to).contains(t0))
+            .map(|(t0, t1, _)| t1.saturating_sub(*t0))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// What the checker found in one scenario's logs.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub grants: usize,
+    pub overlaps: usize,
+    /// The first few overlaps, described.
+    pub overlap_examples: Vec<String>,
+    pub overruns: usize,
+    /// Overruns in which the counter was still written (the write was issued while valid).
+    pub overruns_written: usize,
+    pub validity_lies: usize,
+    pub expired_at_grant: usize,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+    /// Completed counter writes per resource: what each counter must read at the end.
+    pub completed: BTreeMap<String, i64>,
+    /// Release and extend calls on a still-valid lock that failed.
+    pub release_errors: usize,
+    pub extend_errors: usize,
+    pub extends: usize,
+}
+
+/// Checks every grant of `logs`.
+pub fn summarize(logs: &Logs) -> Summary {
+    let mut s = Summary {
+        grants: logs.grants.len(),
+        ..Summary::default()
+    };
+    let lat = logs.latencies_within(0, u64::MAX);
+    s.p99_ns = percentile(&lat, 0.99);
+    s.max_ns = lat.last().copied().unwrap_or(0);
+
+    let mut by_resource: BTreeMap<&str, Vec<&Grant>> = BTreeMap::new();
+    for g in &logs.grants {
+        by_resource.entry(&g.resource).or_default().push(g);
+        if g.cs_end > g.vu {
+            s.overruns += 1;
+            if g.wrote == Wrote::Yes {
+                s.overruns_written += 1;
+            }
+        }
+        if lies(g) {
+            s.validity_lies += 1;
+        }
+        if g.vu0 <= g.t1 {
+            s.expired_at_grant += 1;
+        }
+        if g.wrote == Wrote::Yes {
+            *s.completed.entry(g.resource.clone()).or_default() += 1;
+        }
+        // Failures on a lock that had lapsed are expected; on a valid one they are surfaced errors.
+        let lapsed = g.cs_end > g.vu;
+        if g.ext != Outcome::None {
+            s.extends += 1;
+            if g.ext != Outcome::Ok && !lapsed {
+                s.extend_errors += 1;
+            }
+        }
+        if g.rel != Outcome::Ok && !lapsed {
+            s.release_errors += 1;
+        }
+    }
+    for (resource, mut grants) in by_resource {
+        grants.sort_by_key(|g| g.t1);
+        let mut latest: Option<&Grant> = None;
+        for g in grants {
+            if let Some(prev) = latest {
+                if g.t1 < prev.end() {
+                    s.overlaps += 1;
+                    if s.overlap_examples.len() < 3 {
+                        s.overlap_examples.push(format!(
+                            "{resource}: {} was granted {:.1} ms before {}'s lock ended",
+                            g.holder,
+                            ms(prev.end() - g.t1),
+                            prev.holder
+                        ));
+                    }
+                }
+            }
+            if latest.is_none_or(|p| g.end() > p.end()) {
+                latest = Some(g);
+            }
+        }
+    }
+    s
+}
+
+/// Whether `g` claims more validity than its own measurements allow.
+fn lies(g: &Grant) -> bool {
+    let ttl_ns = g.ttl_ms * 1_000_000;
+    let bound = |start: u64| (start + ttl_ns).saturating_sub(g.drift_ns) + TOLERANCE_NS;
+    let after_extend = g.ext == Outcome::Ok && g.ext_fp > 0;
+    g.vu0 > bound(g.fp) || (after_extend && g.vu > bound(g.ext_fp))
+}
+
+/// The `p` quantile (0..=1) of sorted values; 0 when empty.
+pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((sorted.len() as f64) * p).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Nanoseconds as milliseconds.
+pub fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(holder: &str, t1: u64, vu: u64, rel_start: u64) -> Grant {
+        Grant {
+            holder: holder.into(),
+            resource: "r".into(),
+            ttl_ms: 1,
+            drift_ns: 0,
+            t0: t1,
+            fp: t1,
+            t1,
+            vu0: vu,
+            vu,
+            ext_fp: 0,
+            cs_start: t1,
+            cs_end: t1 + 1,
+            rel_start,
+            wrote: Wrote::Yes,
+            ext: Outcome::None,
+            rel: Outcome::Ok,
+        }
+    }
+
+    #[test]
+    fn a_grant_after_release_is_no_overlap_but_one_before_is() {
+        let mut logs = Logs::default();
+        logs.grants.push(grant("a", 100, 900_000, 200));
+        logs.grants.push(grant("b", 300, 900_000, 400));
+        assert_eq!(summarize(&logs).overlaps, 0);
+        logs.grants.push(grant("c", 350, 900_000, 500));
+        let s = summarize(&logs);
+        assert_eq!(s.overlaps, 1);
+        assert!(s.overlap_examples[0].contains("c was granted"));
+    }
+
+    #[test]
+    fn validity_beyond_ttl_minus_drift_is_a_lie() {
+        let mut g = grant("a", 0, 1_000_000, 10);
+        assert!(!lies(&g));
+        g.vu0 = 1_000_000 + TOLERANCE_NS + 1;
+        assert!(lies(&g));
+    }
+
+    #[test]
+    fn percentiles() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 0.99), 99);
+        assert_eq!(percentile(&v, 1.0), 100);
+        assert_eq!(percentile(&[], 0.99), 0);
+    }
+}

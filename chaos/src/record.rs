@@ -1,0 +1,286 @@
+//! The log format shared by clients (writers) and the checker (reader): one text line per event, all
+//! times in `CLOCK_MONOTONIC` nanoseconds, so logs of different processes line up.
+//!
+//! - `A t0 t1 outcome` — one acquire attempt (`try_acquire`), whatever its outcome.
+//! - `B holder resource cs_start` — a critical section begins (scenario 5 freezes the holder on it).
+//! - `G holder resource ttl_ms drift_ns t0 fp t1 vu0 vu ext_fp cs_start cs_end rel_start wrote ext rel`
+//!   — one grant: attempt start, end of the attempt's first poll (`fp`, see
+//!   [`crate::clock::with_first_poll`]) and return; `valid_until` at grant (`vu0`) and at the end (`vu`,
+//!   after any extend, whose first poll ended at `ext_fp`, 0 if none); the critical section; when
+//!   release started (0 if never); whether the counter write happened (`1`), was skipped because the
+//!   lock was no longer valid (`0`) or there is no counter (`-`); the extend and release outcomes.
+//! - `W wall_ns mono_ns` — a wall-clock sample (scenario 10 shows the client's wall clock jumping).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use redlock_engine::LockError;
+
+/// How a lock operation ended, as logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Not attempted.
+    None,
+    /// Succeeded.
+    Ok,
+    /// `NotOwner`.
+    NotOwner,
+    /// `AlreadyExpired`.
+    Expired,
+    /// `Contended`.
+    Contended,
+    /// `QuorumNotReached`.
+    Quorum,
+    /// `ValidityExpired`.
+    Validity,
+    /// Any other error.
+    Other,
+}
+
+impl Outcome {
+    /// The outcome of a lock call.
+    pub fn of<T>(result: &Result<T, LockError>) -> Self {
+        match result {
+            Ok(_) => Self::Ok,
+            Err(LockError::NotOwner) => Self::NotOwner,
+            Err(LockError::AlreadyExpired) => Self::Expired,
+            Err(LockError::Contended { .. }) => Self::Contended,
+            Err(LockError::QuorumNotReached { .. }) => Self::Quorum,
+            Err(LockError::ValidityExpired { .. }) => Self::Validity,
+            Err(_) => Self::Other,
+        }
+    }
+
+    /// The word in the log.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::None => "-",
+            Self::Ok => "ok",
+            Self::NotOwner => "not-owner",
+            Self::Expired => "expired",
+            Self::Contended => "contended",
+            Self::Quorum => "quorum",
+            Self::Validity => "validity",
+            Self::Other => "other",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [
+            Self::None,
+            Self::Ok,
+            Self::NotOwner,
+            Self::Expired,
+            Self::Contended,
+            Self::Quorum,
+            Self::Validity,
+            Self::Other,
+        ]
+        .into_iter()
+        .find(|o| o.code() == s)
+    }
+}
+
+/// Whether the protected counter was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wrote {
+    /// Read-modify-write completed under a lock that was valid when the write was issued.
+    Yes,
+    /// The lock was no longer valid after the pause: the write was skipped.
+    Skipped,
+    /// This client protects no counter.
+    NoCounter,
+}
+
+/// One grant, start to release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub holder: String,
+    pub resource: String,
+    pub ttl_ms: u64,
+    pub drift_ns: u64,
+    pub t0: u64,
+    pub fp: u64,
+    pub t1: u64,
+    pub vu0: u64,
+    pub vu: u64,
+    pub ext_fp: u64,
+    pub cs_start: u64,
+    pub cs_end: u64,
+    pub rel_start: u64,
+    pub wrote: Wrote,
+    pub ext: Outcome,
+    pub rel: Outcome,
+}
+
+impl Grant {
+    /// When the holder stopped relying on the lock: its validity end, or the start of its release.
+    pub fn end(&self) -> u64 {
+        if self.rel_start > 0 {
+            self.vu.min(self.rel_start)
+        } else {
+            self.vu
+        }
+    }
+
+    fn line(&self) -> String {
+        let wrote = match self.wrote {
+            Wrote::Yes => "1",
+            Wrote::Skipped => "0",
+            Wrote::NoCounter => "-",
+        };
+        format!(
+            "G {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
+            self.holder,
+            self.resource,
+            self.ttl_ms,
+            self.drift_ns,
+            self.t0,
+            self.fp,
+            self.t1,
+            self.vu0,
+            self.vu,
+            self.ext_fp,
+            self.cs_start,
+            self.cs_end,
+            self.rel_start,
+            wrote,
+            self.ext.code(),
+            self.rel.code(),
+        )
+    }
+}
+
+/// One parsed line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Attempt { t0: u64, t1: u64, outcome: Outcome },
+    Begin { holder: String, cs_start: u64 },
+    Grant(Grant),
+    Wall { wall_ns: i64, mono_ns: u64 },
+}
+
+impl Record {
+    /// Parses one line; `None` for a malformed or truncated line (a killed writer may leave one).
+    pub fn parse(line: &str) -> Option<Self> {
+        let f: Vec<&str> = line.split(' ').collect();
+        let n = |i: usize| f.get(i)?.parse::<u64>().ok();
+        match (f.first().copied(), f.len()) {
+            (Some("A"), 4) => Some(Self::Attempt {
+                t0: n(1)?,
+                t1: n(2)?,
+                outcome: Outcome::parse(f[3])?,
+            }),
+            (Some("B"), 4) => Some(Self::Begin {
+                holder: f[1].to_string(),
+                cs_start: n(3)?,
+            }),
+            (Some("W"), 3) => Some(Self::Wall {
+                wall_ns: f[1].parse().ok()?,
+                mono_ns: n(2)?,
+            }),
+            (Some("G"), 17) => Some(Self::Grant(Grant {
+                holder: f[1].to_string(),
+                resource: f[2].to_string(),
+                ttl_ms: n(3)?,
+                drift_ns: n(4)?,
+                t0: n(5)?,
+                fp: n(6)?,
+                t1: n(7)?,
+                vu0: n(8)?,
+                vu: n(9)?,
+                ext_fp: n(10)?,
+                cs_start: n(11)?,
+                cs_end: n(12)?,
+                rel_start: n(13)?,
+                wrote: match f[14] {
+                    "1" => Wrote::Yes,
+                    "0" => Wrote::Skipped,
+                    "-" => Wrote::NoCounter,
+                    _ => return None,
+                },
+                ext: Outcome::parse(f[15])?,
+                rel: Outcome::parse(f[16])?,
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// An append-only log file; each record is one `write`, so a line is never interleaved with another.
+#[derive(Debug)]
+pub struct Log {
+    file: Mutex<File>,
+}
+
+impl Log {
+    /// Creates (truncates) `path`.
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        Ok(Self {
+            file: Mutex::new(File::create(path)?),
+        })
+    }
+
+    fn write(&self, line: &str) {
+        // Unbuffered on purpose: the orchestrator reads `B` lines while the client runs, and a client
+        // killed at the end of a failed scenario loses nothing already logged.
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        file.write_all(line.as_bytes()).expect("write log");
+    }
+
+    /// Logs an acquire attempt.
+    pub fn attempt(&self, t0: u64, t1: u64, outcome: Outcome) {
+        self.write(&format!("A {t0} {t1} {}\n", outcome.code()));
+    }
+
+    /// Logs the start of a critical section.
+    pub fn begin(&self, holder: &str, resource: &str, cs_start: u64) {
+        self.write(&format!("B {holder} {resource} {cs_start}\n"));
+    }
+
+    /// Logs a finished grant.
+    pub fn grant(&self, g: &Grant) {
+        self.write(&g.line());
+    }
+
+    /// Logs a wall-clock sample.
+    pub fn wall(&self, wall_ns: i64, mono_ns: u64) {
+        self.write(&format!("W {wall_ns} {mono_ns}\n"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_survives_the_round_trip() {
+        let g = Grant {
+            holder: "c1.2".into(),
+            resource: "r0".into(),
+            ttl_ms: 1000,
+            drift_ns: 12_000_000,
+            t0: 1,
+            fp: 2,
+            t1: 3,
+            vu0: 4,
+            vu: 5,
+            ext_fp: 0,
+            cs_start: 6,
+            cs_end: 7,
+            rel_start: 8,
+            wrote: Wrote::Skipped,
+            ext: Outcome::Expired,
+            rel: Outcome::NotOwner,
+        };
+        let line = g.line();
+        assert_eq!(
+            Record::parse(line.trim_end()),
+            Some(Record::Grant(g.clone()))
+        );
+        assert_eq!(Record::parse(&line[..line.len() / 2]), None);
+        assert_eq!(g.end(), 5);
+    }
+}

@@ -1,0 +1,227 @@
+//! The ten scenarios of issue 5, one file each, and the runner that turns a scenario's logs into its
+//! summary line and verdict.
+//!
+//! A scenario starts its background clients, plays its fault timeline, stops the clients and returns
+//! [`Findings`]: the logs plus its own figures and expectations. The runner adds what every scenario
+//! shares: the checker's counts, lost updates from the storage node, the model's expectations (inside
+//! Redlock's model: no overlap, no lost update; scenario 7: an overlap must show), and the leak check.
+
+mod s01_contention;
+mod s02_kill_nodes;
+mod s03_majority_loss;
+mod s04_frozen_node;
+mod s05_paused_holder;
+mod s06_network;
+mod s07_restart;
+mod s08_stale_owner;
+mod s09_script_flush;
+mod s10_clock_jump;
+mod support;
+
+use crate::checker::{self, Logs};
+use crate::env::{Ctx, Env};
+use crate::procs;
+
+/// Whether Redlock's safety argument covers a scenario's faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// Inside the model: any overlap or lost update is a bug.
+    Inside,
+    /// A node restarted without persistence and rejoining at once: outside the model, so the checker
+    /// must show the overlap (unless the engine quarantines restarted nodes: `--expect-quarantine`).
+    RestartWithoutPersistence,
+}
+
+/// One scenario: its number, its name in the summary line, its model.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    pub number: u8,
+    pub name: &'static str,
+    pub model: Model,
+}
+
+/// Every scenario, in order.
+pub const ALL: [Scenario; 10] = [
+    scenario(1, "1-no-fault"),
+    scenario(2, "2-kill-nodes"),
+    scenario(3, "3-majority-loss"),
+    scenario(4, "4-frozen-node"),
+    scenario(5, "5-paused-holder"),
+    scenario(6, "6-network-faults"),
+    Scenario {
+        number: 7,
+        name: "7-restart-without-persistence",
+        model: Model::RestartWithoutPersistence,
+    },
+    scenario(8, "8-stale-owner"),
+    scenario(9, "9-script-flush"),
+    scenario(10, "10-client-clock-jump"),
+];
+
+const fn scenario(number: u8, name: &'static str) -> Scenario {
+    Scenario {
+        number,
+        name,
+        model: Model::Inside,
+    }
+}
+
+/// What a scenario observed beyond the checker's counts.
+#[derive(Debug, Default)]
+pub struct Findings {
+    pub logs: Logs,
+    /// Scenario-specific figures, appended to the summary line.
+    pub extras: Vec<String>,
+    /// Expectations that did not hold.
+    pub failures: Vec<String>,
+}
+
+impl Findings {
+    /// Findings over `logs`, nothing else yet.
+    pub fn new(logs: Logs) -> Self {
+        Self {
+            logs,
+            ..Self::default()
+        }
+    }
+
+    /// Adds a figure to the summary line.
+    pub fn extra(&mut self, figure: impl Into<String>) {
+        self.extras.push(figure.into());
+    }
+
+    /// Records `what` as a failure unless `ok`.
+    pub fn expect(&mut self, ok: bool, what: impl Into<String>) {
+        if !ok {
+            self.failures.push(what.into());
+        }
+    }
+}
+
+/// How a scenario ended.
+#[derive(Debug)]
+pub struct Verdict {
+    /// The summary line (`scenario NAME: grants …`).
+    pub line: String,
+    pub passed: bool,
+    pub skipped: bool,
+    /// Why it failed, and overlap examples.
+    pub notes: Vec<String>,
+}
+
+/// Runs one scenario in a task of its own: if it panics, the unwinding drops its [`Env`], which kills
+/// every process it started. Then checks that no child process is left.
+pub async fn run(ctx: &Ctx, sc: Scenario) -> Verdict {
+    let task = tokio::spawn(execute(ctx.clone(), sc));
+    let mut verdict = match task.await {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => failed(sc, format!("did not complete: {e}")),
+        Err(e) => failed(sc, format!("panicked: {e}")),
+    };
+    let leftovers = procs::live_children();
+    if !leftovers.is_empty() {
+        verdict.passed = false;
+        verdict.notes.push(format!(
+            "processes left after the scenario: {}",
+            leftovers.join(", ")
+        ));
+    }
+    verdict
+}
+
+fn failed(sc: Scenario, why: String) -> Verdict {
+    Verdict {
+        line: format!("scenario {}: FAILED ({why})", sc.name),
+        passed: false,
+        skipped: false,
+        notes: Vec::new(),
+    }
+}
+
+async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
+    if sc.number == 10 {
+        if let Err(why) = &ctx.faketime {
+            return Ok(Verdict {
+                line: format!("scenario {}: skipped ({why})", sc.name),
+                passed: true,
+                skipped: true,
+                notes: Vec::new(),
+            });
+        }
+    }
+    let mut env = Env::start(&ctx, sc.name)?;
+    let mut f = match sc.number {
+        1 => s01_contention::run(&mut env, &ctx).await?,
+        2 => s02_kill_nodes::run(&mut env, &ctx).await?,
+        3 => s03_majority_loss::run(&mut env, &ctx).await?,
+        4 => s04_frozen_node::run(&mut env, &ctx).await?,
+        5 => s05_paused_holder::run(&mut env, &ctx).await?,
+        6 => s06_network::run(&mut env, &ctx).await?,
+        7 => s07_restart::run(&mut env, &ctx).await?,
+        8 => s08_stale_owner::run(&mut env, &ctx).await?,
+        9 => s09_script_flush::run(&mut env, &ctx).await?,
+        10 => s10_clock_jump::run(&mut env, &ctx).await?,
+        n => return Err(format!("no scenario {n}")),
+    };
+    let s = checker::summarize(&f.logs);
+    let counters = env.counters(&s.completed);
+    drop(env); // every node and client of the scenario is gone from here on
+    let expected: i64 = s.completed.values().sum();
+    let lost = expected - counters.values().sum::<i64>();
+
+    f.expect(s.grants > 0, "no grant at all");
+    f.expect(
+        s.validity_lies == 0,
+        format!(
+            "{} grants claimed more validity than TTL - elapsed - drift",
+            s.validity_lies
+        ),
+    );
+    f.expect(
+        s.expired_at_grant == 0,
+        format!("{} locks were returned already expired", s.expired_at_grant),
+    );
+    match sc.model {
+        Model::Inside => {
+            f.expect(s.overlaps == 0, "overlap inside the model");
+            f.expect(lost == 0, "lost update inside the model");
+        }
+        Model::RestartWithoutPersistence if ctx.expect_quarantine => {
+            f.expect(
+                s.overlaps == 0,
+                "overlap although restarted nodes are quarantined",
+            );
+            f.expect(
+                lost == 0,
+                "lost update although restarted nodes are quarantined",
+            );
+        }
+        Model::RestartWithoutPersistence => f.expect(
+            s.overlaps > 0,
+            "no overlap: the checker is blind to the restart fault",
+        ),
+    }
+
+    let mut line = format!(
+        "scenario {}: grants {}, overlaps {}, overruns {}, lost updates {lost}, acquire p99 {:.2} ms, \
+         validity lies {}",
+        sc.name,
+        s.grants,
+        s.overlaps,
+        s.overruns,
+        checker::ms(s.p99_ns),
+        s.validity_lies
+    );
+    for extra in &f.extras {
+        line.push_str(", ");
+        line.push_str(extra);
+    }
+    let mut notes: Vec<String> = f.failures.iter().map(|w| format!("FAILED: {w}")).collect();
+    notes.extend(s.overlap_examples.iter().map(|e| format!("overlap: {e}")));
+    Ok(Verdict {
+        line,
+        passed: f.failures.is_empty(),
+        skipped: false,
+        notes,
+    })
+}

@@ -1,0 +1,166 @@
+//! Scenario 8: an owner whose lock is gone calls release and extend after another owner acquired; the
+//! new owner's key must be untouched on every node (same value, TTL not lengthened, still there).
+//!
+//! Two ways to lose a lock, each round:
+//! - **expired**: A's TTL ran out. `extend` refuses locally (validity over); `release` reaches the nodes
+//!   and must find B's value there.
+//! - **vanished**: A's keys were deleted early (as a node clock jump would do) while A's validity still
+//!   runs, so both `extend` and `release` reach the nodes and must find B's value.
+//!
+//! Background clients run throughout on their own resources.
+
+use std::time::Duration;
+
+use redlock_engine::Redlock;
+
+use crate::env::{Ctx, Env};
+use crate::record::Outcome;
+
+use super::support::{acquire_within, engine, wait};
+use super::Findings;
+
+const A_SHORT_TTL: Duration = Duration::from_millis(300);
+const LONG_TTL: Duration = Duration::from_secs(10);
+/// A stale extend asks for this: if it ever landed, the key's PTTL would jump above `LONG_TTL`.
+const STALE_EXTEND_TTL: Duration = Duration::from_secs(60);
+const WITHIN: Duration = Duration::from_secs(3);
+
+#[derive(Default)]
+struct Tally {
+    stale_calls: usize,
+    stale_refused: usize,
+    kinds: std::collections::BTreeMap<&'static str, usize>,
+    node_checks: usize,
+    intact: usize,
+    new_owner_release_ok: usize,
+}
+
+pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
+    env.spawn_background(super::s01_contention::PROCS)?;
+    wait(ctx.phase / 2).await;
+    let a = engine(env.node_urls()).await?;
+    let b = engine(env.node_urls()).await?;
+    let rounds = if ctx.short { 3 } else { 25 };
+    let mut t = Tally::default();
+    for i in 0..rounds {
+        expired_round(env, &a, &b, &format!("s8-expired-{i}"), &mut t).await?;
+        vanished_round(env, &a, &b, &format!("s8-vanished-{i}"), &mut t).await?;
+    }
+    wait(ctx.phase / 2).await;
+    env.top_up(ctx).await;
+    let logs = env.finish().await?;
+
+    let mut f = Findings::new(logs);
+    let kinds: Vec<String> = t.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    f.extra(format!(
+        "stale release/extend calls {}, refused {} ({}), new owner's key intact on {} of {} node checks",
+        t.stale_calls,
+        t.stale_refused,
+        kinds.join(", "),
+        t.intact,
+        t.node_checks
+    ));
+    f.expect(
+        t.stale_refused == t.stale_calls,
+        "a stale release or extend succeeded",
+    );
+    f.expect(t.intact == t.node_checks, "the new owner's key was touched");
+    f.expect(
+        t.new_owner_release_ok == 2 * rounds,
+        "the new owner could not release its lock",
+    );
+    Ok(f)
+}
+
+async fn expired_round(
+    env: &Env,
+    a: &Redlock,
+    b: &Redlock,
+    resource: &str,
+    t: &mut Tally,
+) -> Result<(), String> {
+    let mut stale = acquire_within(a, resource, A_SHORT_TTL, WITHIN)
+        .await
+        .map_err(|e| format!("A: {e}"))?
+        .lock;
+    wait(A_SHORT_TTL + Duration::from_millis(100)).await;
+    let fresh = acquire_within(b, resource, LONG_TTL, WITHIN)
+        .await
+        .map_err(|e| format!("B after A expired: {e}"))?
+        .lock;
+    let before = snapshot(env, resource);
+    count(
+        t,
+        Outcome::of(&a.extend(&mut stale, STALE_EXTEND_TTL).await),
+    );
+    count(t, Outcome::of(&a.release(stale).await));
+    check(env, resource, &before, t);
+    if b.release(fresh).await.is_ok() {
+        t.new_owner_release_ok += 1;
+    }
+    Ok(())
+}
+
+async fn vanished_round(
+    env: &Env,
+    a: &Redlock,
+    b: &Redlock,
+    resource: &str,
+    t: &mut Tally,
+) -> Result<(), String> {
+    let mut stale = acquire_within(a, resource, LONG_TTL, WITHIN)
+        .await
+        .map_err(|e| format!("A: {e}"))?
+        .lock;
+    let key = format!("redlock:{resource}");
+    env.on_all_nodes(&[b"DEL", key.as_bytes()]);
+    let fresh = acquire_within(b, resource, LONG_TTL, WITHIN)
+        .await
+        .map_err(|e| format!("B after A's keys vanished: {e}"))?
+        .lock;
+    let before = snapshot(env, resource);
+    count(
+        t,
+        Outcome::of(&a.extend(&mut stale, STALE_EXTEND_TTL).await),
+    );
+    count(t, Outcome::of(&a.release(stale).await));
+    check(env, resource, &before, t);
+    if b.release(fresh).await.is_ok() {
+        t.new_owner_release_ok += 1;
+    }
+    Ok(())
+}
+
+fn count(t: &mut Tally, outcome: Outcome) {
+    t.stale_calls += 1;
+    if outcome != Outcome::Ok {
+        t.stale_refused += 1;
+    }
+    *t.kinds.entry(outcome.code()).or_default() += 1;
+}
+
+/// `(value, PTTL)` of the resource's key on every node.
+fn snapshot(env: &Env, resource: &str) -> Vec<(String, i64)> {
+    let key = format!("redlock:{resource}");
+    env.nodes
+        .iter()
+        .map(|n| {
+            let value = n.cmd(&[b"GET", key.as_bytes()]);
+            let pttl = n.cmd(&[b"PTTL", key.as_bytes()]).parse().unwrap_or(-3);
+            (value, pttl)
+        })
+        .collect()
+}
+
+/// Counts the nodes where the new owner's key is as it was: present, same value, PTTL not lengthened.
+fn check(env: &Env, resource: &str, before: &[(String, i64)], t: &mut Tally) {
+    for ((value, pttl), (was, was_pttl)) in snapshot(env, resource).iter().zip(before) {
+        if was == "nil" {
+            continue; // a node whose SET from B did not land in time: nothing of B's to protect there
+        }
+        t.node_checks += 1;
+        if value == was && *pttl > 0 && pttl <= was_pttl {
+            t.intact += 1;
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Scenario 9: `SCRIPT FLUSH` on every node, again and again, while clients release and extend (both
+//! are scripts). The engine's `EVALSHA` → `NOSCRIPT` → `EVAL` fallback must hide it: no release or
+//! extend of a valid lock fails, and the scripts are back in every node's cache afterwards.
+
+use std::time::Duration;
+
+use crate::checker;
+use crate::env::{Ctx, Env};
+
+use super::support::wait;
+use super::Findings;
+
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
+
+pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
+    for i in 0..super::s01_contention::PROCS {
+        let mut args = env.client_args(&format!("c{i}"));
+        args.extend_every = 2; // many script calls
+        env.spawn(&args, &[])?;
+    }
+    wait(ctx.phase / 2).await;
+    let until = tokio::time::Instant::now() + ctx.phase * 2;
+    let mut flushes = 0;
+    while tokio::time::Instant::now() < until {
+        for reply in env.on_all_nodes(&[b"SCRIPT", b"FLUSH"]) {
+            if reply != "OK" {
+                return Err(format!("SCRIPT FLUSH answered {reply}"));
+            }
+        }
+        flushes += 1;
+        wait(FLUSH_EVERY).await;
+    }
+    wait(ctx.phase / 2).await;
+    env.top_up(ctx).await;
+    let logs = env.finish().await?;
+    let cached = cached_scripts(env);
+    let scripts = redlock_engine::__private::scripts().len();
+
+    let mut f = Findings::new(logs);
+    let s = checker::summarize(&f.logs);
+    f.extra(format!(
+        "SCRIPT FLUSH x{flushes} on all nodes, extends {}, extend errors {}, release errors {}, \
+         scripts cached again on {cached} of {} node/script pairs",
+        s.extends,
+        s.extend_errors,
+        s.release_errors,
+        scripts * env.nodes.len()
+    ));
+    f.expect(s.extends > 0, "no extend was exercised");
+    f.expect(s.extend_errors == 0, "an extend of a valid lock failed");
+    f.expect(s.release_errors == 0, "a release of a valid lock failed");
+    f.expect(
+        cached == scripts * env.nodes.len(),
+        "a script was not reloaded",
+    );
+    Ok(f)
+}
+
+/// How many (node, script) pairs have the script in the node's cache again.
+fn cached_scripts(env: &Env) -> usize {
+    let mut n = 0;
+    for (_, sha1) in redlock_engine::__private::scripts() {
+        for node in &env.nodes {
+            if node.cmd(&[b"SCRIPT", b"EXISTS", sha1.as_bytes()]) == "1" {
+                n += 1;
+            }
+        }
+    }
+    n
+}

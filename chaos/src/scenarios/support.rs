@@ -1,0 +1,68 @@
+//! Small helpers the scenarios share: in-process engines, bounded retry loops, time marks.
+
+use std::time::Duration;
+
+use redlock_engine::{Lock, LockError, Redlock};
+
+use crate::clock::{mono_ns, with_first_poll};
+use crate::env::NODE_TIMEOUT_MS;
+
+/// A sleep, spelled for timelines.
+pub async fn wait(d: Duration) {
+    tokio::time::sleep(d).await;
+}
+
+/// Now on `CLOCK_MONOTONIC`, to mark a timeline event.
+pub fn mark() -> u64 {
+    mono_ns()
+}
+
+/// An in-process engine (for scenarios that choreograph two owners): one attempt per call.
+pub async fn engine(urls: Vec<String>) -> Result<Redlock, String> {
+    Redlock::builder()
+        .nodes(urls)
+        .node_timeout(Duration::from_millis(NODE_TIMEOUT_MS))
+        .retry(0, Duration::ZERO, Duration::ZERO)
+        .connect_timeout(Duration::from_secs(1))
+        .build()
+        .await
+        .map_err(|e| format!("engine: {e}"))
+}
+
+/// A successful attempt: the lock; the attempt's start, first-poll end and return (raw monotonic ns).
+pub struct Acquired {
+    pub lock: Lock,
+    pub t0: u64,
+    pub fp: u64,
+    pub t1: u64,
+}
+
+/// `try_acquire` every 20 ms until it succeeds or `within` passes.
+pub async fn acquire_within(
+    redlock: &Redlock,
+    resource: &str,
+    ttl: Duration,
+    within: Duration,
+) -> Result<Acquired, LockError> {
+    let until = tokio::time::Instant::now() + within;
+    loop {
+        let t0 = mono_ns();
+        match with_first_poll(redlock.try_acquire(resource.as_bytes(), ttl)).await {
+            (Ok(lock), fp) => {
+                return Ok(Acquired {
+                    lock,
+                    t0,
+                    fp,
+                    t1: mono_ns(),
+                })
+            }
+            (Err(e), _) if tokio::time::Instant::now() >= until => return Err(e),
+            (Err(_), _) => wait(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+/// Milliseconds between two marks, signed.
+pub fn ms_between(from: u64, to: u64) -> f64 {
+    (to as f64 - from as f64) / 1e6
+}
