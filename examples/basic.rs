@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .try_acquire(b"orders:42", Duration::from_secs(10))
         .await
     {
-        Err(LockError::Contended { taken, nodes }) => {
+        Err(LockError::Contended { taken, nodes, .. }) => {
             println!("second owner refused: taken on {taken} of {nodes}")
         }
         other => println!("unexpected: {other:?}"),

@@ -50,6 +50,15 @@ pub struct Config {
     pub max_pending: usize,
     /// Most readers a read-write lock admits at once (must be above zero). Default: `u32::MAX`.
     pub max_readers: u32,
+    /// Tasks of this process waiting for the same resource queue locally (FIFO), so only the head
+    /// contends on the nodes; a release lets the next one in directly. Default: `true`.
+    pub local_queue: bool,
+    /// Releases publish on the lock's key name and waiters subscribe, so a waiter in another process
+    /// wakes at the release instead of at its retry timer (the timer stays as the fallback). Default: `true`.
+    pub notify_releases: bool,
+    /// With `local_queue`: how many times in a row a lock may be handed to a waiting task of this
+    /// process without releasing it on the nodes (0 disables hand-off). Default: 4.
+    pub max_local_handoffs: u32,
 }
 
 impl Default for Config {
@@ -70,6 +79,9 @@ impl Default for Config {
             connect_timeout: Duration::from_secs(1),
             max_pending: 65_536,
             max_readers: u32::MAX,
+            local_queue: true,
+            notify_releases: true,
+            max_local_handoffs: 4,
         }
     }
 }
@@ -86,6 +98,9 @@ pub(crate) struct Settings {
     pub(crate) max_ttl: Duration,
     pub(crate) max_resource_len: usize,
     pub(crate) max_readers: u32,
+    pub(crate) local_queue: bool,
+    pub(crate) notify_releases: bool,
+    pub(crate) max_local_handoffs: u32,
     pub(crate) connect: ConnectOptions,
 }
 
@@ -162,6 +177,9 @@ impl Config {
             max_ttl: self.max_ttl,
             max_resource_len: self.max_resource_len,
             max_readers: self.max_readers,
+            local_queue: self.local_queue,
+            notify_releases: self.notify_releases,
+            max_local_handoffs: self.max_local_handoffs,
             connect: ConnectOptions {
                 connect_timeout: self.connect_timeout,
                 max_pending: self.max_pending,

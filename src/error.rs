@@ -15,10 +15,12 @@ use std::time::Duration;
 pub enum LockError {
     /// Another owner holds the resource on enough nodes that a majority cannot be won.
     Contended {
-        /// Nodes that answered "taken".
+        /// Nodes that answered "taken" (0 when `local`).
         taken: usize,
         /// Nodes in the set.
         nodes: usize,
+        /// Held by another task of this process: the attempt did not reach the nodes.
+        local: bool,
     },
     /// Too many nodes failed (errors, timeouts, disconnects) for a majority to be decided in our favour.
     QuorumNotReached {
@@ -77,12 +79,13 @@ impl LockError {
 impl fmt::Display for LockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Contended { taken, nodes } => {
-                write!(
-                    f,
-                    "lock contended: held by another owner on {taken} of {nodes} nodes"
-                )
+            Self::Contended { local: true, .. } => {
+                f.write_str("lock contended: held by another task of this process")
             }
+            Self::Contended { taken, nodes, .. } => write!(
+                f,
+                "lock contended: held by another owner on {taken} of {nodes} nodes"
+            ),
             Self::QuorumNotReached {
                 ok,
                 needed,

@@ -6,7 +6,7 @@
 use crate::quorum::Vote;
 use crate::scripts::{
     Script, ACQUIRE_MULTI, ACQUIRE_READ, ACQUIRE_WRITE, CANCEL_INTENT, EXTEND, EXTEND_MULTI,
-    EXTEND_READ, RELEASE, RELEASE_MULTI, RELEASE_READ,
+    EXTEND_READ, RELEASE, RELEASE_MULTI, RELEASE_NOTIFY, RELEASE_READ,
 };
 use crate::transport::{Args, Cmd, Keys, NodeResult};
 use crate::value::LockValue;
@@ -52,8 +52,10 @@ impl Kind {
         }
     }
 
-    pub(crate) fn release_script(self) -> &'static Script {
+    /// The release script; `notify` also publishes the release for waiters in other processes.
+    pub(crate) fn release_script(self, notify: bool) -> &'static Script {
         match self {
+            Self::Exclusive | Self::Write { .. } if notify => &RELEASE_NOTIFY,
             Self::Exclusive | Self::Write { .. } => &RELEASE,
             Self::Multi => &RELEASE_MULTI,
             Self::Read { .. } => &RELEASE_READ,
@@ -66,6 +68,12 @@ impl Kind {
             Self::Multi => &EXTEND_MULTI,
             Self::Read { .. } => &EXTEND_READ,
         }
+    }
+
+    /// Whether waiters of this kind queue in-process: exclusive holders do; readers share, and
+    /// multi-resource locks span several queues.
+    pub(crate) fn queues_locally(self) -> bool {
+        matches!(self, Self::Exclusive | Self::Write { .. })
     }
 
     /// The command a writer sends when it gives up, so its intent stops holding readers back.

@@ -17,6 +17,7 @@
 //! - `transport`: the `NodeClient` trait and its implementations — `transport::pipeline` (the engine's own
 //!   pipelined connection per node) and `transport::fred` (feature `fred`). Only these files touch the network.
 
+mod acquire;
 mod addr;
 pub mod builder;
 pub mod config;
@@ -37,6 +38,7 @@ mod scripts;
 mod timing;
 mod transport;
 mod value;
+mod waitq;
 
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use crate::kind::Kind;
 use crate::transport::Keys;
 use crate::value::LockValue;
+use crate::waitq::LocalHold;
 
 /// A lock held on a majority of the nodes until [`valid_until`](Lock::valid_until).
 ///
@@ -24,9 +25,22 @@ pub struct Lock {
     pub(crate) value: LockValue,
     pub(crate) ttl: Duration,
     pub(crate) valid_until: Instant,
+    /// This task's turn at the head of the resource's local queue, while it holds the lock.
+    pub(crate) local: Option<LocalHold>,
+    /// Local hand-offs in a row this lock has had (bounded, so other processes get their turn).
+    pub(crate) handoffs: u32,
 }
 
 impl Lock {
+    /// Attaches this task's place in the local queue and tells waiters how long the lock is valid.
+    pub(crate) fn with_local(mut self, local: Option<LocalHold>) -> Self {
+        if let Some(hold) = &local {
+            hold.set_valid_until(self.valid_until);
+        }
+        self.local = local;
+        self
+    }
+
     /// The resource name this lock was acquired for (without the key prefix); the first one of a
     /// multi-resource lock.
     pub fn resource(&self) -> &[u8] {

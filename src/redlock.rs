@@ -4,12 +4,14 @@
 //! [`Kind`] only says which command acquires and which scripts release and extend.
 
 use std::fmt;
-use std::sync::Arc;
+use std::pin::pin;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::time::Instant;
 
+use crate::acquire::{release_cmd, start};
 use crate::config::{Config, Settings};
 use crate::error::LockError;
 use crate::fanout::fan_out;
@@ -17,8 +19,9 @@ use crate::kind::Kind;
 use crate::lock::Lock;
 use crate::quorum::{Tally, Vote};
 use crate::renew::Watchdog;
+use crate::transport::subscriber::Notifier;
 use crate::transport::{self, Args, Cmd, Keys, NodeClient};
-use crate::value::LockValue;
+use crate::waitq::{LocalHold, LocalQueues};
 
 /// A Redlock engine over a fixed set of independent Redis masters. Cheap to clone (one `Arc`).
 #[derive(Clone)]
@@ -30,6 +33,9 @@ pub(crate) struct Inner {
     settings: Settings,
     nodes: Vec<Arc<dyn NodeClient>>,
     watchdog: Watchdog,
+    queues: Arc<LocalQueues>,
+    /// Release subscribers, started on the first contended wait.
+    notifier: OnceLock<Notifier>,
 }
 
 /// What one acquire is for: the kind of lock and its keys (prefix included).
@@ -62,6 +68,8 @@ impl Redlock {
                 settings,
                 nodes,
                 watchdog: Watchdog::default(),
+                queues: Arc::default(),
+                notifier: OnceLock::new(),
             }),
         })
     }
@@ -76,6 +84,16 @@ impl Redlock {
 
     pub(crate) fn watchdog(&self) -> &Watchdog {
         &self.inner.watchdog
+    }
+
+    pub(crate) fn queues(&self) -> &Arc<LocalQueues> {
+        &self.inner.queues
+    }
+
+    pub(crate) fn notifier(&self) -> &Notifier {
+        self.inner.notifier.get_or_init(|| {
+            Notifier::start(&self.inner.settings.nodes, &self.inner.settings.connect)
+        })
     }
 
     /// A handle that does not keep the engine (and its connections) alive: for background tasks.
@@ -132,25 +150,57 @@ impl Redlock {
     /// [`LockError::NotOwner`] if another owner's value sits at the key (our lock had expired and was
     /// taken); [`LockError::AlreadyExpired`] if the keys were already gone; [`LockError::QuorumNotReached`]
     /// if too many nodes failed to answer (the keys then expire at their TTL).
-    pub async fn release(&self, lock: Lock) -> Result<(), LockError> {
-        let timeout = self.inner.settings.timing.node_timeout(lock.ttl);
-        let cmd = Cmd::Script {
-            script: lock.kind.release_script(),
-            keys: lock.keys.clone(),
-            value: lock.value,
-            args: Args::NONE,
-        };
-        let tally = fan_out(
+    ///
+    /// With the local queue on and another task of this process waiting for the resource, the lock may
+    /// instead be handed to that task (see [`Config::max_local_handoffs`]); this then returns `Ok` without
+    /// a round trip.
+    pub async fn release(&self, mut lock: Lock) -> Result<(), LockError> {
+        let s = &self.inner.settings;
+        let mut local = lock.local.take();
+        // Hand off only with validity to spare: the receiver extends if it needs more.
+        let spare = s
+            .timing
+            .min_validity(lock.ttl)
+            .max(s.timing.node_timeout(lock.ttl));
+        if local.as_ref().is_some_and(LocalHold::has_waiters)
+            && lock.handoffs < s.max_local_handoffs
+            && lock.remaining() >= spare
+        {
+            if let Some(hold) = local.take() {
+                hold.hand_off(lock);
+                self.leave(hold);
+                return Ok(());
+            }
+        }
+        let timeout = s.timing.node_timeout(lock.ttl);
+        let cmd = release_cmd(lock.kind.release_script(s.notify_releases), &lock);
+        let mut round = pin!(fan_out(
             self.nodes(),
             &cmd,
             Instant::now() + timeout,
-            Vote::of_script,
-        )
-        .await;
+            Vote::of_script
+        ));
+        // The first poll queues the release on every connection; a local waiter let in after that is
+        // written behind it, so its SET finds the key gone — no need to wait for our replies first.
+        let early = start(round.as_mut()).await;
+        if let Some(local) = local {
+            self.leave(local);
+        }
+        let tally = match early {
+            Some(tally) => tally,
+            None => round.await,
+        };
         if tally.won() {
             Ok(())
         } else {
             Err(owner_error(tally))
+        }
+    }
+
+    /// Leaves the local queue; a handed-off lock nobody will take is released.
+    fn leave(&self, hold: LocalHold) {
+        if let Some(orphan) = hold.leave() {
+            self.release_in_background(&orphan);
         }
     }
 
@@ -198,6 +248,9 @@ impl Redlock {
             Some(_) if tally.won() => {
                 lock.valid_until = extended_until;
                 lock.ttl = ttl;
+                if let Some(local) = &lock.local {
+                    local.set_valid_until(extended_until);
+                }
                 Ok(())
             }
             _ => {
@@ -212,82 +265,6 @@ impl Redlock {
                     Err(owner_error(tally))
                 }
             }
-        }
-    }
-
-    /// The attempt loop shared by every lock kind.
-    pub(crate) async fn acquire_target(
-        &self,
-        target: Target,
-        ttl: Duration,
-        retry: bool,
-    ) -> Result<Lock, LockError> {
-        let s = &self.inner.settings;
-        let ttl = self.check_ttl(ttl)?;
-        let deadline = s.acquire_timeout.map(|t| Instant::now() + t);
-        let mut attempts = 0;
-        let result = loop {
-            attempts += 1;
-            let err = match self.attempt(&target, ttl).await {
-                Ok(lock) => break Ok(lock),
-                Err(err) => err,
-            };
-            if !retry || !err.is_retryable() || attempts > s.retry.count {
-                break Err(err);
-            }
-            let pause = s.retry.next_delay();
-            if deadline.is_some_and(|d| Instant::now() + pause >= d) {
-                break Err(LockError::Timeout { attempts });
-            }
-            tokio::time::sleep(pause).await;
-        };
-        if result.is_err() {
-            // A writer that gives up must not keep readers out with its intent.
-            if let Some(cmd) = target.kind.give_up_cmd(&target.keys, LockValue::ZERO) {
-                for node in self.nodes() {
-                    drop(node.send(&cmd));
-                }
-            }
-        }
-        result
-    }
-
-    async fn attempt(&self, target: &Target, ttl: Duration) -> Result<Lock, LockError> {
-        let s = &self.inner.settings;
-        let value = LockValue::random().map_err(|e| LockError::Random(e.to_string()))?;
-        let start = Instant::now();
-        // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
-        // releases on every node (also those that said no or timed out: their command may still land).
-        let guard = ReleaseOnDrop {
-            nodes: self.nodes(),
-            target,
-            value,
-            armed: true,
-        };
-        let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
-        let deadline = start + s.timing.node_timeout(ttl);
-        let tally = fan_out(self.nodes(), &cmd, deadline, target.kind.acquire_vote()).await;
-        if !tally.won() {
-            return Err(acquire_error(tally));
-        }
-        let elapsed = start.elapsed();
-        let min = s.timing.min_validity(ttl);
-        match s.timing.validity(ttl, elapsed) {
-            Some(validity) if validity >= min => {
-                guard.disarm();
-                Ok(Lock {
-                    keys: target.keys.clone(),
-                    kind: target.kind,
-                    prefix_len: s.key_prefix.len(),
-                    value,
-                    ttl,
-                    valid_until: start + elapsed + validity,
-                })
-            }
-            left => Err(LockError::ValidityExpired {
-                left: left.unwrap_or_default(),
-                min,
-            }),
         }
     }
 
@@ -360,54 +337,6 @@ impl fmt::Debug for Redlock {
             .field("nodes", &self.inner.settings.nodes)
             .field("transport", &self.inner.settings.transport)
             .finish_non_exhaustive()
-    }
-}
-
-/// Fires the release script at every node when dropped while armed; never waits for replies.
-struct ReleaseOnDrop<'a> {
-    nodes: &'a [Arc<dyn NodeClient>],
-    target: &'a Target,
-    value: LockValue,
-    armed: bool,
-}
-
-impl ReleaseOnDrop<'_> {
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for ReleaseOnDrop<'_> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let cmd = Cmd::Script {
-            script: self.target.kind.release_script(),
-            keys: self.target.keys.clone(),
-            value: self.value,
-            args: Args::NONE,
-        };
-        for node in self.nodes {
-            // Queued now; each connection writes it after this attempt's command, so it cannot overtake it.
-            drop(node.send(&cmd));
-        }
-    }
-}
-
-fn acquire_error(tally: Tally) -> LockError {
-    let impossible = tally.nodes - tally.quorum();
-    if tally.failures.is_empty() || tally.taken > impossible {
-        LockError::Contended {
-            taken: tally.taken,
-            nodes: tally.nodes,
-        }
-    } else {
-        LockError::QuorumNotReached {
-            ok: tally.yes,
-            needed: tally.quorum(),
-            failures: tally.failures,
-        }
     }
 }
 

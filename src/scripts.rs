@@ -23,6 +23,14 @@ elseif v == false then return 0 else return -1 end",
     sha1: "73afff61f75cb8d8c5c4e250cc4561d4b66c2e4f",
 };
 
+/// [`RELEASE`], then `PUBLISH` on the key's name, so waiters in other processes wake at once.
+pub(crate) static RELEASE_NOTIFY: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then redis.call('DEL', KEYS[1]) redis.call('PUBLISH', KEYS[1], '') return 1 \
+elseif v == false then return 0 else return -1 end",
+    sha1: "1986d7837b7fb698f2c54316ddb22b9ea11c677e",
+};
+
 /// Compare-and-`PEXPIRE`: reset the TTL (ms in `ARGV[2]`) only if the key still holds our value.
 pub(crate) static EXTEND: Script = Script {
     source: "local v = redis.call('GET', KEYS[1]) \
@@ -114,8 +122,9 @@ return 1",
 };
 
 /// Every script, loaded by each connection's handshake.
-pub(crate) static ALL: [&Script; 10] = [
+pub(crate) static ALL: [&Script; 11] = [
     &RELEASE,
+    &RELEASE_NOTIFY,
     &EXTEND,
     &ACQUIRE_MULTI,
     &RELEASE_MULTI,

@@ -40,6 +40,11 @@ async fn password_and_acl_user_with_minimal_permissions() {
         "+script|load",
         "+info",
         "+ping",
+        // release notifications: releases publish on the key's name, waiters subscribe to it
+        "&redlock:*",
+        "+publish",
+        "+subscribe",
+        "+unsubscribe",
     ]);
     for transport in transports() {
         for url in [

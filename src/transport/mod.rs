@@ -22,10 +22,12 @@ use crate::error::NodeError;
 use crate::scripts::Script;
 use crate::value::LockValue;
 
+mod connect;
 #[cfg(feature = "fred")]
 pub(crate) mod fred;
 pub(crate) mod pipeline;
 mod resp;
+pub(crate) mod subscriber;
 
 /// A command the algorithm sends to a node. Cheap to clone: keys are `Bytes`, the value is 20 bytes.
 #[derive(Debug, Clone)]

@@ -17,7 +17,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::BytesMut;
 use redis_protocol::resp2::decode::decode_bytes_mut;
@@ -27,11 +26,11 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
-use super::resp::{encode_args, encode_cmd, is_noscript, to_result};
-use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending, Reply};
+use super::connect::{jitter, open};
+use super::resp::{encode_cmd, is_noscript, to_result};
+use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending};
 use crate::addr::NodeAddr;
 use crate::error::NodeError;
-use crate::scripts::ALL;
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
 #[derive(Debug)]
@@ -79,7 +78,7 @@ impl PipelineNode {
             wake_writer: Notify::new(),
             shutdown: CancellationToken::new(),
         });
-        match open(&shared.addr, &shared.opts).await {
+        match open(&shared.addr, &shared.opts, true).await {
             Ok(stream) => shared.install(stream),
             Err(_) => {
                 tokio::spawn(reconnect_loop(shared.clone()));
@@ -315,84 +314,10 @@ async fn reconnect_loop(shared: Arc<Shared>) {
             _ = shared.shutdown.cancelled() => return,
             _ = tokio::time::sleep(sleep) => {}
         }
-        match open(&shared.addr, &shared.opts).await {
+        match open(&shared.addr, &shared.opts, true).await {
             Ok(stream) if !shared.shutdown.is_cancelled() => return shared.install(stream),
             Ok(_) => return,
             Err(_) => delay = (delay * 2).min(shared.opts.reconnect_max),
         }
     }
-}
-
-fn jitter(d: Duration) -> Duration {
-    Duration::from_micros(fastrand::u64(0..=d.as_micros() as u64))
-}
-
-/// Opens a connection and runs the handshake (AUTH, SELECT), all bounded by `connect_timeout`.
-async fn open(addr: &NodeAddr, opts: &ConnectOptions) -> Result<TcpStream, NodeError> {
-    let attempt = async {
-        let mut stream = TcpStream::connect((addr.host.as_str(), addr.port))
-            .await
-            .map_err(|e| NodeError::Connect(format!("{addr}: {e}")))?;
-        stream
-            .set_nodelay(true)
-            .map_err(|e| NodeError::Connect(format!("{addr}: {e}")))?;
-        handshake(&mut stream, addr).await?;
-        Ok(stream)
-    };
-    match tokio::time::timeout(opts.connect_timeout, attempt).await {
-        Ok(result) => result,
-        Err(_) => Err(NodeError::Connect(format!("{addr}: connect timed out"))),
-    }
-}
-
-/// AUTH and SELECT as configured, then `SCRIPT LOAD` of the lock scripts so the first `EVALSHA` after a
-/// (re)connect does not pay a `NOSCRIPT` round trip. All written at once, replies checked in order.
-async fn handshake(stream: &mut TcpStream, addr: &NodeAddr) -> Result<(), NodeError> {
-    let mut out = BytesMut::new();
-    let mut expected: Vec<Option<&[u8]>> = Vec::new();
-    match (&addr.username, &addr.password) {
-        (Some(user), Some(pass)) => {
-            encode_args(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()])
-        }
-        (None, Some(pass)) => encode_args(&mut out, &[b"AUTH", pass.as_bytes()]),
-        _ => {}
-    }
-    if addr.password.is_some() {
-        expected.push(None);
-    }
-    if addr.db != 0 {
-        encode_args(&mut out, &[b"SELECT", addr.db.to_string().as_bytes()]);
-        expected.push(None);
-    }
-    for script in ALL.iter().copied() {
-        encode_args(&mut out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()]);
-        expected.push(Some(script.sha1.as_bytes()));
-    }
-    let io = |e: std::io::Error| NodeError::Connect(format!("{addr}: {e}"));
-    stream.write_all(&out).await.map_err(io)?;
-    let mut buf = BytesMut::with_capacity(512);
-    let mut replies = expected.into_iter();
-    let mut left = replies.len();
-    while left > 0 {
-        if stream.read_buf(&mut buf).await.map_err(io)? == 0 {
-            return Err(NodeError::Connect(format!(
-                "{addr}: closed during handshake"
-            )));
-        }
-        while let Some((frame, _, _)) =
-            decode_bytes_mut(&mut buf).map_err(|e| NodeError::Connect(format!("{addr}: {e:?}")))?
-        {
-            left = left.saturating_sub(1);
-            let reply = to_result(frame)
-                .map_err(|e| NodeError::Connect(format!("{addr}: handshake refused: {e}")))?;
-            if let Some(Some(sha)) = replies.next() {
-                if !matches!(&reply, Reply::Data(d) if d.eq_ignore_ascii_case(sha)) {
-                    return Err(NodeError::Connect(format!(
-                        "{addr}: script digest mismatch: {reply:?}"
-                    )));
-                }
-            }
-        }
-    }
-    Ok(())
 }

@@ -1,0 +1,263 @@
+//! The attempt loop every lock kind shares: local queue, attempts, random pauses cut short by release
+//! notifications, and taking over a lock handed off by the previous local holder.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::LockError;
+use crate::fanout::fan_out;
+use crate::lock::Lock;
+use crate::quorum::Tally;
+use crate::redlock::{millis, Target};
+use crate::transport::subscriber::Subscription;
+use crate::transport::{Args, Cmd, NodeClient};
+use crate::value::LockValue;
+use crate::waitq::LocalHold;
+use crate::Redlock;
+
+impl Redlock {
+    /// Acquires `target`: with `retry`, waits its turn in the local queue and retries as configured;
+    /// without, makes exactly one attempt (and fails at once if a local task holds it).
+    pub(crate) async fn acquire_target(
+        &self,
+        target: Target,
+        ttl: Duration,
+        retry: bool,
+    ) -> Result<Lock, LockError> {
+        let s = self.settings();
+        let ttl = self.check_ttl(ttl)?;
+        let deadline = s.acquire_timeout.map(|t| Instant::now() + t);
+        let hold = self.enter_local(&target, ttl, retry, deadline).await?;
+        if let Some(local) = hold.as_ref() {
+            if let Some(lock) = self.take_over(local, &target, ttl).await {
+                return Ok(lock.with_local(hold));
+            }
+        }
+        let mut subscription = None;
+        let mut attempts = 0;
+        let result = loop {
+            attempts += 1;
+            // Armed before the attempt, so a release that lands while it runs still wakes us.
+            let notify = subscription.as_ref().map(Subscription::notify);
+            let mut woken = notify.as_ref().map(|n| Box::pin(n.notified()));
+            if let Some(w) = woken.as_mut() {
+                w.as_mut().enable();
+            }
+            let err = match self.attempt(&target, ttl).await {
+                Ok(lock) => break Ok(lock),
+                Err(err) => err,
+            };
+            if !retry || !err.is_retryable() || attempts > s.retry.count {
+                break Err(err);
+            }
+            let pause = s.retry.next_delay();
+            if deadline.is_some_and(|d| Instant::now() + pause >= d) {
+                break Err(LockError::Timeout { attempts });
+            }
+            match woken {
+                // A release anywhere ends the pause early; the timer is the fallback for missed ones.
+                Some(woken) => {
+                    tokio::select! {
+                        _ = woken => {}
+                        _ = tokio::time::sleep(pause) => {}
+                    }
+                }
+                None => {
+                    if s.notify_releases && matches!(err, LockError::Contended { .. }) {
+                        let channel = &target.keys.as_slice()[0];
+                        subscription = Some(self.notifier().subscribe(channel));
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        };
+        if result.is_err() {
+            // A writer that gives up must not keep readers out with its intent.
+            if let Some(cmd) = target.kind.give_up_cmd(&target.keys, LockValue::ZERO) {
+                fire(self.nodes(), &cmd);
+            }
+        }
+        result.map(|lock| lock.with_local(hold))
+    }
+
+    /// Takes this task's turn in the resource's local queue (exclusive and write locks only).
+    async fn enter_local(
+        &self,
+        target: &Target,
+        ttl: Duration,
+        wait: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Option<LocalHold>, LockError> {
+        let s = self.settings();
+        if !s.local_queue || !target.kind.queues_locally() {
+            return Ok(None);
+        }
+        let key = &target.keys.as_slice()[0];
+        let local_contended = || LockError::Contended {
+            taken: 0,
+            nodes: self.node_count(),
+            local: true,
+        };
+        if !wait {
+            return self
+                .queues()
+                .try_enter(key)
+                .map(Some)
+                .ok_or_else(local_contended);
+        }
+        // Waiting locally stands in for the attempts it saves, so it gets their budget.
+        let budget = s.acquire_timeout.unwrap_or_else(|| {
+            let round = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl);
+            round.saturating_mul(s.retry.count.saturating_add(1))
+        });
+        let until = deadline.unwrap_or_else(|| Instant::now() + budget);
+        match tokio::time::timeout_at(until, self.queues().enter(key)).await {
+            Ok(hold) => Ok(hold),
+            Err(_) => Err(local_contended()),
+        }
+    }
+
+    /// Takes a lock the previous local holder handed off, if it is still good for `ttl`.
+    async fn take_over(&self, hold: &LocalHold, target: &Target, ttl: Duration) -> Option<Lock> {
+        let mut lock = hold.take_handoff()?;
+        let same = std::mem::discriminant(&lock.kind) == std::mem::discriminant(&target.kind)
+            && lock.keys.as_slice() == target.keys.as_slice();
+        if !same || !lock.is_valid() {
+            self.release_in_background(&lock);
+            return None;
+        }
+        // Enough validity left: no round trip at all. Otherwise one extend instead of release + acquire.
+        if lock.remaining() < ttl / 2 && self.extend(&mut lock, ttl).await.is_err() {
+            self.release_in_background(&lock);
+            return None;
+        }
+        lock.handoffs += 1;
+        Some(lock)
+    }
+
+    async fn attempt(&self, target: &Target, ttl: Duration) -> Result<Lock, LockError> {
+        let s = self.settings();
+        let value = LockValue::random().map_err(|e| LockError::Random(e.to_string()))?;
+        let start = Instant::now();
+        // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
+        // releases on every node (also those that said no or timed out: their command may still land).
+        let guard = ReleaseOnDrop {
+            nodes: self.nodes(),
+            target,
+            value,
+            armed: true,
+        };
+        let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
+        let deadline = start + s.timing.node_timeout(ttl);
+        let tally = fan_out(self.nodes(), &cmd, deadline, target.kind.acquire_vote()).await;
+        if !tally.won() {
+            return Err(acquire_error(tally));
+        }
+        let elapsed = start.elapsed();
+        let min = s.timing.min_validity(ttl);
+        match s.timing.validity(ttl, elapsed) {
+            Some(validity) if validity >= min => {
+                guard.disarm();
+                Ok(Lock {
+                    keys: target.keys.clone(),
+                    kind: target.kind,
+                    prefix_len: s.key_prefix.len(),
+                    value,
+                    ttl,
+                    valid_until: start + elapsed + validity,
+                    local: None,
+                    handoffs: 0,
+                })
+            }
+            left => Err(LockError::ValidityExpired {
+                left: left.unwrap_or_default(),
+                min,
+            }),
+        }
+    }
+
+    /// Queues `lock`'s release on every node without waiting (and without a notification).
+    pub(crate) fn release_in_background(&self, lock: &Lock) {
+        fire(
+            self.nodes(),
+            &release_cmd(lock.kind.release_script(false), lock),
+        );
+    }
+}
+
+/// Polls `fut` once: a fan-out queues its commands on every node in its first poll. Returns the output
+/// if it already finished. Used to queue a release, let a local waiter in, then await the replies.
+pub(crate) async fn start<F: Future>(mut fut: Pin<&mut F>) -> Option<F::Output> {
+    std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
+        std::task::Poll::Ready(out) => std::task::Poll::Ready(Some(out)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
+}
+
+pub(crate) fn release_cmd(script: &'static crate::scripts::Script, lock: &Lock) -> Cmd {
+    Cmd::Script {
+        script,
+        keys: lock.keys.clone(),
+        value: lock.value,
+        args: Args::NONE,
+    }
+}
+
+/// Queues `cmd` on every node and forgets the replies.
+fn fire(nodes: &[Arc<dyn NodeClient>], cmd: &Cmd) {
+    for node in nodes {
+        drop(node.send(cmd));
+    }
+}
+
+/// Fires the release script at every node when dropped while armed; never waits for replies.
+struct ReleaseOnDrop<'a> {
+    nodes: &'a [Arc<dyn NodeClient>],
+    target: &'a Target,
+    value: LockValue,
+    armed: bool,
+}
+
+impl ReleaseOnDrop<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            // Queued now; each connection writes it after this attempt's command, so it cannot
+            // overtake it. No notification: a failed attempt freed nothing anyone waits for.
+            let cmd = Cmd::Script {
+                script: self.target.kind.release_script(false),
+                keys: self.target.keys.clone(),
+                value: self.value,
+                args: Args::NONE,
+            };
+            fire(self.nodes, &cmd);
+        }
+    }
+}
+
+fn acquire_error(tally: Tally) -> LockError {
+    let impossible = tally.nodes - tally.quorum();
+    if tally.failures.is_empty() || tally.taken > impossible {
+        LockError::Contended {
+            taken: tally.taken,
+            nodes: tally.nodes,
+            local: false,
+        }
+    } else {
+        LockError::QuorumNotReached {
+            ok: tally.yes,
+            needed: tally.quorum(),
+            failures: tally.failures,
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Opening a node connection: TCP with `TCP_NODELAY`, then the handshake (AUTH, SELECT, SCRIPT LOAD),
+//! all bounded by `connect_timeout`. Shared by the pipelined connection and the release subscriber.
+
+use std::time::Duration;
+
+use bytes::BytesMut;
+use redis_protocol::resp2::decode::decode_bytes_mut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::resp::{encode_args, to_result};
+use super::{ConnectOptions, Reply};
+use crate::addr::NodeAddr;
+use crate::error::NodeError;
+use crate::scripts::ALL;
+
+/// Opens a connection and runs the handshake; `load_scripts` also loads every lock script.
+pub(super) async fn open(
+    addr: &NodeAddr,
+    opts: &ConnectOptions,
+    load_scripts: bool,
+) -> Result<TcpStream, NodeError> {
+    let attempt = async {
+        let mut stream = TcpStream::connect((addr.host.as_str(), addr.port))
+            .await
+            .map_err(|e| NodeError::Connect(format!("{addr}: {e}")))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| NodeError::Connect(format!("{addr}: {e}")))?;
+        handshake(&mut stream, addr, load_scripts).await?;
+        Ok(stream)
+    };
+    match tokio::time::timeout(opts.connect_timeout, attempt).await {
+        Ok(result) => result,
+        Err(_) => Err(NodeError::Connect(format!("{addr}: connect timed out"))),
+    }
+}
+
+/// A random extra delay in `[0, d]`: full jitter on top of an exponential backoff step, so many clients
+/// do not reconnect in lockstep.
+pub(super) fn jitter(d: Duration) -> Duration {
+    Duration::from_micros(fastrand::u64(0..=d.as_micros() as u64))
+}
+
+/// AUTH and SELECT as configured, then `SCRIPT LOAD` of the lock scripts so the first `EVALSHA` after a
+/// (re)connect does not pay a `NOSCRIPT` round trip. All written at once, replies checked in order.
+async fn handshake(
+    stream: &mut TcpStream,
+    addr: &NodeAddr,
+    load_scripts: bool,
+) -> Result<(), NodeError> {
+    let mut out = BytesMut::new();
+    let mut expected: Vec<Option<&[u8]>> = Vec::new();
+    match (&addr.username, &addr.password) {
+        (Some(user), Some(pass)) => {
+            encode_args(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()])
+        }
+        (None, Some(pass)) => encode_args(&mut out, &[b"AUTH", pass.as_bytes()]),
+        _ => {}
+    }
+    if addr.password.is_some() {
+        expected.push(None);
+    }
+    if addr.db != 0 {
+        encode_args(&mut out, &[b"SELECT", addr.db.to_string().as_bytes()]);
+        expected.push(None);
+    }
+    for script in ALL.iter().copied().filter(|_| load_scripts) {
+        encode_args(&mut out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()]);
+        expected.push(Some(script.sha1.as_bytes()));
+    }
+    let io = |e: std::io::Error| NodeError::Connect(format!("{addr}: {e}"));
+    stream.write_all(&out).await.map_err(io)?;
+    let mut buf = BytesMut::with_capacity(512);
+    let mut replies = expected.into_iter();
+    let mut left = replies.len();
+    while left > 0 {
+        if stream.read_buf(&mut buf).await.map_err(io)? == 0 {
+            return Err(NodeError::Connect(format!(
+                "{addr}: closed during handshake"
+            )));
+        }
+        while let Some((frame, _, _)) =
+            decode_bytes_mut(&mut buf).map_err(|e| NodeError::Connect(format!("{addr}: {e:?}")))?
+        {
+            left = left.saturating_sub(1);
+            let reply = to_result(frame)
+                .map_err(|e| NodeError::Connect(format!("{addr}: handshake refused: {e}")))?;
+            if let Some(Some(sha)) = replies.next() {
+                if !matches!(&reply, Reply::Data(d) if d.eq_ignore_ascii_case(sha)) {
+                    return Err(NodeError::Connect(format!(
+                        "{addr}: script digest mismatch: {reply:?}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}

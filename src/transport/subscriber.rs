@@ -1,0 +1,220 @@
+//! Release notifications across processes: one subscriber connection per node, opened on first use.
+//!
+//! A release publishes on the lock's key name (channels and keys are separate namespaces). A process
+//! whose waiter lost a round subscribes to that channel on every node and wakes the waiter on the first
+//! message from any of them, instead of sleeping out its whole retry pause. Messages are hints: a missed
+//! one (subscription not yet active, reconnect) only means the waiter wakes at its timer, as without
+//! notifications. Subscriptions are reference-counted per channel and re-sent after a reconnect.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::{Bytes, BytesMut};
+use redis_protocol::resp2::decode::decode_bytes_mut;
+use redis_protocol::resp2::types::BytesFrame;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Notify;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::connect::{jitter, open};
+use super::resp::encode_args;
+use super::ConnectOptions;
+use crate::addr::NodeAddr;
+
+/// The engine's notification hub: the channel registry and one connection task per node.
+#[derive(Debug)]
+pub(crate) struct Notifier {
+    inner: Arc<Hub>,
+    _stop: DropGuard,
+}
+
+#[derive(Debug)]
+struct Hub {
+    channels: Mutex<HashMap<Bytes, Channel>>,
+    conns: Vec<Arc<Conn>>,
+}
+
+#[derive(Debug)]
+struct Channel {
+    users: usize,
+    notify: Arc<Notify>,
+}
+
+/// One node's subscriber connection: commands to write, and the signal to write them.
+#[derive(Debug)]
+struct Conn {
+    addr: NodeAddr,
+    out: Mutex<BytesMut>,
+    wake: Notify,
+}
+
+/// Interest in one channel; unsubscribes when the last one for the channel is dropped.
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    hub: Arc<Hub>,
+    channel: Bytes,
+    notify: Arc<Notify>,
+}
+
+impl Notifier {
+    /// Starts one subscriber connection per node (they idle until a channel is wanted).
+    pub(crate) fn start(addrs: &[NodeAddr], opts: &ConnectOptions) -> Self {
+        let stop = CancellationToken::new();
+        let conns: Vec<Arc<Conn>> = addrs
+            .iter()
+            .map(|addr| {
+                Arc::new(Conn {
+                    addr: addr.clone(),
+                    out: Mutex::new(BytesMut::new()),
+                    wake: Notify::new(),
+                })
+            })
+            .collect();
+        let inner = Arc::new(Hub {
+            channels: Mutex::new(HashMap::new()),
+            conns,
+        });
+        for conn in &inner.conns {
+            tokio::spawn(run(inner.clone(), conn.clone(), opts.clone(), stop.clone()));
+        }
+        Self {
+            inner,
+            _stop: stop.drop_guard(),
+        }
+    }
+
+    /// Subscribes to `channel` on every node (once per channel, however many subscriptions).
+    pub(crate) fn subscribe(&self, channel: &Bytes) -> Subscription {
+        let mut channels = self.inner.channels();
+        let entry = channels.entry(channel.clone()).or_insert_with(|| {
+            for conn in &self.inner.conns {
+                conn.queue(b"SUBSCRIBE", channel);
+            }
+            Channel {
+                users: 0,
+                notify: Arc::new(Notify::new()),
+            }
+        });
+        entry.users += 1;
+        Subscription {
+            hub: self.inner.clone(),
+            channel: channel.clone(),
+            notify: entry.notify.clone(),
+        }
+    }
+}
+
+impl Subscription {
+    /// The signal a message on this channel fires (`notify_waiters`: arm it before the attempt it
+    /// should follow, with `Notified::enable`).
+    pub(crate) fn notify(&self) -> Arc<Notify> {
+        self.notify.clone()
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut channels = self.hub.channels();
+        if let Some(entry) = channels.get_mut(&self.channel) {
+            entry.users -= 1;
+            if entry.users == 0 {
+                channels.remove(&self.channel);
+                for conn in &self.hub.conns {
+                    conn.queue(b"UNSUBSCRIBE", &self.channel);
+                }
+            }
+        }
+    }
+}
+
+impl Hub {
+    fn channels(&self) -> MutexGuard<'_, HashMap<Bytes, Channel>> {
+        self.channels.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Conn {
+    fn out(&self) -> MutexGuard<'_, BytesMut> {
+        self.out.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn queue(&self, verb: &[u8], channel: &[u8]) {
+        encode_args(&mut self.out(), &[verb, channel]);
+        self.wake.notify_one();
+    }
+}
+
+/// One node's subscriber loop: connect, (re)subscribe to every wanted channel, forward messages,
+/// reconnect with backoff when the connection drops.
+async fn run(hub: Arc<Hub>, conn: Arc<Conn>, opts: ConnectOptions, stop: CancellationToken) {
+    let mut delay = opts.reconnect_min;
+    loop {
+        let stream = tokio::select! {
+            _ = stop.cancelled() => return,
+            s = open(&conn.addr, &opts, false) => s,
+        };
+        let Ok(stream) = stream else {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(delay + jitter(delay)) => {}
+            }
+            delay = (delay * 2).min(opts.reconnect_max);
+            continue;
+        };
+        delay = opts.reconnect_min;
+        {
+            // A new connection has no subscriptions: rebuild them from the registry, dropping whatever
+            // was queued for the old one.
+            let channels = hub.channels();
+            let mut out = conn.out();
+            out.clear();
+            for channel in channels.keys() {
+                encode_args(&mut out, &[b"SUBSCRIBE", channel]);
+            }
+        }
+        conn.wake.notify_one();
+        let (mut rd, mut wr) = stream.into_split();
+        let mut buf = BytesMut::with_capacity(4096);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = conn.wake.notified() => {
+                    let batch = std::mem::take(&mut *conn.out());
+                    if !batch.is_empty() && wr.write_all(&batch).await.is_err() {
+                        break;
+                    }
+                }
+                read = rd.read_buf(&mut buf) => {
+                    if !matches!(read, Ok(n) if n > 0) {
+                        break;
+                    }
+                    if !deliver(&hub, &mut buf) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Wakes the waiters of every complete `message` frame in `buf`; false if the stream is corrupt.
+fn deliver(hub: &Hub, buf: &mut BytesMut) -> bool {
+    loop {
+        match decode_bytes_mut(buf) {
+            Ok(Some((BytesFrame::Array(parts), _, _))) => {
+                if let [BytesFrame::BulkString(kind), BytesFrame::BulkString(channel), ..] =
+                    &parts[..]
+                {
+                    if &kind[..] == b"message" {
+                        if let Some(entry) = hub.channels().get(channel) {
+                            entry.notify.notify_waiters();
+                        }
+                    }
+                }
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return true,
+            Err(_) => return false,
+        }
+    }
+}
