@@ -175,7 +175,7 @@ async fn watch_stop(ctx: Arc<Ctx>) {
         if ctx.args.stop_file.exists() || tokio::time::Instant::now() >= deadline {
             ctx.stop.store(true, Ordering::Relaxed);
         }
-        if ctx.args.wall_samples && tick % 5 == 0 {
+        if ctx.args.wall_samples && tick.is_multiple_of(5) {
             ctx.log.wall(wall_ns(), mono_ns());
         }
         tick += 1;
@@ -245,7 +245,7 @@ async fn hold(
     };
     tokio::time::sleep(Duration::from_micros(ctx.args.cs_sleep_us)).await;
     let (mut ext, mut ext_fp) = (Outcome::None, 0);
-    if ctx.args.extend_every > 0 && nth % ctx.args.extend_every == 0 && lock.is_valid() {
+    if ctx.args.extend_every > 0 && nth.is_multiple_of(ctx.args.extend_every) && lock.is_valid() {
         let (r, fp) = with_first_poll(ctx.redlock.extend(&mut lock, ctx.ttl)).await;
         (ext, ext_fp) = (Outcome::of(&r), fp);
     }

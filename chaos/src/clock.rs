@@ -76,7 +76,7 @@ impl InstantMap {
     }
 
     /// `t` as raw `CLOCK_MONOTONIC` nanoseconds.
-    pub fn to_ns(&self, t: tokio::time::Instant) -> u64 {
+    pub fn to_ns(self, t: tokio::time::Instant) -> u64 {
         let t = t.into_std();
         match t.checked_duration_since(self.base) {
             Some(after) => self.base_ns + after.as_nanos() as u64,

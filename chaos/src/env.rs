@@ -40,6 +40,8 @@ pub struct Ctx {
     pub exe: PathBuf,
     /// Where each scenario's logs go (one subdirectory per scenario).
     pub logs: PathBuf,
+    /// Test hook: each scenario panics once its processes run, to prove the teardown.
+    pub inject_panic: bool,
 }
 
 /// One scenario's processes.

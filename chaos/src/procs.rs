@@ -65,9 +65,7 @@ impl Proc {
             if let Some(status) = self.try_wait() {
                 return Some(status);
             }
-            if self.child.is_none() {
-                return None;
-            }
+            self.child.as_ref()?; // already reaped
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.kill();

@@ -29,6 +29,9 @@ pub struct SuiteArgs {
     /// Keep the logs even when every scenario passed.
     #[arg(long)]
     pub keep_logs: bool,
+    /// Test hook: make every scenario panic mid-run (the teardown must still leave no process).
+    #[arg(long, hide = true)]
+    pub inject_panic: bool,
 }
 
 /// Runs the suite.
@@ -48,6 +51,10 @@ async fn run(args: SuiteArgs) -> ExitCode {
         .collect();
     if chosen.is_empty() {
         eprintln!("chaos: no such scenario {:?} (1-10)", args.scenarios);
+        return ExitCode::FAILURE;
+    }
+    if let Err(why) = redis_server_runs() {
+        eprintln!("chaos: {why}");
         return ExitCode::FAILURE;
     }
     let logs = args
@@ -81,6 +88,7 @@ async fn run(args: SuiteArgs) -> ExitCode {
             }
         },
         logs: logs.clone(),
+        inject_panic: args.inject_panic,
     };
     println!(
         "chaos: {} scenario(s), {} mode, logs in {}",
@@ -127,5 +135,24 @@ async fn run(args: SuiteArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// Fails fast, with the fix, when redis-server is missing (instead of ten failed scenarios).
+fn redis_server_runs() -> Result<(), String> {
+    let missing = |e: String| {
+        format!(
+            "cannot run `redis-server --version` ({e}); install it with `apt-get install -y redis-server` \
+             or run through scripts/with-redis"
+        )
+    };
+    let out = std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .map_err(|e| missing(e.to_string()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(missing(out.status.to_string()))
     }
 }

@@ -150,6 +150,11 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
         }
     }
     let mut env = Env::start(&ctx, sc.name)?;
+    if ctx.inject_panic {
+        env.spawn_background(2)?;
+        support::wait(ctx.phase / 4).await;
+        panic!("injected (--inject-panic); the teardown must still stop every process");
+    }
     let mut f = match sc.number {
         1 => s01_contention::run(&mut env, &ctx).await?,
         2 => s02_kill_nodes::run(&mut env, &ctx).await?,

@@ -109,7 +109,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let hung_grants = f.logs.grants_within(hung_from, hung_to).count();
     let hung_lat = f.logs.latencies_within(hung_from, hung_to);
     f.extra(format!(
-        "majority hung: grants {hung_grants}, attempt max {:.0} ms",
+        "majority hung: grants {hung_grants}, attempt max {:.0} ms (node deadlines 50 and {NEAR_DEADLINE_MS} ms)",
         ms(hung_lat.last().copied().unwrap_or(0))
     ));
     f.expect(hung_grants == 0, "a grant while 3 of 5 nodes were hung");

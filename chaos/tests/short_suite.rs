@@ -1,0 +1,33 @@
+//! CI runs the short suite: every scenario for a few seconds, against real redis-server processes.
+//! Needs `redis-server` on the PATH (the workspace's `scripts/with-redis` installs it).
+
+use std::process::Command;
+
+fn chaos(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_chaos"))
+        .args(args)
+        .output()
+        .expect("run chaos");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    (out.status.success(), text)
+}
+
+#[test]
+fn the_short_suite_passes() {
+    let (ok, text) = chaos(&["--short"]);
+    assert!(ok, "chaos --short failed:\n{text}");
+    assert!(text.contains("scenario 7-restart-without-persistence: grants"));
+}
+
+#[test]
+fn a_panicking_scenario_leaves_no_process_behind() {
+    let (ok, text) = chaos(&["--short", "--scenario", "1", "--inject-panic"]);
+    assert!(!ok, "an injected panic must fail the suite:\n{text}");
+    assert!(text.contains("panicked"), "{text}");
+    assert!(!text.contains("processes left"), "{text}");
+}
