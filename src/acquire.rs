@@ -58,21 +58,36 @@ impl Redlock {
             if deadline.is_some_and(|d| Instant::now() + pause >= d) {
                 break Err(LockError::Timeout { attempts });
             }
+            let remote = matches!(err, LockError::Contended { local: false, .. });
+            if remote && s.notify_releases && target.kind.queues_locally() {
+                // Tell the holder's process that someone elsewhere waits, so it yields to us when its
+                // local hand-off streak ends (see `Redlock::release`).
+                let key = &target.keys.as_slice()[0];
+                let mark_for = pause + s.timing.node_timeout(ttl) * 2;
+                fire(self.nodes(), &mark_waiting_cmd(key, mark_for));
+                if subscription.is_none() {
+                    subscription = Some(self.notifier().subscribe(key));
+                }
+            }
+            // A release anywhere ends the pause early; the timer is the fallback for missed ones
+            // (including any before a fresh subscription is active).
+            let fresh;
+            let woken = match (woken, &subscription) {
+                (Some(woken), _) => Some(woken),
+                (None, Some(sub)) => {
+                    fresh = sub.notify();
+                    Some(Box::pin(fresh.notified()))
+                }
+                (None, None) => None,
+            };
             match woken {
-                // A release anywhere ends the pause early; the timer is the fallback for missed ones.
                 Some(woken) => {
                     tokio::select! {
                         _ = woken => {}
                         _ = tokio::time::sleep(pause) => {}
                     }
                 }
-                None => {
-                    if s.notify_releases && matches!(err, LockError::Contended { .. }) {
-                        let channel = &target.keys.as_slice()[0];
-                        subscription = Some(self.notifier().subscribe(channel));
-                    }
-                    tokio::time::sleep(pause).await;
-                }
+                None => tokio::time::sleep(pause).await,
             }
         };
         if result.is_err() {
@@ -199,6 +214,16 @@ pub(crate) async fn start<F: Future>(mut fut: Pin<&mut F>) -> Option<F::Output> 
     .await
 }
 
+/// Marks (for `mark_for`) that a client elsewhere waits for the lock at `key`.
+fn mark_waiting_cmd(key: &bytes::Bytes, mark_for: Duration) -> Cmd {
+    Cmd::Script {
+        script: &crate::scripts::MARK_WAITING,
+        keys: crate::transport::Keys::One(key.clone()),
+        value: LockValue::ZERO,
+        args: Args::of(&[millis(mark_for).max(1)]),
+    }
+}
+
 pub(crate) fn release_cmd(script: &'static crate::scripts::Script, lock: &Lock) -> Cmd {
     Cmd::Script {
         script,
@@ -245,9 +270,10 @@ impl Drop for ReleaseOnDrop<'_> {
     }
 }
 
+/// Why an attempt lost: "contended" when other owners account for at least as many refusals as node
+/// failures do (the lock is held elsewhere; waiters subscribe to its release), else "quorum not reached".
 fn acquire_error(tally: Tally) -> LockError {
-    let impossible = tally.nodes - tally.quorum();
-    if tally.failures.is_empty() || tally.taken > impossible {
+    if tally.taken > 0 && tally.taken >= tally.failures.len() {
         LockError::Contended {
             taken: tally.taken,
             nodes: tally.nodes,

@@ -15,6 +15,8 @@ pub fn quorum(n: usize) -> usize {
 pub enum Vote {
     /// Done for us: `SET NX` said OK, or the script found our value.
     Yes,
+    /// Released, and a client elsewhere has marked itself as waiting (release answered 2).
+    YesWaiters,
     /// Another owner's value is there (`SET NX` said nil, or the script answered `-1`).
     Taken,
     /// The key is gone (the script answered `0`): our lock expired there.
@@ -41,6 +43,7 @@ impl Vote {
     pub(crate) fn of_script(result: NodeResult) -> Self {
         match result {
             Ok(Reply::Int(1)) => Self::Yes,
+            Ok(Reply::Int(2)) => Self::YesWaiters,
             Ok(Reply::Int(0)) => Self::Gone,
             Ok(Reply::Int(-1)) => Self::Taken,
             Err(NodeError::Server(msg)) if msg.contains("WRONGTYPE") => Self::Taken,
@@ -70,6 +73,8 @@ pub struct Tally {
     pub(crate) yes: usize,
     pub(crate) taken: usize,
     pub(crate) gone: usize,
+    /// Yes votes that reported a client waiting elsewhere.
+    pub(crate) waiters: usize,
     /// Failed nodes by index; empty (and unallocated) on the happy path.
     pub(crate) failures: Vec<(usize, NodeError)>,
 }
@@ -82,6 +87,7 @@ impl Tally {
             yes: 0,
             taken: 0,
             gone: 0,
+            waiters: 0,
             failures: Vec::new(),
         }
     }
@@ -95,6 +101,10 @@ impl Tally {
     pub fn record(&mut self, index: usize, vote: Vote) -> Decision {
         match vote {
             Vote::Yes => self.yes += 1,
+            Vote::YesWaiters => {
+                self.yes += 1;
+                self.waiters += 1;
+            }
             Vote::Taken => self.taken += 1,
             Vote::Gone => self.gone += 1,
             Vote::Failed(e) => self.failures.push((index, e)),

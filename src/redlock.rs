@@ -183,13 +183,27 @@ impl Redlock {
         // The first poll queues the release on every connection; a local waiter let in after that is
         // written behind it, so its SET finds the key gone — no need to wait for our replies first.
         let early = start(round.as_mut()).await;
-        if let Some(local) = local {
-            self.leave(local);
+        let remote_flag = local.as_ref().map(LocalHold::remote_waiting_flag);
+        let yield_to_remote = local.as_ref().is_some_and(LocalHold::remote_waiting);
+        if !yield_to_remote {
+            if let Some(local) = local.take() {
+                self.leave(local);
+            }
         }
         let tally = match early {
             Some(tally) => tally,
             None => round.await,
         };
+        if let Some(flag) = remote_flag {
+            flag.store(tally.waiters > 0, std::sync::atomic::Ordering::Release);
+        }
+        if let Some(local) = local {
+            // A waiter elsewhere was told of this release; local waiters, already in line, would beat
+            // it every time. Give its SET a moment to arrive first (cohort fairness across processes).
+            let grace = (timeout / 20).clamp(Duration::from_millis(1), Duration::from_millis(5));
+            tokio::time::sleep(grace).await;
+            self.leave(local);
+        }
         if tally.won() {
             Ok(())
         } else {

@@ -10,7 +10,7 @@
 //! become zero or one, and other processes still get their turn after the bound.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use bytes::Bytes;
@@ -35,6 +35,9 @@ pub(crate) struct LocalQueue {
     /// The current holder's `valid_until`: waiters stop queueing behind a lock that has expired
     /// (a holder that neither released nor dropped it must not block this process past its TTL).
     holder_until: Mutex<Option<Instant>>,
+    /// The last release on the nodes reported a client waiting in another process (see
+    /// `scripts::MARK_WAITING`): the next one yields to it before letting local waiters in.
+    remote_waiting: Arc<AtomicBool>,
 }
 
 /// This task's place at the head of a resource's local queue; held inside the [`Lock`]. Dropping it
@@ -61,6 +64,7 @@ impl LocalQueues {
                     handoff: Mutex::new(None),
                     waiting: AtomicUsize::new(0),
                     holder_until: Mutex::new(None),
+                    remote_waiting: Arc::default(),
                 })
             })
             .clone()
@@ -165,6 +169,17 @@ impl LocalHold {
     /// Whether another local task is waiting for this resource.
     pub(crate) fn has_waiters(&self) -> bool {
         self.queue.waiting.load(Ordering::Acquire) > 0
+    }
+
+    /// Whether a client in another process was waiting at the last release on the nodes.
+    pub(crate) fn remote_waiting(&self) -> bool {
+        self.queue.remote_waiting.load(Ordering::Acquire)
+    }
+
+    /// The flag behind [`remote_waiting`](Self::remote_waiting), to set once a release's replies are in
+    /// (possibly after this hold has been left).
+    pub(crate) fn remote_waiting_flag(&self) -> Arc<AtomicBool> {
+        self.queue.remote_waiting.clone()
     }
 
     /// Leaves `lock` for the next local holder.

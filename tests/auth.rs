@@ -35,6 +35,7 @@ async fn password_and_acl_user_with_minimal_permissions() {
         "+get",
         "+del",
         "+pexpire",
+        "+exists",
         "+eval",
         "+evalsha",
         "+script|load",
