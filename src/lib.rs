@@ -3,19 +3,31 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 //! # Layout
-//! - `redlock`: [`Redlock`] — acquire, try_acquire, release, extend: the algorithm.
+//! - `redlock`: [`Redlock`] — the engine: construction, release, extend, resource/TTL validation.
+//! - `acquire`: the attempt loop every lock kind shares — local queue, attempts, pauses cut short by
+//!   release notifications, release-on-failure, taking over a locally handed-off lock.
+//! - `kind`: lock kinds (exclusive, multi-resource, read, write): which command acquires, which scripts
+//!   release and extend.
+//! - `multi`, `rwlock`: the multi-resource and read-write lock APIs.
+//! - `renew`: [`RenewedLock`] and the per-engine watchdog that renews every due lock in one batch per node.
+//! - `scoped`: [`Redlock::with_lock`] and its [`LockContext`].
+//! - `owner`: [`LockOwner`], reentrant holds scoped to an owner.
+//! - `waitq`: the in-process FIFO queue per resource and bounded local hand-off (cohorting).
 //! - `fanout`: the one fan-out — send to every node, decide as soon as the majority is won or lost.
 //! - `quorum`: the vote tally and early decision (pure logic).
 //! - `timing`: validity = TTL − elapsed − drift, node deadlines (pure logic).
 //! - `retry`: the random pause between attempts (pure logic).
 //! - `value`: the 20-byte random lock value (a bearer secret, never printed).
-//! - `scripts`: the owner-checked release and extend Lua scripts and their SHA1s.
+//! - `scripts`: every Lua script and its SHA1.
 //! - [`config`], [`builder`]: every knob with its default; validation into typed errors.
 //! - [`error`]: [`LockError`] and [`NodeError`].
 //! - `lock`: [`Lock`], what acquire returns.
 //! - `addr`: `redis://` URL parsing.
-//! - `transport`: the `NodeClient` trait and its implementations — `transport::pipeline` (the engine's own
-//!   pipelined connection per node) and `transport::fred` (feature `fred`). Only these files touch the network.
+//! - `raw`: the lock's command stream without the algorithm (loadgen's `raw` engine, benches).
+//! - `transport`: the only files that touch the network — the `NodeClient` trait; `transport::pipeline`
+//!   (the engine's own pipelined connection per node), `transport::fred` (feature `fred`),
+//!   `transport::subscriber` (release notifications), `transport::connect` (TCP + handshake),
+//!   `transport::resp` (RESP framing on `redis-protocol`).
 
 mod acquire;
 mod addr;
