@@ -186,6 +186,8 @@ impl Redlock {
                     valid_until: start + elapsed + validity,
                     local: None,
                     handoffs: 0,
+                    fence_floor: tally.max_counter,
+                    fence: None,
                 })
             }
             left => Err(LockError::ValidityExpired {

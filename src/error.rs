@@ -43,6 +43,12 @@ pub enum LockError {
     NotOwner,
     /// The lock had already expired: its keys were gone or its validity had ended.
     AlreadyExpired,
+    /// A fenced acquire won the lock but no fencing-token commit won a majority within its validity
+    /// (the lock was released again).
+    FenceNotCommitted {
+        /// Commit rounds tried.
+        rounds: u32,
+    },
     /// The lock was lost while its holder worked (a renewal did not win a majority, or its validity
     /// ended): the work may have run partly without it.
     Lost,
@@ -71,7 +77,10 @@ impl LockError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Self::Contended { .. } | Self::QuorumNotReached { .. } | Self::ValidityExpired { .. }
+            Self::Contended { .. }
+                | Self::QuorumNotReached { .. }
+                | Self::ValidityExpired { .. }
+                | Self::FenceNotCommitted { .. }
         )
     }
 }
@@ -107,6 +116,12 @@ impl fmt::Display for LockError {
             Self::NotOwner => f.write_str("not the owner: the resource is held by another owner"),
             Self::AlreadyExpired => f.write_str("the lock had already expired"),
             Self::Lost => f.write_str("the lock was lost while held"),
+            Self::FenceNotCommitted { rounds } => {
+                write!(
+                    f,
+                    "no fencing token committed on a majority in {rounds} rounds"
+                )
+            }
             Self::Node { index, source } => write!(f, "node {index}: {source}"),
             Self::Timeout { attempts } => {
                 write!(f, "acquire deadline passed after {attempts} attempts")

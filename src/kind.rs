@@ -5,8 +5,8 @@
 
 use crate::quorum::Vote;
 use crate::scripts::{
-    Script, ACQUIRE_MULTI, ACQUIRE_READ, ACQUIRE_WRITE, CANCEL_INTENT, EXTEND, EXTEND_MULTI,
-    EXTEND_READ, RELEASE, RELEASE_MULTI, RELEASE_NOTIFY, RELEASE_READ,
+    Script, ACQUIRE_FENCED, ACQUIRE_MULTI, ACQUIRE_READ, ACQUIRE_WRITE, CANCEL_INTENT, EXTEND,
+    EXTEND_MULTI, EXTEND_READ, RELEASE, RELEASE_MULTI, RELEASE_NOTIFY, RELEASE_READ,
 };
 use crate::transport::{Args, Cmd, Keys, NodeResult};
 use crate::value::LockValue;
@@ -20,6 +20,9 @@ pub(crate) enum Kind {
     Multi,
     /// A shared (reader) hold of a read-write lock, granted while fewer than `max_readers` hold it.
     Read { max_readers: u64 },
+    /// An exclusive lock whose acquire also reads the resource's fence counter on every node, for a
+    /// fencing token committed afterwards (see `fence`).
+    Fenced,
     /// The exclusive (writer) hold of a read-write lock; `ticket` identifies this acquire across its
     /// attempts, so its intent to write survives retries.
     Write { ticket: u64 },
@@ -40,6 +43,7 @@ impl Kind {
                 ttl_ms,
             },
             Self::Multi => script(&ACQUIRE_MULTI, Args::of(&[ttl_ms])),
+            Self::Fenced => script(&ACQUIRE_FENCED, Args::of(&[ttl_ms])),
             Self::Read { max_readers } => script(&ACQUIRE_READ, Args::of(&[ttl_ms, max_readers])),
             Self::Write { ticket } => script(&ACQUIRE_WRITE, Args::of(&[ttl_ms, ticket])),
         }
@@ -48,6 +52,7 @@ impl Kind {
     pub(crate) fn acquire_vote(self) -> fn(NodeResult) -> Vote {
         match self {
             Self::Exclusive => Vote::of_set,
+            Self::Fenced => Vote::of_fenced_set,
             _ => Vote::of_script,
         }
     }
@@ -55,8 +60,8 @@ impl Kind {
     /// The release script; `notify` also publishes the release for waiters in other processes.
     pub(crate) fn release_script(self, notify: bool) -> &'static Script {
         match self {
-            Self::Exclusive | Self::Write { .. } if notify => &RELEASE_NOTIFY,
-            Self::Exclusive | Self::Write { .. } => &RELEASE,
+            Self::Exclusive | Self::Fenced | Self::Write { .. } if notify => &RELEASE_NOTIFY,
+            Self::Exclusive | Self::Fenced | Self::Write { .. } => &RELEASE,
             Self::Multi => &RELEASE_MULTI,
             Self::Read { .. } => &RELEASE_READ,
         }
@@ -64,7 +69,7 @@ impl Kind {
 
     pub(crate) fn extend_script(self) -> &'static Script {
         match self {
-            Self::Exclusive | Self::Write { .. } => &EXTEND,
+            Self::Exclusive | Self::Fenced | Self::Write { .. } => &EXTEND,
             Self::Multi => &EXTEND_MULTI,
             Self::Read { .. } => &EXTEND_READ,
         }
@@ -73,6 +78,12 @@ impl Kind {
     /// Whether waiters of this kind queue in-process: exclusive holders do; readers share, and
     /// multi-resource locks span several queues.
     pub(crate) fn queues_locally(self) -> bool {
+        matches!(self, Self::Exclusive | Self::Fenced | Self::Write { .. })
+    }
+
+    /// Whether a release may hand this lock to a local waiter. Not a fenced lock: its token belongs to
+    /// one holder, and the next holder needs a larger one.
+    pub(crate) fn hands_off(self) -> bool {
         matches!(self, Self::Exclusive | Self::Write { .. })
     }
 

@@ -29,6 +29,10 @@ pub struct Lock {
     pub(crate) local: Option<LocalHold>,
     /// Local hand-offs in a row this lock has had (bounded, so other processes get their turn).
     pub(crate) handoffs: u32,
+    /// The highest fence counter the acquire round saw (fenced locks), the floor of the token proposal.
+    pub(crate) fence_floor: u64,
+    /// The committed fencing token (fenced locks).
+    pub(crate) fence: Option<u64>,
 }
 
 impl Lock {
@@ -57,6 +61,13 @@ impl Lock {
         self.keys.as_slice()[..count]
             .iter()
             .map(move |key| &key[self.prefix_len..])
+    }
+
+    /// The fencing token of a lock from [`crate::Redlock::acquire_fenced`]: larger than the token of
+    /// every earlier holder of the resource (see the `fence` module for the argument and its
+    /// assumptions). Pass it to the storage you protect, which must reject writes with a smaller one.
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.fence
     }
 
     /// Whether this is a shared (reader) hold of a read-write lock.

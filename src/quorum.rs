@@ -21,6 +21,12 @@ pub enum Vote {
     Taken,
     /// The key is gone (the script answered `0`): our lock expired there.
     Gone,
+    /// Fenced acquire: set, and the node's fence counter for the resource was this.
+    YesAt(u64),
+    /// Fenced acquire: taken, and the node's fence counter was this.
+    TakenAt(u64),
+    /// Fence commit refused: the node's counter is already at or above the proposed token.
+    Conflict(u64),
     /// No usable answer: error, timeout, disconnect.
     Failed(NodeError),
 }
@@ -35,6 +41,32 @@ impl Vote {
                 "unexpected SET reply {other:?}"
             ))),
             Err(e) => Self::Failed(e),
+        }
+    }
+
+    /// Reads a fenced acquire reply: `+<counter>` (set) or `-<counter>` (taken).
+    pub(crate) fn of_fenced_set(result: NodeResult) -> Self {
+        match result {
+            Ok(Reply::Data(d)) => match (d.first(), parse_counter(&d[1..])) {
+                (Some(b'+'), Some(c)) => Self::YesAt(c),
+                (Some(b'-'), Some(c)) => Self::TakenAt(c),
+                _ => Self::Failed(NodeError::Protocol("bad fenced acquire reply".into())),
+            },
+            Ok(other) => Self::Failed(NodeError::Protocol(format!(
+                "unexpected fenced acquire reply {other:?}"
+            ))),
+            Err(e) => Self::Failed(e),
+        }
+    }
+
+    /// Reads a fence commit reply: `1` raised, `C<counter>` conflict, else as [`of_script`](Self::of_script).
+    pub(crate) fn of_fence_commit(result: NodeResult) -> Self {
+        match result {
+            Ok(Reply::Data(d)) if d.first() == Some(&b'C') => match parse_counter(&d[1..]) {
+                Some(c) => Self::Conflict(c),
+                None => Self::Failed(NodeError::Protocol("bad fence conflict reply".into())),
+            },
+            other => Self::of_script(other),
         }
     }
 
@@ -53,6 +85,10 @@ impl Vote {
             Err(e) => Self::Failed(e),
         }
     }
+}
+
+fn parse_counter(digits: &[u8]) -> Option<u64> {
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// Where a round stands.
@@ -75,6 +111,10 @@ pub struct Tally {
     pub(crate) gone: usize,
     /// Yes votes that reported a client waiting elsewhere.
     pub(crate) waiters: usize,
+    /// Fence commits refused because a node's counter was already at or above the proposal.
+    pub(crate) conflicts: usize,
+    /// The highest fence counter any node reported in this round.
+    pub(crate) max_counter: u64,
     /// Failed nodes by index; empty (and unallocated) on the happy path.
     pub(crate) failures: Vec<(usize, NodeError)>,
 }
@@ -88,6 +128,8 @@ impl Tally {
             taken: 0,
             gone: 0,
             waiters: 0,
+            conflicts: 0,
+            max_counter: 0,
             failures: Vec::new(),
         }
     }
@@ -107,6 +149,18 @@ impl Tally {
             }
             Vote::Taken => self.taken += 1,
             Vote::Gone => self.gone += 1,
+            Vote::YesAt(counter) => {
+                self.yes += 1;
+                self.max_counter = self.max_counter.max(counter);
+            }
+            Vote::TakenAt(counter) => {
+                self.taken += 1;
+                self.max_counter = self.max_counter.max(counter);
+            }
+            Vote::Conflict(counter) => {
+                self.conflicts += 1;
+                self.max_counter = self.max_counter.max(counter);
+            }
             Vote::Failed(e) => self.failures.push((index, e)),
         }
         self.decision()
@@ -114,7 +168,7 @@ impl Tally {
 
     /// Where the round stands now.
     pub fn decision(&self) -> Decision {
-        let against = self.taken + self.gone + self.failures.len();
+        let against = self.taken + self.gone + self.conflicts + self.failures.len();
         if self.yes >= self.quorum() {
             Decision::Won
         } else if against > self.nodes - self.quorum() {

@@ -163,6 +163,7 @@ impl Redlock {
             .min_validity(lock.ttl)
             .max(s.timing.node_timeout(lock.ttl));
         if local.as_ref().is_some_and(LocalHold::has_waiters)
+            && lock.kind.hands_off()
             && lock.handoffs < s.max_local_handoffs
             && lock.remaining() >= spare
         {
@@ -286,6 +287,9 @@ impl Redlock {
     pub(crate) fn target(&self, kind: Kind, resource: &[u8]) -> Result<Target, LockError> {
         let key = self.key(resource, b"")?;
         let keys = match kind {
+            Kind::Fenced => {
+                Keys::Many(vec![key, self.key(resource, crate::fence::FENCE_SUFFIX)?].into())
+            }
             Kind::Read { .. } | Kind::Write { .. } => Keys::Many(
                 vec![
                     key,

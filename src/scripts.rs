@@ -132,8 +132,34 @@ return 1",
     sha1: "0b53351cbdc5e6054c1cc78b771c22eba7d2af5f",
 };
 
+// Fencing. KEYS: [1] lock key, [2] the resource's fence counter (no TTL; a 20-digit zero-padded
+// decimal, so Lua's string comparison is numeric comparison and no counter passes through a double).
+
+/// Fenced acquire: `SET NX PX`, answering `+<counter>` (set) or `-<counter>` (taken) with the node's
+/// fence counter, in the same round trip.
+pub(crate) static ACQUIRE_FENCED: Script = Script {
+    source: "local c = redis.call('GET', KEYS[2]) or '0' \
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return '+' .. c end \
+return '-' .. c",
+    sha1: "fed820042ea4030d9010d0f55c299911033c8c78",
+};
+
+/// Fence commit: raise the counter to the proposal `ARGV[2]`, only while our lock value is there and
+/// only upward; `C<counter>` when the node is already at or above it.
+pub(crate) static COMMIT_FENCE: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v ~= ARGV[1] then if v == false then return 0 end return -1 end \
+local t = string.rep('0', 20 - #ARGV[2]) .. ARGV[2] \
+local c = redis.call('GET', KEYS[2]) \
+if c and c >= t then return 'C' .. c end \
+redis.call('SET', KEYS[2], t) return 1",
+    sha1: "61781927340d957dd626264402250b366d377508",
+};
+
 /// Every script, loaded by each connection's handshake.
-pub(crate) static ALL: [&Script; 12] = [
+pub(crate) static ALL: [&Script; 14] = [
+    &ACQUIRE_FENCED,
+    &COMMIT_FENCE,
     &RELEASE,
     &RELEASE_NOTIFY,
     &MARK_WAITING,
