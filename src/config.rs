@@ -56,6 +56,11 @@ pub struct Config {
     /// Releases publish on the lock's key name and waiters subscribe, so a waiter in another process
     /// wakes at the release instead of at its retry timer (the timer stays as the fallback). Default: `true`.
     pub notify_releases: bool,
+    /// Crashed-node quarantine: a node up for less than `max_ttl` (the maximum lock lifetime), or whose
+    /// `run_id` changed across a reconnect, does not vote in any quorum until it has been up that long.
+    /// Turn it off only for nodes that keep their data across crashes (`appendfsync always`): with it on,
+    /// a majority restart means no lock for `max_ttl`. Default: `false` (see the README).
+    pub quarantine: bool,
     /// With `local_queue`: how many times in a row a lock may be handed to a waiting task of this
     /// process without releasing it on the nodes (0 disables hand-off). Default: 4.
     pub max_local_handoffs: u32,
@@ -80,6 +85,7 @@ impl Default for Config {
             max_pending: 65_536,
             max_readers: u32::MAX,
             local_queue: true,
+            quarantine: false,
             notify_releases: true,
             max_local_handoffs: 4,
         }
@@ -185,6 +191,7 @@ impl Config {
                 max_pending: self.max_pending,
                 reconnect_min: Duration::from_millis(20),
                 reconnect_max: Duration::from_secs(2),
+                quarantine: self.quarantine.then_some(self.max_ttl),
             },
         })
     }

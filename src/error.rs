@@ -161,6 +161,9 @@ pub enum NodeError {
     Protocol(String),
     /// Connecting or the connection handshake failed.
     Connect(String),
+    /// The node restarted recently (or its `run_id` changed): its answers do not vote until it has
+    /// been up for the maximum lock lifetime.
+    Quarantined,
 }
 
 impl fmt::Display for NodeError {
@@ -173,6 +176,7 @@ impl fmt::Display for NodeError {
             Self::Server(msg) => write!(f, "server error: {msg}"),
             Self::Protocol(msg) => write!(f, "protocol error: {msg}"),
             Self::Connect(msg) => write!(f, "connect failed: {msg}"),
+            Self::Quarantined => f.write_str("quarantined after a restart"),
         }
     }
 }

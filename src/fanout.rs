@@ -39,8 +39,15 @@ pub(crate) async fn round(
     let mut tally = Tally::new(nodes.len());
     // Queue on every node before waiting on any: the rounds overlap on the wire.
     let mut waiting: [Option<Pending>; MAX_NODES] = std::array::from_fn(|_| None);
-    for (slot, node) in waiting.iter_mut().zip(nodes) {
-        *slot = Some(node.send(cmd));
+    for (index, (slot, node)) in waiting.iter_mut().zip(nodes).enumerate() {
+        let pending = node.send(cmd);
+        if node.votes() {
+            *slot = Some(pending);
+        } else {
+            // Sent all the same (a release must reach it too); only its answer does not count.
+            drop(pending);
+            tally.record(index, Vote::Failed(NodeError::Quarantined));
+        }
     }
     let mut timer = pin!(tokio::time::sleep_until(deadline));
     poll_fn(|cx| {

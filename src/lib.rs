@@ -40,6 +40,7 @@ mod kind;
 mod lock;
 mod multi;
 mod owner;
+mod quarantine;
 mod quorum;
 mod raw;
 mod redlock;

@@ -12,14 +12,16 @@ use super::resp::{encode_args, to_result};
 use super::{ConnectOptions, Reply};
 use crate::addr::NodeAddr;
 use crate::error::NodeError;
+use crate::quarantine::{parse_info, ServerIdentity};
 use crate::scripts::ALL;
 
-/// Opens a connection and runs the handshake; `load_scripts` also loads every lock script.
+/// Opens a connection and runs the handshake; `load_scripts` also loads every lock script. With
+/// quarantine on, also reads the server's identity (`INFO server`).
 pub(super) async fn open(
     addr: &NodeAddr,
     opts: &ConnectOptions,
     load_scripts: bool,
-) -> Result<TcpStream, NodeError> {
+) -> Result<(TcpStream, Option<ServerIdentity>), NodeError> {
     let attempt = async {
         let mut stream = TcpStream::connect((addr.host.as_str(), addr.port))
             .await
@@ -27,8 +29,9 @@ pub(super) async fn open(
         stream
             .set_nodelay(true)
             .map_err(|e| NodeError::Connect(format!("{addr}: {e}")))?;
-        handshake(&mut stream, addr, load_scripts).await?;
-        Ok(stream)
+        let identity =
+            handshake(&mut stream, addr, load_scripts, opts.quarantine.is_some()).await?;
+        Ok((stream, identity))
     };
     match tokio::time::timeout(opts.connect_timeout, attempt).await {
         Ok(result) => result,
@@ -48,7 +51,8 @@ async fn handshake(
     stream: &mut TcpStream,
     addr: &NodeAddr,
     load_scripts: bool,
-) -> Result<(), NodeError> {
+    read_identity: bool,
+) -> Result<Option<ServerIdentity>, NodeError> {
     let mut out = BytesMut::new();
     let mut expected: Vec<Option<&[u8]>> = Vec::new();
     match (&addr.username, &addr.password) {
@@ -69,6 +73,12 @@ async fn handshake(
         encode_args(&mut out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()]);
         expected.push(Some(script.sha1.as_bytes()));
     }
+    if read_identity {
+        // Last, so its reply is the last one read.
+        encode_args(&mut out, &[b"INFO", b"server"]);
+        expected.push(None);
+    }
+    let mut identity = None;
     let io = |e: std::io::Error| NodeError::Connect(format!("{addr}: {e}"));
     stream.write_all(&out).await.map_err(io)?;
     let mut buf = BytesMut::with_capacity(512);
@@ -86,6 +96,16 @@ async fn handshake(
             left = left.saturating_sub(1);
             let reply = to_result(frame)
                 .map_err(|e| NodeError::Connect(format!("{addr}: handshake refused: {e}")))?;
+            if read_identity && left == 0 {
+                if let Reply::Data(info) = &reply {
+                    identity = parse_info(info);
+                }
+                if identity.is_none() {
+                    return Err(NodeError::Connect(format!(
+                        "{addr}: INFO server gave no run_id/uptime"
+                    )));
+                }
+            }
             if let Some(Some(sha)) = replies.next() {
                 if !matches!(&reply, Reply::Data(d) if d.eq_ignore_ascii_case(sha)) {
                     return Err(NodeError::Connect(format!(
@@ -95,5 +115,5 @@ async fn handshake(
             }
         }
     }
-    Ok(())
+    Ok(identity)
 }

@@ -129,6 +129,9 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
 
     /// Whether the node's connection is up right now.
     fn is_connected(&self) -> bool;
+
+    /// Whether the node's answers count toward quorums now (false while it is quarantined).
+    fn votes(&self) -> bool;
 }
 
 /// The reply future [`NodeClient::send`] returns: a concrete type, so the hot path stays free of boxing
@@ -201,6 +204,8 @@ pub(crate) struct ConnectOptions {
     /// First reconnect delay; doubles (with jitter) up to `reconnect_max`.
     pub(crate) reconnect_min: std::time::Duration,
     pub(crate) reconnect_max: std::time::Duration,
+    /// Crashed-node quarantine: `Some(max lock lifetime)` when on.
+    pub(crate) quarantine: Option<std::time::Duration>,
 }
 
 /// Opens a node client of the chosen kind. Never fails for an unreachable node: it starts disconnected and

@@ -31,6 +31,7 @@ use super::resp::{encode_cmd, is_noscript, to_result};
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending};
 use crate::addr::NodeAddr;
 use crate::error::NodeError;
+use crate::quarantine::{Quarantine, ServerIdentity};
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
 #[derive(Debug)]
@@ -44,6 +45,8 @@ struct Shared {
     opts: ConnectOptions,
     state: Mutex<State>,
     wake_writer: Notify,
+    /// Whether this node votes, from the identity each (re)connect reads.
+    quarantine: Quarantine,
     /// Cancelled when the handle is dropped: stops the reader, writer and reconnect loop.
     shutdown: CancellationToken,
 }
@@ -76,10 +79,11 @@ impl PipelineNode {
                 conn_token: CancellationToken::new(),
             }),
             wake_writer: Notify::new(),
+            quarantine: Quarantine::new(opts.quarantine),
             shutdown: CancellationToken::new(),
         });
         match open(&shared.addr, &shared.opts, true).await {
-            Ok(stream) => shared.install(stream),
+            Ok((stream, identity)) => shared.install(stream, identity),
             Err(_) => {
                 tokio::spawn(reconnect_loop(shared.clone()));
             }
@@ -105,6 +109,10 @@ impl NodeClient for PipelineNode {
 
     fn is_connected(&self) -> bool {
         self.shared.lock().connected
+    }
+
+    fn votes(&self) -> bool {
+        self.shared.quarantine.votes()
     }
 }
 
@@ -168,7 +176,11 @@ impl Shared {
         Ok(())
     }
 
-    fn install(self: &Arc<Self>, stream: TcpStream) {
+    fn install(self: &Arc<Self>, stream: TcpStream, identity: Option<ServerIdentity>) {
+        // Before the connection is usable: a restarted node must not vote even once.
+        if let Some(identity) = &identity {
+            self.quarantine.on_connect(identity);
+        }
         let (rd, wr) = stream.into_split();
         let token = self.shutdown.child_token();
         let generation = {
@@ -315,7 +327,9 @@ async fn reconnect_loop(shared: Arc<Shared>) {
             _ = tokio::time::sleep(sleep) => {}
         }
         match open(&shared.addr, &shared.opts, true).await {
-            Ok(stream) if !shared.shutdown.is_cancelled() => return shared.install(stream),
+            Ok((stream, identity)) if !shared.shutdown.is_cancelled() => {
+                return shared.install(stream, identity)
+            }
             Ok(_) => return,
             Err(_) => delay = (delay * 2).min(shared.opts.reconnect_max),
         }

@@ -153,7 +153,7 @@ async fn run(hub: Arc<Hub>, conn: Arc<Conn>, opts: ConnectOptions, stop: Cancell
             _ = stop.cancelled() => return,
             s = open(&conn.addr, &opts, false) => s,
         };
-        let Ok(stream) = stream else {
+        let Ok((stream, _)) = stream else {
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(delay + jitter(delay)) => {}

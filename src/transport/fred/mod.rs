@@ -31,6 +31,7 @@ use bytes::Bytes;
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending, Reply};
 use crate::addr::NodeAddr;
 use crate::error::NodeError;
+use crate::quarantine::{parse_info, Quarantine};
 
 /// One node reached through a fred client.
 pub(crate) struct FredNode {
@@ -45,6 +46,10 @@ pub(crate) struct FredNode {
     bound: Duration,
     /// Set when the address cannot be served by fred at all; every command fails with it.
     unusable: Option<NodeError>,
+    /// Whether this node votes; fed by `INFO server` after the first connect and every reconnect.
+    quarantine: Arc<Quarantine>,
+    /// The reconnect listener that refreshes `quarantine`; aborted on drop.
+    identity_task: Option<tokio::task::JoinHandle<Result<(), FredError>>>,
 }
 
 impl FredNode {
@@ -120,6 +125,24 @@ impl FredNode {
         } else {
             None
         };
+        let quarantine = Arc::new(Quarantine::new(opts.quarantine));
+        // fred reconnects on its own, so the identity is read after the fact: a restarted node may
+        // answer for the moment between its reconnect and this INFO (the engine's own transport reads
+        // it inside the handshake, before the connection is used).
+        let identity_task = opts.quarantine.is_some().then(|| {
+            let q = quarantine.clone();
+            let c = client.clone();
+            client.on_reconnect(move |_| {
+                let (q, c) = (q.clone(), c.clone());
+                async move {
+                    read_identity(&c, &q).await;
+                    Ok(())
+                }
+            })
+        });
+        if opts.quarantine.is_some() && client.is_connected() {
+            read_identity(&client, &quarantine).await;
+        }
         Self {
             client,
             addr,
@@ -128,6 +151,17 @@ impl FredNode {
             max_pending: opts.max_pending.max(1),
             bound,
             unusable,
+            quarantine,
+            identity_task,
+        }
+    }
+}
+
+/// Reads `INFO server` and feeds the quarantine; a node that will not say who it is stays as it was.
+async fn read_identity(client: &Client, quarantine: &Quarantine) {
+    if let Ok(Value::String(info)) = client.info::<Value>(Some(InfoKind::Server)).await {
+        if let Some(identity) = parse_info(info.as_bytes()) {
+            quarantine.on_connect(&identity);
         }
     }
 }
@@ -168,6 +202,10 @@ impl NodeClient for FredNode {
 
     fn is_connected(&self) -> bool {
         self.unusable.is_none() && self.client.is_connected()
+    }
+
+    fn votes(&self) -> bool {
+        self.quarantine.votes()
     }
 }
 
@@ -286,6 +324,9 @@ impl Wake for NoopWake {
 
 impl Drop for FredNode {
     fn drop(&mut self) {
+        if let Some(listener) = self.identity_task.take() {
+            listener.abort();
+        }
         let Some(task) = self.task.take() else { return };
         // QUIT lets queued commands (fired releases) go out first; the abort then ends the routing task even
         // if it sits in a reconnect attempt that QUIT cannot interrupt.

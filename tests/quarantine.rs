@@ -1,0 +1,117 @@
+//! Crashed-node quarantine against real restarts: a node restarted without its data does not vote
+//! until it has been up for the maximum lock lifetime, so an instant restart cannot hand out a lock
+//! that is still held — and without quarantine, it does.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{nodes, urls, RedisNode};
+use redlock_engine::{Config, LockError, NodeError, Redlock};
+
+/// The maximum lock lifetime in these tests (uptime is reported in whole seconds).
+const MAX_LIFETIME: Duration = Duration::from_secs(2);
+const TTL: Duration = Duration::from_millis(1500);
+
+async fn engine(cluster: &[RedisNode], quarantine: bool) -> Redlock {
+    Redlock::new(Config {
+        nodes: urls(cluster),
+        quarantine,
+        max_ttl: MAX_LIFETIME,
+        retry_count: 0,
+        local_queue: false,
+        connect_timeout: Duration::from_millis(500),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn young_nodes_do_not_vote_until_old_enough() {
+    let cluster = nodes(3);
+    let e = engine(&cluster, true).await;
+    match e.acquire(b"young", TTL).await {
+        Err(LockError::QuorumNotReached { failures, .. }) => {
+            assert!(
+                failures
+                    .iter()
+                    .all(|(_, cause)| *cause == NodeError::Quarantined),
+                "{failures:?}"
+            );
+        }
+        other => panic!("fresh nodes must not vote: {other:?}"),
+    }
+    assert!(
+        cluster.iter().all(|n| !n.exists(b"redlock:young")),
+        "commands still sent, and released"
+    );
+    tokio::time::sleep(MAX_LIFETIME + Duration::from_millis(1100)).await;
+    let lock = e.acquire(b"young", TTL).await.expect("old enough now");
+    e.release(lock).await.unwrap();
+}
+
+/// A holds {0, 1} (node 2 was down when it acquired); then node 2 comes back empty and node 0 restarts
+/// at once without its data. B can now win {0, 2} while A's lock is still valid — unless restarted nodes
+/// are quarantined.
+async fn restart_scenario(quarantine: bool) -> Option<Duration> {
+    let mut cluster = nodes(3);
+    tokio::time::sleep(MAX_LIFETIME + Duration::from_millis(1100)).await; // old enough to vote
+    let a = engine(&cluster, quarantine).await;
+    cluster[2].kill9();
+    let lock = a.acquire(b"split", TTL).await.expect("A wins {0, 1}");
+    cluster[2].restart();
+    cluster[0].restart();
+    let b = engine(&cluster, quarantine).await;
+    let overlap = match b.acquire(b"split", TTL).await {
+        Ok(stolen) => {
+            assert!(
+                lock.is_valid(),
+                "the test must show an overlap inside A's validity"
+            );
+            let overlap = lock.remaining();
+            let _ = b.release(stolen).await;
+            Some(overlap)
+        }
+        Err(_) => None,
+    };
+    let _ = a.release(lock).await;
+    overlap
+}
+
+#[tokio::test]
+async fn an_instant_restart_without_data_gives_an_overlap_without_quarantine() {
+    let overlap = restart_scenario(false).await;
+    assert!(
+        overlap.is_some(),
+        "the fault must be real: without quarantine, B overlaps A"
+    );
+}
+
+#[tokio::test]
+async fn quarantine_prevents_the_overlap() {
+    assert_eq!(restart_scenario(true).await, None);
+}
+
+#[tokio::test]
+async fn a_majority_restart_means_no_lock_until_quarantine_ends() {
+    let mut cluster = nodes(3);
+    tokio::time::sleep(MAX_LIFETIME + Duration::from_millis(1100)).await;
+    let e = engine(&cluster, true).await;
+    let lock = e.acquire(b"majority", TTL).await.unwrap();
+    e.release(lock).await.unwrap();
+    cluster[0].restart();
+    cluster[1].restart();
+    // The engine reconnects in the background; the run_id change and the uptime both quarantine them.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        e.acquire(b"majority", TTL).await.is_err(),
+        "no grant while a majority is quarantined"
+    );
+    tokio::time::sleep(MAX_LIFETIME + Duration::from_millis(1100)).await;
+    let lock = e
+        .acquire(b"majority", TTL)
+        .await
+        .expect("granted after the quarantine");
+    e.release(lock).await.unwrap();
+}
