@@ -25,6 +25,37 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=LOADGEN_RUSTC={version}");
+    println!("cargo:rustc-env=LOADGEN_ENGINE_COMMIT={}", engine_commit());
+}
+
+/// The commit the engine was built from, `-dirty` when its sources differ from it; `unknown` outside git.
+fn engine_commit() -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        println!("cargo:rerun-if-changed={dir}/HEAD");
+        println!("cargo:rerun-if-changed={dir}/index");
+    }
+    println!("cargo:rerun-if-changed={root}/src");
+    let Some(commit) = git(&["rev-parse", "--short=10", "HEAD"]) else {
+        return "unknown".into();
+    };
+    let dirty =
+        git(&["status", "--porcelain", "--", "src", "Cargo.toml"]).is_some_and(|s| !s.is_empty());
+    if dirty {
+        format!("{commit}-dirty")
+    } else {
+        commit
+    }
 }
 
 /// The version of the first `[[package]]` named `name` in a Cargo.lock.

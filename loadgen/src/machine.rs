@@ -69,6 +69,8 @@ pub struct Versions {
     pub redis: String,
     /// This project's engine.
     pub redlock_engine: &'static str,
+    /// The git commit the engine was built from (`-dirty`: with uncommitted changes to its sources).
+    pub redlock_engine_commit: &'static str,
     /// The peer.
     pub rslock: &'static str,
     /// redis-rs, which rslock runs on.
@@ -89,6 +91,7 @@ impl Versions {
         Self {
             redis,
             redlock_engine: env!("LOADGEN_VER_REDLOCK_ENGINE"),
+            redlock_engine_commit: env!("LOADGEN_ENGINE_COMMIT"),
             rslock: env!("LOADGEN_VER_RSLOCK"),
             redis_rs: env!("LOADGEN_VER_REDIS_RS"),
             fred: env!("LOADGEN_VER_FRED"),

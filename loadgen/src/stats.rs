@@ -21,8 +21,10 @@ pub struct WorkerStats {
     pub cycles: u64,
     /// Acquire calls, successful or not.
     pub acquire_calls: u64,
-    /// Attempts over all acquire calls.
+    /// Attempts over the acquire calls whose engine reported them.
     pub attempts: u64,
+    /// Acquire calls whose engine reported attempts.
+    pub attempts_known: u64,
     /// Failed acquire calls by cause.
     pub failed_acquires: BTreeMap<&'static str, u64>,
     /// Failed releases by cause.
@@ -37,6 +39,7 @@ impl Default for WorkerStats {
             cycles: 0,
             acquire_calls: 0,
             attempts: 0,
+            attempts_known: 0,
             failed_acquires: BTreeMap::new(),
             failed_releases: BTreeMap::new(),
         }
@@ -56,6 +59,7 @@ impl WorkerStats {
         self.cycles += other.cycles;
         self.acquire_calls += other.acquire_calls;
         self.attempts += other.attempts;
+        self.attempts_known += other.attempts_known;
         for (cause, n) in &other.failed_acquires {
             *self.failed_acquires.entry(cause).or_default() += n;
         }
@@ -64,13 +68,9 @@ impl WorkerStats {
         }
     }
 
-    /// Mean attempts per acquire call.
-    pub fn attempts_per_acquire(&self) -> f64 {
-        if self.acquire_calls == 0 {
-            0.0
-        } else {
-            self.attempts as f64 / self.acquire_calls as f64
-        }
+    /// Mean attempts per acquire call; `None` if the engine does not report attempts.
+    pub fn attempts_per_acquire(&self) -> Option<f64> {
+        (self.attempts_known > 0).then(|| self.attempts as f64 / self.attempts_known as f64)
     }
 }
 
@@ -135,6 +135,7 @@ mod tests {
         a.cycles = 1;
         a.acquire_calls = 2;
         a.attempts = 3;
+        a.attempts_known = 2;
         a.failed_acquires.insert("Contended", 1);
         let mut b = a.clone();
         b.acquire.record(300).unwrap();
@@ -142,7 +143,8 @@ mod tests {
         assert_eq!(a.acquire.len(), 3);
         assert_eq!((a.cycles, a.acquire_calls, a.attempts), (2, 4, 6));
         assert_eq!(a.failed_acquires["Contended"], 2);
-        assert_eq!(a.attempts_per_acquire(), 1.5);
+        assert_eq!(a.attempts_per_acquire(), Some(1.5));
+        assert_eq!(WorkerStats::default().attempts_per_acquire(), None);
         let p = Percentiles::of(&a.acquire);
         assert!(p.p50 >= 99.0 && p.p50 <= 101.0 && p.max >= 299.0, "{p:?}");
     }

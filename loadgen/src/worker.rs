@@ -72,7 +72,10 @@ pub async fn work<C: LockClient>(
         let start = Instant::now();
         let acquired = client.acquire(&resource).await;
         stats.acquire_calls += 1;
-        stats.attempts += u64::from(acquired.attempts);
+        if let Some(attempts) = acquired.attempts {
+            stats.attempts += u64::from(attempts);
+            stats.attempts_known += 1;
+        }
         let held = match acquired.result {
             Ok(held) => held,
             Err(cause) => {

@@ -84,7 +84,13 @@ fn short_run_writes_the_contract_and_stops_its_nodes() {
                 "release_us.{key}: {run}"
             );
         }
-        assert!(run["attempts_per_acquire"].as_f64().unwrap() >= 1.0);
+        // redlock is driven through its public acquire, which does not report attempts.
+        let attempts = run["attempts_per_acquire"].as_f64();
+        if run["engine"] == "redlock" {
+            assert!(attempts.is_none_or(|a| a >= 1.0), "{run}");
+        } else {
+            assert!(attempts.unwrap() >= 1.0, "{run}");
+        }
         assert!(run["failed_acquires"].is_object());
         let fairness = run["fairness"].as_f64().unwrap();
         assert!(fairness > 0.0 && fairness <= 1.0);

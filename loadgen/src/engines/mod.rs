@@ -5,8 +5,8 @@
 //! - [`raw`]: the same Redis command stream without the lock algorithm: the overhead floor.
 //! - [`ceiling`]: not a lock client: redis-benchmark driving every node, the Redis-side ceiling.
 //!
-//! Every client runs its own retry loop here (rather than the library's) only so attempts can be counted;
-//! each loop mirrors its library's loop exactly (see the files).
+//! redlock is driven through its public `acquire`. rslock and raw run their retry loop here so attempts can
+//! be counted; rslock's mirrors its library's loop exactly (see the file).
 
 use std::future::Future;
 use std::time::Duration;
@@ -51,8 +51,8 @@ impl EngineKind {
 pub struct Acquired<H> {
     /// The held lock, or the cause of the last failed attempt (an error variant name).
     pub result: Result<H, &'static str>,
-    /// Attempts made (1 = first try).
-    pub attempts: u32,
+    /// Attempts made (1 = first try), when the engine tells.
+    pub attempts: Option<u32>,
 }
 
 /// What the worker loop needs from an engine.

@@ -67,20 +67,20 @@ impl LockClient for RawClient {
             let Ok(value) = LockValue::random() else {
                 return Acquired {
                     result: Err("Random"),
-                    attempts,
+                    attempts: Some(attempts),
                 };
             };
             if set_all(&self.engine, &key, value, self.ttl_ms, self.timeout).await >= self.quorum {
                 return Acquired {
                     result: Ok(RawHeld { key, value }),
-                    attempts,
+                    attempts: Some(attempts),
                 };
             }
             release_all(&self.engine, &key, value, self.timeout).await;
             if attempts > self.retries {
                 return Acquired {
                     result: Err("Contended"),
-                    attempts,
+                    attempts: Some(attempts),
                 };
             }
             tokio::time::sleep(self.policy.next_delay()).await;

@@ -1,12 +1,10 @@
-//! `redlock` and `redlock-fred`: this project's engine.
+//! `redlock` and `redlock-fred`: this project's engine, through its public `acquire`/`release`.
 //!
-//! The retry loop is `Redlock::acquire`'s, unrolled over `try_acquire` so attempts can be counted: retry
-//! only retryable errors, at most `retries` more attempts, pause `delay + uniform(0, jitter)` between them
-//! (the engine's own `RetryPolicy`).
+//! `acquire` is called as is (its retry loop, in-process queueing and all), so what is measured is what a
+//! user gets. The engine does not report how many attempts an acquire made, so `attempts` is unknown here.
 
 use std::time::Duration;
 
-use redlock_engine::__private::RetryPolicy;
 use redlock_engine::{Lock, LockError, Redlock, Transport};
 
 use super::{Acquired, LockClient, RetrySpec};
@@ -16,8 +14,6 @@ use super::{Acquired, LockClient, RetrySpec};
 pub struct RedlockClient {
     engine: Redlock,
     ttl: Duration,
-    retries: u32,
-    policy: RetryPolicy,
 }
 
 impl RedlockClient {
@@ -29,13 +25,7 @@ impl RedlockClient {
         retry: RetrySpec,
     ) -> Result<Self, String> {
         let engine = build(urls, transport, retry).await?;
-        let policy = RetryPolicy::new(retry.retries, retry.delay, retry.jitter);
-        Ok(Self {
-            engine,
-            ttl,
-            retries: retry.retries,
-            policy,
-        })
+        Ok(Self { engine, ttl })
     }
 }
 
@@ -66,26 +56,14 @@ impl LockClient for RedlockClient {
     type Held = Lock;
 
     async fn acquire(&self, resource: &[u8]) -> Acquired<Lock> {
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            match self.engine.try_acquire(resource, self.ttl).await {
-                Ok(lock) => {
-                    return Acquired {
-                        result: Ok(lock),
-                        attempts,
-                    }
-                }
-                Err(err) if err.is_retryable() && attempts <= self.retries => {
-                    tokio::time::sleep(self.policy.next_delay()).await;
-                }
-                Err(err) => {
-                    return Acquired {
-                        result: Err(cause(&err)),
-                        attempts,
-                    }
-                }
-            }
+        let result = self
+            .engine
+            .acquire(resource, self.ttl)
+            .await
+            .map_err(|e| cause(&e));
+        Acquired {
+            result,
+            attempts: None,
         }
     }
 

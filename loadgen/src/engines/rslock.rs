@@ -82,7 +82,7 @@ impl LockClient for RslockClient {
                 Ok(lock) => {
                     return Acquired {
                         result: Ok(lock),
-                        attempts,
+                        attempts: Some(attempts),
                     }
                 }
                 // rslock retries a lost round (Unavailable) and returns anything else at once.
@@ -95,7 +95,7 @@ impl LockClient for RslockClient {
                 Err(err) => {
                     return Acquired {
                         result: Err(cause(&err)),
-                        attempts,
+                        attempts: Some(attempts),
                     }
                 }
             }

@@ -28,8 +28,8 @@ pub fn render(report: &Report, svg: &str) -> String {
     );
     let _ = writeln!(
         md,
-        "- redlock-engine {}, rslock {} (redis-rs {}), fred {}, tokio {}, {}",
-        v.redlock_engine, v.rslock, v.redis_rs, v.fred, v.tokio, v.rustc
+        "- redlock-engine {} (commit {}), rslock {} (redis-rs {}), fred {}, tokio {}, {}",
+        v.redlock_engine, v.redlock_engine_commit, v.rslock, v.redis_rs, v.fred, v.tokio, v.rustc
     );
     let _ = writeln!(
         md,
