@@ -64,6 +64,7 @@ fn opts(connect_timeout_ms: u64) -> ConnectOptions {
         max_pending: 1024,
         reconnect_min: Duration::from_millis(20),
         reconnect_max: Duration::from_millis(200),
+        quarantine: None,
     }
 }
 
