@@ -3,21 +3,16 @@
 //! Run: `cargo run --example basic` (needs `redis-server` on the PATH), or point it at your own nodes:
 //! `REDLOCK_NODES=redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003 cargo run --example basic`.
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use redlock_engine::{LockError, Redlock};
 
+mod support;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 1. Nodes: yours from REDLOCK_NODES, or three throwaway ones on free loopback ports.
-    let (urls, _servers) = match std::env::var("REDLOCK_NODES") {
-        Ok(list) => (
-            list.split(',').map(str::to_string).collect(),
-            Servers(Vec::new()),
-        ),
-        Err(_) => start_nodes(3)?,
-    };
+    let (urls, _servers) = support::nodes()?;
 
     // 2. The engine: one pipelined connection per node.
     let redlock = Redlock::builder().nodes(urls).build().await?;
@@ -47,41 +42,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     redlock.release(lock).await?;
     println!("released");
     Ok(())
-}
-
-/// Child redis-server processes, killed on drop.
-struct Servers(Vec<Child>);
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn start_nodes(n: usize) -> Result<(Vec<String>, Servers), Box<dyn std::error::Error>> {
-    let mut servers = Servers(Vec::new());
-    let mut urls = Vec::new();
-    for _ in 0..n {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start redis-server ({e}); install it: sudo apt-get install -y redis-server"))?;
-        servers.0.push(child);
-        urls.push(format!("redis://127.0.0.1:{port}"));
-        // Wait until it accepts connections.
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-    Ok((urls, servers))
 }
