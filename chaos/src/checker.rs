@@ -31,6 +31,8 @@ pub struct Logs {
     pub begins: Vec<(String, String, u64)>,
     /// `(log file stem, wall_ns, mono_ns)` samples.
     pub walls: Vec<(String, i64, u64)>,
+    /// Failed release/extend calls on valid locks: `holder op took_ns message`.
+    pub errors: Vec<String>,
 }
 
 impl Logs {
@@ -71,6 +73,7 @@ impl Logs {
                 Some(Record::Wall { wall_ns, mono_ns }) => {
                     self.walls.push((stem.to_string(), wall_ns, mono_ns))
                 }
+                Some(Record::Error(e)) => self.errors.push(e),
                 None => {}
             }
         }
@@ -165,10 +168,10 @@ pub fn summarize(logs: &Logs) -> Summary {
                     s.overlaps += 1;
                     if s.overlap_examples.len() < 3 {
                         s.overlap_examples.push(format!(
-                            "{resource}: {} was granted {:.1} ms before {}'s lock ended",
+                            "{resource}: {} was granted while {} still held it ({:.1} ms before its release or validity end)",
                             g.holder,
-                            ms(prev.end() - g.t1),
-                            prev.holder
+                            prev.holder,
+                            ms(prev.end() - g.t1)
                         ));
                     }
                 }

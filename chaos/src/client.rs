@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use redlock_engine::{Lock, Redlock};
+use redlock_engine::{Config, Lock, Redlock};
 
 use crate::clock::{mono_ns, wall_ns, with_first_poll, InstantMap};
 use crate::counter::Counter;
@@ -69,6 +69,9 @@ pub struct ClientArgs {
     /// Log a wall-clock sample every 100 ms.
     #[arg(long)]
     pub wall_samples: bool,
+    /// Turn on the engine's crashed-node quarantine, with the TTL as the maximum lock lifetime.
+    #[arg(long)]
+    pub quarantine: bool,
 }
 
 impl ClientArgs {
@@ -94,6 +97,9 @@ impl ClientArgs {
         }
         if self.wall_samples {
             v.push("--wall-samples".into());
+        }
+        if self.quarantine {
+            v.push("--quarantine".into());
         }
         v
     }
@@ -127,20 +133,29 @@ struct Ctx {
 
 async fn run(args: ClientArgs) -> Result<(), String> {
     let log = Log::create(&args.log).map_err(|e| format!("log {}: {e}", args.log.display()))?;
-    let redlock = Redlock::builder()
-        .nodes(args.nodes.clone())
-        .node_timeout(Duration::from_millis(args.node_timeout_ms))
-        .min_validity_factor(args.min_validity)
+    let ttl = Duration::from_millis(args.ttl_ms);
+    let defaults = Config::default();
+    let config = Config {
+        nodes: args.nodes.clone(),
+        node_timeout: Some(Duration::from_millis(args.node_timeout_ms)),
+        min_validity_factor: args.min_validity,
         // One attempt per call: each logged attempt is one validity measurement.
-        .retry(0, Duration::ZERO, Duration::ZERO)
-        .connect_timeout(Duration::from_secs(1))
-        .build()
+        retry_count: 0,
+        connect_timeout: Duration::from_secs(1),
+        // With the quarantine, a restarted node must not vote for as long as any lock of ours can live.
+        quarantine: args.quarantine,
+        max_ttl: if args.quarantine {
+            ttl
+        } else {
+            defaults.max_ttl
+        },
+        ..defaults
+    };
+    let redlock = Redlock::new(config)
         .await
         .map_err(|e| format!("engine: {e}"))?;
-    let ttl = Duration::from_millis(args.ttl_ms);
     // The engine's rule: TTL x drift_factor + 2 ms, with the library's default factor.
-    let drift =
-        ttl.mul_f64(redlock_engine::Config::default().drift_factor) + Duration::from_millis(2);
+    let drift = ttl.mul_f64(Config::default().drift_factor) + Duration::from_millis(2);
     let ctx = Arc::new(Ctx {
         redlock,
         log,
@@ -246,8 +261,12 @@ async fn hold(
     tokio::time::sleep(Duration::from_micros(ctx.args.cs_sleep_us)).await;
     let (mut ext, mut ext_fp) = (Outcome::None, 0);
     if ctx.args.extend_every > 0 && nth.is_multiple_of(ctx.args.extend_every) && lock.is_valid() {
+        let ext_start = mono_ns();
         let (r, fp) = with_first_poll(ctx.redlock.extend(&mut lock, ctx.ttl)).await;
         (ext, ext_fp) = (Outcome::of(&r), fp);
+        if let Err(e) = r {
+            ctx.log.error(holder, "extend", mono_ns() - ext_start, &e);
+        }
     }
     // Check before writing: past `valid_until` another client may hold the lock.
     let valid = lock.is_valid();
@@ -267,7 +286,11 @@ async fn hold(
     let cs_end = mono_ns();
     let vu = ctx.map.to_ns(lock.valid_until());
     let rel_start = mono_ns();
-    let rel = Outcome::of(&ctx.redlock.release(lock).await);
+    let released = ctx.redlock.release(lock).await;
+    let rel = Outcome::of(&released);
+    if let Some(e) = released.as_ref().err().filter(|_| cs_end <= vu) {
+        ctx.log.error(holder, "release", mono_ns() - rel_start, e);
+    }
     Ok(Grant {
         holder: holder.to_string(),
         resource: resource.to_string(),

@@ -119,6 +119,7 @@ impl Env {
             stop_file: self.stop_file.clone(),
             log: self.dir.join(format!("{id}.log")),
             wall_samples: false,
+            quarantine: false,
         }
     }
 

@@ -152,13 +152,24 @@ async fn pump(
                         Ok(0) | Err(_) => return End::Closed,
                         Ok(n) => n,
                     };
-                    let at = match *mode.borrow() {
+                    let now = *mode.borrow();
+                    let at = match now {
                         Mode::Drop => {
                             lost.store(true, Ordering::Relaxed);
                             continue;
                         }
+                        Mode::Reset => return End::Reset,
+                        // Read just as the hang began: hold it, as the kernel buffer would have.
+                        Mode::Hang => {
+                            while *mode.borrow_and_update() == Mode::Hang {
+                                if mode.changed().await.is_err() {
+                                    return End::Closed;
+                                }
+                            }
+                            Instant::now()
+                        }
                         Mode::Delay(d) => Instant::now() + d,
-                        _ => Instant::now(),
+                        Mode::Pass => Instant::now(),
                     };
                     if tx.send((at, buf[..n].to_vec())).is_err() {
                         return End::Closed;

@@ -10,6 +10,8 @@
 //!   release started (0 if never); whether the counter write happened (`1`), was skipped because the
 //!   lock was no longer valid (`0`) or there is no counter (`-`); the extend and release outcomes.
 //! - `W wall_ns mono_ns` — a wall-clock sample (scenario 10 shows the client's wall clock jumping).
+//! - `E holder op took_ns message` — a release or extend of a still-valid lock failed: why, for the
+//!   report.
 
 use std::fs::File;
 use std::io::Write;
@@ -160,6 +162,7 @@ pub enum Record {
     Begin { holder: String, cs_start: u64 },
     Grant(Grant),
     Wall { wall_ns: i64, mono_ns: u64 },
+    Error(String),
 }
 
 impl Record {
@@ -177,6 +180,7 @@ impl Record {
                 holder: f[1].to_string(),
                 cs_start: n(3)?,
             }),
+            (Some("E"), n) if n >= 4 => Some(Self::Error(line[2..].to_string())),
             (Some("W"), 3) => Some(Self::Wall {
                 wall_ns: f[1].parse().ok()?,
                 mono_ns: n(2)?,
@@ -243,6 +247,13 @@ impl Log {
     /// Logs a finished grant.
     pub fn grant(&self, g: &Grant) {
         self.write(&g.line());
+    }
+
+    /// Logs a failed release or extend of a lock that was still valid.
+    pub fn error(&self, holder: &str, op: &str, took_ns: u64, err: &LockError) {
+        // One line: the message may not contain a newline.
+        let msg = err.to_string().replace('\n', " ");
+        self.write(&format!("E {holder} {op} {took_ns} {msg}\n"));
     }
 
     /// Logs a wall-clock sample.

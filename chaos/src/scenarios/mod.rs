@@ -223,6 +223,10 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
     }
     let mut notes: Vec<String> = f.failures.iter().map(|w| format!("FAILED: {w}")).collect();
     notes.extend(s.overlap_examples.iter().map(|e| format!("overlap: {e}")));
+    if !f.failures.is_empty() {
+        let errors = f.logs.errors.iter().take(5);
+        notes.extend(errors.map(|e| format!("error (holder op took_ns message): {e}")));
+    }
     Ok(Verdict {
         line,
         passed: f.failures.is_empty(),

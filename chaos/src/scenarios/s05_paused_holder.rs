@@ -83,16 +83,20 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     Ok(f)
 }
 
-/// Polls the victim's log until a critical section has begun and not ended (`B` lines outnumber `G`
-/// lines); returns that section's start.
+/// Polls the victim's log until a critical section begins that started after this call (one already
+/// under way may be about to end); returns that section's start.
 async fn wait_inside_cs(log: &std::path::Path, within: Duration) -> Option<u64> {
+    let since = mark();
     let until = tokio::time::Instant::now() + within;
     while tokio::time::Instant::now() < until {
         if let Ok(text) = std::fs::read_to_string(log) {
             let begins: Vec<&str> = text.lines().filter(|l| l.starts_with("B ")).collect();
             let grants = text.lines().filter(|l| l.starts_with("G ")).count();
-            if begins.len() > grants {
-                return begins.last()?.rsplit(' ').next()?.parse().ok();
+            let start: Option<u64> = begins
+                .last()
+                .and_then(|l| l.rsplit(' ').next()?.parse().ok());
+            if let Some(start) = start.filter(|&s| begins.len() > grants && s >= since) {
+                return Some(start);
             }
         }
         wait(Duration::from_millis(2)).await;

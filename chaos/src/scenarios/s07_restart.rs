@@ -7,8 +7,9 @@
 //! 3. owner B acquires: nodes 0, 3, 4 are free, a majority — B holds {0, 3, 4} while A still holds a
 //!    valid lock. Both do their read-modify-write of the counter: one increment is lost.
 //!
-//! Background clients run throughout (and may overlap too). With `--expect-quarantine` — for the engine
-//! that refuses to count a freshly restarted node — B must be refused and the scenario expects no
+//! Background clients run throughout (and may overlap too). With `--expect-quarantine` every engine of
+//! the scenario turns on the crashed-node quarantine (`Config::quarantine`, with the TTL as the
+//! maximum lock lifetime): restarted nodes do not vote, B must be refused, and the scenario expects no
 //! overlap and no lost update instead.
 
 use std::collections::BTreeMap;
@@ -21,23 +22,37 @@ use crate::counter::Counter;
 use crate::env::{Ctx, Env};
 use crate::record::{Grant, Log, Outcome, Wrote};
 
-use super::support::{acquire_within, engine, wait, Acquired};
+use super::support::{acquire_within, engine_with, wait, Acquired};
 use super::Findings;
 
 const RESOURCE: &str = "x7";
-/// Long, so the whole interleaving happens well inside both validities.
-const TTL: Duration = Duration::from_secs(10);
+/// Long enough for the whole interleaving to happen inside both validities; short enough that, with the
+/// quarantine, the freshly started nodes become old enough to vote without a long wait.
+const TTL: Duration = Duration::from_secs(3);
+/// How long B keeps trying: in the model-breaking case it wins at once.
+const B_TRIES: Duration = Duration::from_secs(1);
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
-    env.spawn_background(super::s01_contention::PROCS)?;
-    wait(ctx.phase).await;
+    let quarantine = ctx.expect_quarantine.then_some(TTL);
+    for i in 0..super::s01_contention::PROCS {
+        let mut args = env.client_args(&format!("c{i}"));
+        args.quarantine = ctx.expect_quarantine;
+        env.spawn(&args, &[])?;
+    }
+    // With the quarantine, every node must first be up for longer than the TTL (uptime is in seconds).
+    let settle = if ctx.expect_quarantine {
+        TTL + Duration::from_millis(1500)
+    } else {
+        Duration::ZERO
+    };
+    wait(ctx.phase.max(settle)).await;
     let log = Log::create(&env.dir.join("owners.log")).map_err(|e| e.to_string())?;
     let map = InstantMap::new();
     let key = format!("counter:{RESOURCE}");
     let io = |e: std::io::Error| format!("storage: {e}");
     let mut counter = Counter::connect(env.storage.port).await.map_err(io)?;
 
-    let a = engine(env.node_urls()).await?;
+    let a = engine_with(env.node_urls(), quarantine).await?;
     env.nodes[3].kill9();
     env.nodes[4].kill9();
     let acq_a = acquire_within(&a, RESOURCE, TTL, Duration::from_secs(3))
@@ -51,17 +66,17 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     env.nodes[4].restart();
     env.nodes[0].restart(); // the fault: instantly back, empty, A's key forgotten
 
-    let b = engine(env.node_urls()).await?;
-    let acq_b = acquire_within(&b, RESOURCE, TTL, Duration::from_secs(3)).await;
-    let owners = key_owners(env);
+    let b = engine_with(env.node_urls(), quarantine).await?;
+    let acq_b = acquire_within(&b, RESOURCE, TTL, B_TRIES).await;
     let b_outcome = match acq_b {
         Ok(acq) => {
+            let owners = key_owners(env);
             let cs_b = mono_ns();
             let read_b = counter.get(&key).await.map_err(io)?;
             wait(Duration::from_millis(1)).await;
             let g = finish(&b, &map, "B", acq, cs_b, &mut counter, read_b).await?;
             log.grant(&g);
-            "granted".to_string()
+            format!("granted (key {RESOURCE} by value: {owners})")
         }
         Err(e) => format!("refused ({e})"),
     };
@@ -74,7 +89,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let logs = env.finish().await?;
     let mut f = Findings::new(logs);
     f.extra(format!(
-        "A held nodes 0-2; after node 0's instant restart B was {b_outcome}; key {RESOURCE} by value: {owners}"
+        "A held nodes 0-2; after node 0's instant restart B was {b_outcome}"
     ));
     Ok(f)
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use redlock_engine::{Lock, LockError, Redlock};
+use redlock_engine::{Config, Lock, LockError, Redlock};
 
 use crate::clock::{mono_ns, with_first_poll};
 use crate::env::NODE_TIMEOUT_MS;
@@ -19,12 +19,25 @@ pub fn mark() -> u64 {
 
 /// An in-process engine (for scenarios that choreograph two owners): one attempt per call.
 pub async fn engine(urls: Vec<String>) -> Result<Redlock, String> {
-    Redlock::builder()
-        .nodes(urls)
-        .node_timeout(Duration::from_millis(NODE_TIMEOUT_MS))
-        .retry(0, Duration::ZERO, Duration::ZERO)
-        .connect_timeout(Duration::from_secs(1))
-        .build()
+    engine_with(urls, None).await
+}
+
+/// [`engine`], with the crashed-node quarantine on for locks of at most `quarantine` if given.
+pub async fn engine_with(
+    urls: Vec<String>,
+    quarantine: Option<Duration>,
+) -> Result<Redlock, String> {
+    let defaults = Config::default();
+    let config = Config {
+        nodes: urls,
+        node_timeout: Some(Duration::from_millis(NODE_TIMEOUT_MS)),
+        retry_count: 0,
+        connect_timeout: Duration::from_secs(1),
+        quarantine: quarantine.is_some(),
+        max_ttl: quarantine.unwrap_or(defaults.max_ttl),
+        ..defaults
+    };
+    Redlock::new(config)
         .await
         .map_err(|e| format!("engine: {e}"))
 }
