@@ -223,6 +223,12 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
     }
     let mut notes: Vec<String> = f.failures.iter().map(|w| format!("FAILED: {w}")).collect();
     notes.extend(s.overlap_examples.iter().map(|e| format!("overlap: {e}")));
+    if s.overruns_written > 0 {
+        notes.push(format!(
+            "{} overruns had written the counter (validity checked just before the write, which then ended late)",
+            s.overruns_written
+        ));
+    }
     if !f.failures.is_empty() {
         let errors = f.logs.errors.iter().take(5);
         notes.extend(errors.map(|e| format!("error (holder op took_ns message): {e}")));
