@@ -1,4 +1,5 @@
-//! Node addresses: `redis://[user:password@]host:port[/db]` parsed into a [`NodeAddr`].
+//! Node addresses: `redis://[user:password@]host:port[/db]` (or `rediss://` for TLS) parsed into a
+//! [`NodeAddr`].
 
 use std::fmt;
 
@@ -10,14 +11,23 @@ pub(crate) struct NodeAddr {
     pub(crate) db: u32,
     pub(crate) username: Option<String>,
     pub(crate) password: Option<String>,
+    /// `rediss://`: the connection runs over TLS.
+    pub(crate) tls: bool,
 }
 
 impl NodeAddr {
     /// Parses a `redis://` URL. Errors name the URL (without its password) and what is wrong with it.
     pub(crate) fn parse(url: &str) -> Result<Self, String> {
-        let rest = url
-            .strip_prefix("redis://")
-            .ok_or_else(|| format!("{}: only redis:// URLs are supported", redact(url)))?;
+        let (tls, rest) = match (url.strip_prefix("redis://"), url.strip_prefix("rediss://")) {
+            (Some(rest), _) => (false, rest),
+            (_, Some(rest)) => (true, rest),
+            _ => {
+                return Err(format!(
+                    "{}: only redis:// and rediss:// URLs are supported",
+                    redact(url)
+                ))
+            }
+        };
         let (auth, rest) = match rest.rsplit_once('@') {
             Some((auth, rest)) => (Some(auth), rest),
             None => (None, rest),
@@ -50,6 +60,7 @@ impl NodeAddr {
             db,
             username,
             password,
+            tls,
         })
     }
 
@@ -117,10 +128,11 @@ fn redact(url: &str) -> String {
 
 impl fmt::Display for NodeAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = if self.tls { "rediss" } else { "redis" };
         if self.host.contains(':') {
-            write!(f, "redis://[{}]:{}/{}", self.host, self.port, self.db)
+            write!(f, "{scheme}://[{}]:{}/{}", self.host, self.port, self.db)
         } else {
-            write!(f, "redis://{}:{}/{}", self.host, self.port, self.db)
+            write!(f, "{scheme}://{}:{}/{}", self.host, self.port, self.db)
         }
     }
 }
@@ -142,6 +154,9 @@ mod tests {
         assert_eq!((a.host.as_str(), a.port, a.db), ("127.0.0.1", 7001, 3));
         assert_eq!(a.username.as_deref(), Some("user"));
         assert_eq!(a.password.as_deref(), Some("p@ss"));
+        let s = NodeAddr::parse("rediss://cache.internal:6380").unwrap();
+        assert!(s.tls && s.port == 6380);
+        assert!(!a.tls);
         let b = NodeAddr::parse("redis://localhost").unwrap();
         assert_eq!(
             (b.port, b.db, b.username, b.password),

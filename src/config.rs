@@ -56,6 +56,9 @@ pub struct Config {
     /// Releases publish on the lock's key name and waiters subscribe, so a waiter in another process
     /// wakes at the release instead of at its retry timer (the timer stays as the fallback). Default: `true`.
     pub notify_releases: bool,
+    /// PEM file of the CA certificates to trust for `rediss://` nodes. `None`: the Mozilla root set.
+    /// Default: `None`.
+    pub tls_ca_file: Option<std::path::PathBuf>,
     /// Crashed-node quarantine: a node up for less than `max_ttl` (the maximum lock lifetime), or whose
     /// `run_id` changed across a reconnect, does not vote in any quorum until it has been up that long.
     /// Turn it off only for nodes that keep their data across crashes (`appendfsync always`): with it on,
@@ -84,6 +87,7 @@ impl Default for Config {
             connect_timeout: Duration::from_secs(1),
             max_pending: 65_536,
             max_readers: u32::MAX,
+            tls_ca_file: None,
             local_queue: true,
             quarantine: false,
             notify_releases: true,
@@ -165,6 +169,13 @@ impl Config {
         if self.connect_timeout.is_zero() {
             return bad("connect_timeout must be above zero".into());
         }
+        let tls = if nodes.iter().any(|n| n.tls) {
+            let connector = crate::transport::connect::tls_connector(self.tls_ca_file.as_deref())
+                .map_err(LockError::InvalidConfig)?;
+            Some(connector)
+        } else {
+            None
+        };
         Ok(Settings {
             nodes,
             transport: self.transport,
@@ -192,6 +203,7 @@ impl Config {
                 reconnect_min: Duration::from_millis(20),
                 reconnect_max: Duration::from_secs(2),
                 quarantine: self.quarantine.then_some(self.max_ttl),
+                tls,
             },
         })
     }

@@ -1,12 +1,19 @@
-//! Opening a node connection: TCP with `TCP_NODELAY`, then the handshake (AUTH, SELECT, SCRIPT LOAD),
-//! all bounded by `connect_timeout`. Shared by the pipelined connection and the release subscriber.
+//! Opening a node connection: TCP with `TCP_NODELAY`, TLS for `rediss://`, then the handshake (AUTH,
+//! SELECT, SCRIPT LOAD, INFO), all bounded by `connect_timeout`. Shared by the pipelined connection and
+//! the release subscriber.
 
 use std::time::Duration;
 
 use bytes::BytesMut;
 use redis_protocol::resp2::decode::decode_bytes_mut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::sync::Arc;
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use tokio_rustls::TlsConnector;
 
 use super::resp::{encode_args, to_result};
 use super::{ConnectOptions, Reply};
@@ -15,23 +22,79 @@ use crate::error::NodeError;
 use crate::quarantine::{parse_info, ServerIdentity};
 use crate::scripts::ALL;
 
+/// An open connection: plain TCP, or TLS over it for `rediss://`.
+#[derive(Debug)]
+pub(super) enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// TLS client settings for `rediss://` nodes.
+#[derive(Clone)]
+pub(crate) struct TlsSettings(TlsConnector);
+
+impl std::fmt::Debug for TlsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TlsSettings")
+    }
+}
+
+/// Builds the TLS client settings: the CA certificates in `ca_file` (PEM), or the Mozilla roots.
+pub(crate) fn tls_connector(ca_file: Option<&std::path::Path>) -> Result<TlsSettings, String> {
+    let mut roots = RootCertStore::empty();
+    match ca_file {
+        Some(path) => {
+            let bad = |e: &dyn std::fmt::Display| format!("tls_ca_file {}: {e}", path.display());
+            for cert in CertificateDer::pem_file_iter(path).map_err(|e| bad(&e))? {
+                roots.add(cert.map_err(|e| bad(&e))?).map_err(|e| bad(&e))?;
+            }
+            if roots.is_empty() {
+                return Err(bad(&"no certificate in it"));
+            }
+        }
+        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    }
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(TlsSettings(TlsConnector::from(Arc::new(config))))
+}
+
 /// Opens a connection and runs the handshake; `load_scripts` also loads every lock script. With
 /// quarantine on, also reads the server's identity (`INFO server`).
 pub(super) async fn open(
     addr: &NodeAddr,
     opts: &ConnectOptions,
     load_scripts: bool,
-) -> Result<(TcpStream, Option<ServerIdentity>), NodeError> {
+) -> Result<(Stream, Option<ServerIdentity>), NodeError> {
+    let fail =
+        |what: &str, e: &dyn std::fmt::Display| NodeError::Connect(format!("{addr}: {what}{e}"));
+    let read_identity = opts.quarantine.is_some();
     let attempt = async {
-        let mut stream = TcpStream::connect((addr.host.as_str(), addr.port))
+        let mut tcp = TcpStream::connect((addr.host.as_str(), addr.port))
             .await
-            .map_err(|e| NodeError::Connect(format!("{addr}: {e}")))?;
-        stream
-            .set_nodelay(true)
-            .map_err(|e| NodeError::Connect(format!("{addr}: {e}")))?;
-        let identity =
-            handshake(&mut stream, addr, load_scripts, opts.quarantine.is_some()).await?;
-        Ok((stream, identity))
+            .map_err(|e| fail("", &e))?;
+        tcp.set_nodelay(true).map_err(|e| fail("", &e))?;
+        if !addr.tls {
+            let identity = handshake(&mut tcp, addr, load_scripts, read_identity).await?;
+            return Ok((Stream::Tcp(tcp), identity));
+        }
+        let connector = opts
+            .tls
+            .as_ref()
+            .ok_or_else(|| fail("", &"rediss:// without TLS settings"))?;
+        let name =
+            ServerName::try_from(addr.host.clone()).map_err(|e| fail("server name: ", &e))?;
+        let mut tls = connector
+            .0
+            .connect(name, tcp)
+            .await
+            .map_err(|e| fail("TLS handshake failed: ", &e))?;
+        let identity = handshake(&mut tls, addr, load_scripts, read_identity).await?;
+        Ok((Stream::Tls(Box::new(tls)), identity))
     };
     match tokio::time::timeout(opts.connect_timeout, attempt).await {
         Ok(result) => result,
@@ -47,8 +110,8 @@ pub(super) fn jitter(d: Duration) -> Duration {
 
 /// AUTH and SELECT as configured, then `SCRIPT LOAD` of the lock scripts so the first `EVALSHA` after a
 /// (re)connect does not pay a `NOSCRIPT` round trip. All written at once, replies checked in order.
-async fn handshake(
-    stream: &mut TcpStream,
+async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
     addr: &NodeAddr,
     load_scripts: bool,
     read_identity: bool,

@@ -22,7 +22,7 @@ use crate::error::NodeError;
 use crate::scripts::Script;
 use crate::value::LockValue;
 
-mod connect;
+pub(crate) mod connect;
 #[cfg(feature = "fred")]
 pub(crate) mod fred;
 pub(crate) mod pipeline;
@@ -206,6 +206,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) reconnect_max: std::time::Duration,
     /// Crashed-node quarantine: `Some(max lock lifetime)` when on.
     pub(crate) quarantine: Option<std::time::Duration>,
+    /// TLS client settings, present when some node is `rediss://`.
+    pub(crate) tls: Option<connect::TlsSettings>,
 }
 
 /// Opens a node client of the chosen kind. Never fails for an unreachable node: it starts disconnected and

@@ -20,13 +20,11 @@ use std::task::{Context, Poll};
 
 use bytes::BytesMut;
 use redis_protocol::resp2::decode::decode_bytes_mut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
-use super::connect::{jitter, open};
+use super::connect::{jitter, open, Stream};
 use super::resp::{encode_cmd, is_noscript, to_result};
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending};
 use crate::addr::NodeAddr;
@@ -176,12 +174,11 @@ impl Shared {
         Ok(())
     }
 
-    fn install(self: &Arc<Self>, stream: TcpStream, identity: Option<ServerIdentity>) {
+    fn install(self: &Arc<Self>, stream: Stream, identity: Option<ServerIdentity>) {
         // Before the connection is usable: a restarted node must not vote even once.
         if let Some(identity) = &identity {
             self.quarantine.on_connect(identity);
         }
-        let (rd, wr) = stream.into_split();
         let token = self.shutdown.child_token();
         let generation = {
             let mut st = self.lock();
@@ -191,8 +188,19 @@ impl Shared {
             st.conn_token = token.clone();
             st.generation
         };
-        tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
-        tokio::spawn(write_loop(self.clone(), wr, generation, token));
+        match stream {
+            // Owned halves: no lock between reader and writer on the plain path.
+            Stream::Tcp(tcp) => {
+                let (rd, wr) = tcp.into_split();
+                tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
+                tokio::spawn(write_loop(self.clone(), wr, generation, token));
+            }
+            Stream::Tls(tls) => {
+                let (rd, wr) = tokio::io::split(*tls);
+                tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
+                tokio::spawn(write_loop(self.clone(), wr, generation, token));
+            }
+        }
     }
 
     /// Tears down connection `generation`: fails every in-flight request (no replay) and reconnects.
@@ -216,9 +224,9 @@ impl Shared {
     }
 }
 
-async fn write_loop(
+async fn write_loop<W: AsyncWrite + Unpin>(
     shared: Arc<Shared>,
-    mut wr: OwnedWriteHalf,
+    mut wr: W,
     generation: u64,
     token: CancellationToken,
 ) {
@@ -250,9 +258,9 @@ async fn write_loop(
     }
 }
 
-async fn read_loop(
+async fn read_loop<R: AsyncRead + Unpin>(
     shared: Arc<Shared>,
-    mut rd: OwnedReadHalf,
+    mut rd: R,
     generation: u64,
     token: CancellationToken,
 ) {

@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::{Bytes, BytesMut};
 use redis_protocol::resp2::decode::decode_bytes_mut;
 use redis_protocol::resp2::types::BytesFrame;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::connect::{jitter, open};
+use super::connect::{jitter, open, Stream};
 use super::resp::encode_args;
 use super::ConnectOptions;
 use crate::addr::NodeAddr;
@@ -173,24 +173,38 @@ async fn run(hub: Arc<Hub>, conn: Arc<Conn>, opts: ConnectOptions, stop: Cancell
             }
         }
         conn.wake.notify_one();
-        let (mut rd, mut wr) = stream.into_split();
-        let mut buf = BytesMut::with_capacity(4096);
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = conn.wake.notified() => {
-                    let batch = std::mem::take(&mut *conn.out());
-                    if !batch.is_empty() && wr.write_all(&batch).await.is_err() {
-                        break;
-                    }
+        let stopped = match stream {
+            Stream::Tcp(tcp) => serve(&hub, &conn, tcp, &stop).await,
+            Stream::Tls(tls) => serve(&hub, &conn, *tls, &stop).await,
+        };
+        if stopped {
+            return;
+        }
+    }
+}
+
+/// Writes queued (un)subscriptions and delivers messages until the connection fails (`false`) or the
+/// engine stops (`true`).
+async fn serve<S: AsyncRead + AsyncWrite>(
+    hub: &Hub,
+    conn: &Conn,
+    stream: S,
+    stop: &CancellationToken,
+) -> bool {
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let mut buf = BytesMut::with_capacity(4096);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return true,
+            _ = conn.wake.notified() => {
+                let batch = std::mem::take(&mut *conn.out());
+                if !batch.is_empty() && wr.write_all(&batch).await.is_err() {
+                    return false;
                 }
-                read = rd.read_buf(&mut buf) => {
-                    if !matches!(read, Ok(n) if n > 0) {
-                        break;
-                    }
-                    if !deliver(&hub, &mut buf) {
-                        break;
-                    }
+            }
+            read = rd.read_buf(&mut buf) => {
+                if !matches!(read, Ok(n) if n > 0) || !deliver(hub, &mut buf) {
+                    return false;
                 }
             }
         }

@@ -255,3 +255,80 @@ pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bo
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// A throwaway CA and a server certificate for 127.0.0.1, made with `openssl` in a temp directory.
+/// Returns (directory, CA file, cert file, key file).
+pub fn tls_material() -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let dir = std::env::temp_dir().join(format!(
+        "redlock-tls-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str]| {
+        let status = Command::new("openssl")
+            .args(args)
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl is needed for the TLS tests (Debian package openssl)");
+        assert!(status.success(), "openssl {args:?} failed");
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=redlock-test-ca",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+    (
+        dir.clone(),
+        dir.join("ca.crt"),
+        dir.join("server.crt"),
+        dir.join("server.key"),
+    )
+}

@@ -66,9 +66,16 @@ impl FredNode {
         };
         // fred's `database` is a u8; silently using another database would be a correctness bug.
         let database = u8::try_from(addr.db).ok();
-        let unusable = database.is_none().then(|| {
-            NodeError::Connect(format!("database {} is above fred's limit of 255", addr.db))
-        });
+        let unusable = if addr.tls {
+            // Not wired yet (fred's rustls feature); say so instead of talking plain TCP to a TLS port.
+            Some(NodeError::Connect(format!(
+                "{addr}: rediss:// is not supported on the fred transport yet"
+            )))
+        } else {
+            database.is_none().then(|| {
+                NodeError::Connect(format!("database {} is above fred's limit of 255", addr.db))
+            })
+        };
         let config = Config {
             // With fail_fast a failed first connect ends the client for good; we want background reconnects.
             fail_fast: false,

@@ -65,6 +65,7 @@ fn opts(connect_timeout_ms: u64) -> ConnectOptions {
         reconnect_min: Duration::from_millis(20),
         reconnect_max: Duration::from_millis(200),
         quarantine: None,
+        tls: None,
     }
 }
 

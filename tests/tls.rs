@@ -1,0 +1,83 @@
+//! `rediss://`: the engine's own connection over TLS to a TLS-only node with a self-signed CA made in
+//! the test setup; a wrong CA fails the handshake with a clear error, never a grant.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{free_port, tls_material, RedisNode};
+use redlock_engine::{Config, LockError, NodeError, Redlock};
+
+fn tls_node() -> (RedisNode, u16, std::path::PathBuf, std::path::PathBuf) {
+    let (dir, ca, cert, key) = tls_material();
+    let port = free_port();
+    let node = RedisNode::start_with(&[
+        "--tls-port",
+        &port.to_string(),
+        "--tls-cert-file",
+        &cert.to_string_lossy(),
+        "--tls-key-file",
+        &key.to_string_lossy(),
+        "--tls-ca-cert-file",
+        &ca.to_string_lossy(),
+        "--tls-auth-clients",
+        "no",
+    ]);
+    (node, port, ca, dir)
+}
+
+#[tokio::test]
+async fn locks_over_tls_with_the_test_ca() {
+    let (_node, port, ca, _dir) = tls_node();
+    let e = Redlock::new(Config {
+        nodes: vec![format!("rediss://127.0.0.1:{port}")],
+        tls_ca_file: Some(ca),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(e.connected_nodes(), 1);
+    let mut lock = e
+        .acquire(b"over-tls", Duration::from_secs(5))
+        .await
+        .unwrap();
+    e.extend(&mut lock, Duration::from_secs(5)).await.unwrap();
+    e.release(lock).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_untrusted_certificate_fails_the_node_not_the_caller() {
+    let (_node, port, _ca, _dir) = tls_node();
+    // The default root set does not trust the test CA.
+    let e = Redlock::new(Config {
+        nodes: vec![format!("rediss://127.0.0.1:{port}")],
+        retry_count: 0,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(e.connected_nodes(), 0);
+    match e.acquire(b"over-tls", Duration::from_secs(5)).await {
+        Err(LockError::QuorumNotReached { failures, .. }) => {
+            assert!(
+                matches!(failures[0].1, NodeError::Disconnected),
+                "{failures:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_bad_ca_file_is_a_configuration_error() {
+    let missing = Redlock::new(Config {
+        nodes: vec!["rediss://127.0.0.1:1".into()],
+        tls_ca_file: Some("/nonexistent/ca.pem".into()),
+        ..Default::default()
+    })
+    .await;
+    assert!(
+        matches!(missing, Err(LockError::InvalidConfig(ref why)) if why.contains("tls_ca_file")),
+        "{missing:?}"
+    );
+}
