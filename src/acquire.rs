@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use crate::error::LockError;
 use crate::fanout::fan_out;
 use crate::lock::Lock;
+use crate::observe::Op;
 use crate::quorum::Tally;
 use crate::redlock::{millis, Target};
 use crate::transport::subscriber::Subscription;
@@ -72,6 +73,7 @@ impl Redlock {
             // A release anywhere ends the pause early; the timer is the fallback for missed ones
             // (including any before a fresh subscription is active).
             let fresh;
+            self.metrics().retry();
             let woken = match (woken, &subscription) {
                 (Some(woken), _) => Some(woken),
                 (None, Some(sub)) => {
@@ -169,6 +171,7 @@ impl Redlock {
         let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
         let deadline = start + s.timing.node_timeout(ttl);
         let tally = fan_out(self.nodes(), &cmd, deadline, target.kind.acquire_vote()).await;
+        self.metrics().round(Op::Acquire, &tally, start.elapsed());
         if !tally.won() {
             return Err(acquire_error(tally));
         }

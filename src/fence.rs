@@ -42,6 +42,7 @@ use crate::error::LockError;
 use crate::fanout::fan_out;
 use crate::kind::Kind;
 use crate::lock::Lock;
+use crate::observe::Op;
 use crate::quorum::Vote;
 use crate::scripts::COMMIT_FENCE;
 use crate::transport::{Args, Cmd};
@@ -107,6 +108,7 @@ impl Redlock {
             let deadline =
                 (start + self.settings().timing.node_timeout(lock.ttl)).min(lock.valid_until);
             let tally = fan_out(self.nodes(), &cmd, deadline, Vote::of_fence_commit).await;
+            self.metrics().round(Op::Fence, &tally, start.elapsed());
             // Usable only if the majority confirmed while the lock was still valid.
             if tally.won() && Instant::now() < lock.valid_until {
                 lock.fence = Some(token);

@@ -22,7 +22,8 @@
 //! - [`config`], [`builder`]: every knob with its default; validation into typed errors.
 //! - [`error`]: [`LockError`] and [`NodeError`].
 //! - `lock`: [`Lock`], what acquire returns.
-//! - `addr`: `redis://` URL parsing.
+//! - `observe`: `tracing` events and `metrics` handles for every round (zero cost when nothing listens).
+//! - `addr`: `redis://` / `rediss://` URL parsing.
 //! - `raw`: the lock's command stream without the algorithm (loadgen's `raw` engine, benches).
 //! - `transport`: the only files that touch the network — the `NodeClient` trait; `transport::pipeline`
 //!   (the engine's own pipelined connection per node), `transport::fred` (feature `fred`),
@@ -39,6 +40,7 @@ mod fence;
 mod kind;
 mod lock;
 mod multi;
+mod observe;
 mod owner;
 mod quarantine;
 mod quorum;

@@ -17,6 +17,7 @@ use crate::error::LockError;
 use crate::fanout::fan_out;
 use crate::kind::Kind;
 use crate::lock::Lock;
+use crate::observe::{Metrics, Op};
 use crate::quorum::{Tally, Vote};
 use crate::renew::Watchdog;
 use crate::transport::subscriber::Notifier;
@@ -36,6 +37,7 @@ pub(crate) struct Inner {
     queues: Arc<LocalQueues>,
     /// Release subscribers, started on the first contended wait.
     notifier: OnceLock<Notifier>,
+    metrics: Metrics,
 }
 
 /// What one acquire is for: the kind of lock and its keys (prefix included).
@@ -63,6 +65,7 @@ impl Redlock {
             .iter()
             .map(|addr| transport::connect(settings.transport, addr.clone(), &settings.connect));
         let nodes = futures::future::join_all(connects).await;
+        let n = nodes.len();
         Ok(Self {
             inner: Arc::new(Inner {
                 settings,
@@ -70,6 +73,7 @@ impl Redlock {
                 watchdog: Watchdog::default(),
                 queues: Arc::default(),
                 notifier: OnceLock::new(),
+                metrics: Metrics::new(n),
             }),
         })
     }
@@ -84,6 +88,10 @@ impl Redlock {
 
     pub(crate) fn watchdog(&self) -> &Watchdog {
         &self.inner.watchdog
+    }
+
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
     }
 
     pub(crate) fn queues(&self) -> &Arc<LocalQueues> {
@@ -174,11 +182,12 @@ impl Redlock {
             }
         }
         let timeout = s.timing.node_timeout(lock.ttl);
+        let started = Instant::now();
         let cmd = release_cmd(lock.kind.release_script(s.notify_releases), &lock);
         let mut round = pin!(fan_out(
             self.nodes(),
             &cmd,
-            Instant::now() + timeout,
+            started + timeout,
             Vote::of_script
         ));
         // The first poll queues the release on every connection; a local waiter let in after that is
@@ -195,6 +204,9 @@ impl Redlock {
             Some(tally) => tally,
             None => round.await,
         };
+        self.inner
+            .metrics
+            .round(Op::Release, &tally, started.elapsed());
         if let Some(flag) = remote_flag {
             flag.store(tally.waiters > 0, std::sync::atomic::Ordering::Release);
         }
@@ -246,6 +258,7 @@ impl Redlock {
         // Replies after the current validity ended prove nothing: someone else may hold it by then.
         let deadline = (start + timing.node_timeout(ttl)).min(lock.valid_until);
         let tally = fan_out(self.nodes(), &cmd, deadline, Vote::of_script).await;
+        self.metrics().round(Op::Extend, &tally, start.elapsed());
         self.settle_extend(lock, ttl, start, tally)
     }
 

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::LockError;
 use crate::fanout::fan_out;
 use crate::lock::Lock;
+use crate::observe::Op;
 use crate::quorum::Vote;
 use crate::redlock::millis;
 use crate::transport::{Args, Cmd};
@@ -348,6 +349,7 @@ async fn tick(engine: &Redlock, entry: &Entry) {
     let start = Instant::now();
     let deadline = (start + engine.settings().timing.node_timeout(ttl)).min(valid_until);
     let tally = fan_out(engine.nodes(), &cmd, deadline, Vote::of_script).await;
+    engine.metrics().round(Op::Renew, &tally, start.elapsed());
     let mut st = entry.lock();
     let Some(lock) = st.lock.as_mut() else { return };
     match engine.settle_extend(lock, ttl, start, tally) {

@@ -1,0 +1,102 @@
+//! Observability: `tracing` events for every round (node outcomes, never the lock value) and `metrics`
+//! counters/histograms through the `metrics` facade.
+//!
+//! Zero cost when nothing listens: `tracing` macros are a cached per-callsite check when no subscriber
+//! is interested, and metric handles are registered once when the engine is built — with no recorder
+//! installed they are no-op handles, so recording is a branch. Install the recorder before building the
+//! engine. Names:
+//! - `redlock_rounds_total{op, outcome}` — op: acquire | release | extend | renew | fence;
+//!   outcome: won | lost.
+//! - `redlock_round_seconds{op}` — duration of a round, from sending to the decision.
+//! - `redlock_retries_total` — acquire attempts after the first.
+//! - `redlock_node_failures_total{node, cause}` — cause: timeout | disconnected | error | quarantined.
+
+use std::time::Duration;
+
+use metrics::{counter, histogram, Counter, Histogram};
+
+use crate::error::NodeError;
+use crate::quorum::Tally;
+
+/// What a round was for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Op {
+    Acquire,
+    Release,
+    Extend,
+    Renew,
+    Fence,
+}
+
+const OPS: [&str; 5] = ["acquire", "release", "extend", "renew", "fence"];
+const CAUSES: [&str; 4] = ["timeout", "disconnected", "error", "quarantined"];
+
+/// The engine's metric handles, registered once.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    won: [Counter; 5],
+    lost: [Counter; 5],
+    seconds: [Histogram; 5],
+    retries: Counter,
+    /// Per node, per cause.
+    node_failures: Vec<[Counter; 4]>,
+}
+
+impl Metrics {
+    pub(crate) fn new(nodes: usize) -> Self {
+        let per_op = |outcome: &'static str| {
+            OPS.map(|op| counter!("redlock_rounds_total", "op" => op, "outcome" => outcome))
+        };
+        Self {
+            won: per_op("won"),
+            lost: per_op("lost"),
+            seconds: OPS.map(|op| histogram!("redlock_round_seconds", "op" => op)),
+            retries: counter!("redlock_retries_total"),
+            node_failures: (0..nodes)
+                .map(|node| {
+                    CAUSES.map(|cause| {
+                        counter!("redlock_node_failures_total", "node" => node.to_string(), "cause" => cause)
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Records one decided round: its outcome, duration and each failed node's cause, and emits a
+    /// `tracing` debug event with the counts.
+    pub(crate) fn round(&self, op: Op, tally: &Tally, took: Duration) {
+        let i = op as usize;
+        if tally.won() {
+            &self.won[i]
+        } else {
+            &self.lost[i]
+        }
+        .increment(1);
+        self.seconds[i].record(took.as_secs_f64());
+        for (node, cause) in &tally.failures {
+            let c = match cause {
+                NodeError::Timeout => 0,
+                NodeError::Disconnected | NodeError::ConnectionLost | NodeError::Connect(_) => 1,
+                NodeError::Quarantined => 3,
+                _ => 2,
+            };
+            if let Some(counters) = self.node_failures.get(*node) {
+                counters[c].increment(1);
+            }
+        }
+        tracing::debug!(
+            op = OPS[i],
+            won = tally.won(),
+            yes = tally.yes,
+            taken = tally.taken,
+            gone = tally.gone,
+            failures = ?tally.failures,
+            took_us = took.as_micros() as u64,
+            "redlock round"
+        );
+    }
+
+    pub(crate) fn retry(&self) {
+        self.retries.increment(1);
+    }
+}
