@@ -1,7 +1,6 @@
 //! The whole invocation: options → nodes → runtime → every scenario × engine → outputs, with one clean
 //! error line and no leftover redis-server on every way out (error, Ctrl-C, SIGTERM, panic).
 
-use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -152,20 +151,18 @@ async fn execute(
         quiet: plan.quiet,
     };
     let mut runs = Vec::new();
-    // The ceiling depends only on the connection count: measure it once per count.
-    let mut ceilings: HashMap<usize, Ceiling> = HashMap::new();
+    // The ceiling does not depend on the scenario: measure it once, show it in each.
+    let mut ceiling: Option<Ceiling> = None;
     let mut run_no = 0;
     for scenario in &plan.scenarios {
         for &engine in &engines {
             run_no += 1;
             let record = if engine == EngineKind::Ceiling {
-                let c = match ceilings.get(&scenario.concurrency) {
+                let c = match &ceiling {
                     Some(c) => c.clone(),
-                    None => {
-                        let c = measure_ceiling(plan, nodes, scenario, &health).await?;
-                        ceilings.insert(scenario.concurrency, c.clone());
-                        c
-                    }
+                    None => ceiling
+                        .insert(measure_ceiling(plan, nodes, &health).await?)
+                        .clone(),
                 };
                 ceiling_record(scenario, nodes.len(), c)
             } else {
@@ -227,7 +224,6 @@ async fn execute(
 async fn measure_ceiling(
     plan: &Plan,
     nodes: &[NodeUrl],
-    scenario: &Scenario,
     health: &Health,
 ) -> Result<Ceiling, String> {
     let round = match plan.workload.stop {
@@ -236,15 +232,14 @@ async fn measure_ceiling(
     };
     if !plan.quiet {
         eprintln!(
-            "loadgen: ceiling {}: redis-benchmark -c {} -P {} on every node",
-            scenario.label,
-            scenario.concurrency,
+            "loadgen: ceiling: redis-benchmark -c {} -P {} on every node at once",
+            ceiling::CLIENTS,
             ceiling::PIPELINE
         );
     }
     let limit = round * 4 + Duration::from_secs(30);
     tokio::select! {
-        c = tokio::time::timeout(limit, ceiling::measure(nodes, scenario.concurrency, plan.workload.ttl, round)) => {
+        c = tokio::time::timeout(limit, ceiling::measure(nodes, plan.workload.ttl, round)) => {
             c.map_err(|_| format!("ceiling: redis-benchmark did not finish within {limit:?}"))?
         }
         why = health.lost() => Err(why),
@@ -312,8 +307,10 @@ fn standard_notes(plan: &Plan, engines: &[EngineKind]) -> Vec<String> {
     }
     if engines.contains(&EngineKind::Ceiling) {
         notes.push(format!(
-            "ceiling: redis-benchmark on every node at once, -c <workers> -P {} over 100k random keys: SET NX PX, then EVALSHA of the release script; cycles/s = 1/(1/acquire_rate + 1/release_rate), rate = summed ops/s / N; no latency (pipelined batches)",
-            ceiling::PIPELINE
+            "ceiling: measured once, redis-benchmark on every node at once, -c {} -P {} ({} requests in flight per node) over 100k random keys: SET NX PX, then EVALSHA of the release script; cycles/s = 1/(1/acquire_rate + 1/release_rate), rate = summed ops/s / N; no latency (pipelined batches). More clients lower it here: with -c 64 the 5 redis-benchmark processes take the 2 cores from the servers",
+            ceiling::CLIENTS,
+            ceiling::PIPELINE,
+            ceiling::CLIENTS * ceiling::PIPELINE
         ));
     }
     notes
