@@ -120,11 +120,7 @@ impl Redlock {
             local: true,
         };
         if !wait {
-            return self
-                .queues()
-                .try_enter(key)
-                .map(Some)
-                .ok_or_else(local_contended);
+            return self.queues().try_enter(key).map_err(|()| local_contended());
         }
         // Waiting locally stands in for the attempts it saves, so it gets their budget.
         let budget = s.acquire_timeout.unwrap_or_else(|| {
@@ -134,24 +130,27 @@ impl Redlock {
         let until = deadline.unwrap_or_else(|| Instant::now() + budget);
         match tokio::time::timeout_at(until, self.queues().enter(key)).await {
             Ok(hold) => Ok(hold),
+            Err(_) if deadline.is_some() => Err(LockError::Timeout { attempts: 0 }),
             Err(_) => Err(local_contended()),
         }
     }
 
     /// Takes a lock the previous local holder handed off, if it is still good for `ttl`.
     async fn take_over(&self, hold: &LocalHold, target: &Target, ttl: Duration) -> Option<Lock> {
-        let mut lock = hold.take_handoff()?;
+        // Released if this future is dropped while extending, or if the lock is not usable.
+        let mut guard = HeldGuard::new(self, hold.take_handoff()?);
+        let lock = guard.lock_mut();
         let same = std::mem::discriminant(&lock.kind) == std::mem::discriminant(&target.kind)
             && lock.keys.as_slice() == target.keys.as_slice();
         if !same || !lock.is_valid() {
-            self.release_in_background(&lock);
             return None;
         }
         // Enough validity left: no round trip at all. Otherwise one extend instead of release + acquire.
-        if lock.remaining() < ttl / 2 && self.extend(&mut lock, ttl).await.is_err() {
-            self.release_in_background(&lock);
+        let min = self.settings().timing.min_validity(ttl).max(ttl / 2);
+        if lock.remaining() < min && self.extend(guard.lock_mut(), ttl).await.is_err() {
             return None;
         }
+        let mut lock = guard.keep();
         lock.handoffs += 1;
         Some(lock)
     }
@@ -235,6 +234,38 @@ pub(crate) fn release_cmd(script: &'static crate::scripts::Script, lock: &Lock) 
         keys: lock.keys.clone(),
         value: lock.value,
         args: Args::NONE,
+    }
+}
+
+/// Owns a lock held on the nodes while more work is done with it; releases it in the background if
+/// dropped before [`keep`](Self::keep) (an early return, or the caller's future being dropped).
+pub(crate) struct HeldGuard<'a> {
+    engine: &'a Redlock,
+    lock: Option<Lock>,
+}
+
+impl<'a> HeldGuard<'a> {
+    pub(crate) fn new(engine: &'a Redlock, lock: Lock) -> Self {
+        Self {
+            engine,
+            lock: Some(lock),
+        }
+    }
+
+    pub(crate) fn lock_mut(&mut self) -> &mut Lock {
+        self.lock.as_mut().expect("held until kept")
+    }
+
+    pub(crate) fn keep(mut self) -> Lock {
+        self.lock.take().expect("held until kept")
+    }
+}
+
+impl Drop for HeldGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            self.engine.release_in_background(&lock);
+        }
     }
 }
 

@@ -64,9 +64,11 @@ impl NodeAddr {
         })
     }
 
-    /// The key two addresses are compared by for duplicate detection.
-    pub(crate) fn identity(&self) -> (String, u16, u32) {
-        (self.host.to_ascii_lowercase(), self.port, self.db)
+    /// The key two addresses are compared by for duplicate detection: the server, not the database —
+    /// two databases of one server are one node (one crash loses both), so they must not vote twice.
+    /// Different names for one host are caught after connecting, by `run_id` (with quarantine on).
+    pub(crate) fn identity(&self) -> (String, u16) {
+        (self.host.to_ascii_lowercase(), self.port)
     }
 }
 
@@ -114,15 +116,15 @@ fn percent_decode(s: &str) -> String {
 
 /// The URL with any password replaced, for error messages.
 fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let auth = &url[scheme + 3..at];
-            match auth.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
+    // Everything before the last '@' may hold credentials, with or without a scheme in front.
+    let Some(at) = url.rfind('@') else {
+        return url.to_string();
+    };
+    let start = url.find("://").map_or(0, |s| s + 3).min(at);
+    let auth = &url[start..at];
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{}{user}:***{}", &url[..start], &url[at..]),
+        None => url.to_string(),
     }
 }
 
@@ -180,6 +182,8 @@ mod tests {
             assert!(NodeAddr::parse(bad).is_err(), "{bad}");
         }
         let err = NodeAddr::parse("redis://u:hunter2@h:1/x").unwrap_err();
+        assert!(!err.contains("hunter2"), "{err}");
+        let err = NodeAddr::parse("default:hunter2@127.0.0.1:6379").unwrap_err();
         assert!(!err.contains("hunter2"), "{err}");
     }
 }

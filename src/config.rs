@@ -163,6 +163,21 @@ impl Config {
         if self.max_pending == 0 {
             return bad("max_pending must be above zero".into());
         }
+        // Durations feed `Instant` arithmetic; anything beyond a year is a mistake, not a setting.
+        const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+        let durations = [
+            ("max_ttl", Some(self.max_ttl)),
+            ("acquire_timeout", self.acquire_timeout),
+            ("retry_delay", Some(self.retry_delay)),
+            ("retry_jitter", Some(self.retry_jitter)),
+            ("node_timeout", self.node_timeout),
+            ("connect_timeout", Some(self.connect_timeout)),
+        ];
+        for (name, value) in durations {
+            if value.is_some_and(|d| d > YEAR) {
+                return bad(format!("{name} is above one year"));
+            }
+        }
         if self.max_readers == 0 {
             return bad("max_readers must be above zero".into());
         }

@@ -38,6 +38,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
 
+use crate::acquire::HeldGuard;
 use crate::error::LockError;
 use crate::fanout::fan_out;
 use crate::kind::Kind;
@@ -89,7 +90,10 @@ impl Redlock {
         self.commit_fence(lock).await
     }
 
-    async fn commit_fence(&self, mut lock: Lock) -> Result<Lock, LockError> {
+    async fn commit_fence(&self, lock: Lock) -> Result<Lock, LockError> {
+        // Released if no token is committed, or if this future is dropped mid-commit.
+        let mut guard = HeldGuard::new(self, lock);
+        let lock = guard.lock_mut();
         let mut floor = lock.fence_floor;
         let mut rounds = 0;
         while rounds < COMMIT_ROUNDS {
@@ -112,14 +116,13 @@ impl Redlock {
             // Usable only if the majority confirmed while the lock was still valid.
             if tally.won() && Instant::now() < lock.valid_until {
                 lock.fence = Some(token);
-                return Ok(lock);
+                return Ok(guard.keep());
             }
             if tally.conflicts == 0 {
                 break;
             }
             floor = floor.max(tally.max_counter);
         }
-        self.release_in_background(&lock);
         Err(LockError::FenceNotCommitted { rounds })
     }
 }

@@ -48,6 +48,9 @@ pub(crate) struct Quarantine {
 struct State {
     run_id: Option<String>,
     until: Option<Instant>,
+    /// The connection dropped and the new one's identity is not known yet (transports that learn it
+    /// after reconnecting): no vote until it is.
+    suspended: bool,
 }
 
 impl Quarantine {
@@ -63,6 +66,7 @@ impl Quarantine {
         let Some(max) = self.max_lifetime else { return };
         let now = Instant::now();
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        // `max` is capped by the configuration (at most a year), so these additions cannot overflow.
         let restarted = st.run_id.as_deref().is_some_and(|old| old != id.run_id);
         let young_for = max.checked_sub(id.uptime).filter(|left| !left.is_zero());
         let until = if restarted {
@@ -75,6 +79,26 @@ impl Quarantine {
             st.until = Some(st.until.map_or(until, |u| u.max(until)));
         }
         st.run_id = Some(id.run_id.clone());
+        st.suspended = false;
+    }
+
+    /// The server's `run_id`, once read.
+    pub(crate) fn run_id(&self) -> Option<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .run_id
+            .clone()
+    }
+
+    /// The connection dropped: stop voting until the next identity is known.
+    pub(crate) fn suspend(&self) {
+        if self.max_lifetime.is_some() {
+            self.state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .suspended = true;
+        }
     }
 
     /// Whether this node's answers count toward quorums now.
@@ -83,7 +107,8 @@ impl Quarantine {
             return true;
         }
         let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        st.until.is_none_or(|until| Instant::now() >= until)
+        // An identity never read (or not re-read since a drop) is an unknown restart: no vote.
+        st.run_id.is_some() && !st.suspended && st.until.is_none_or(|until| Instant::now() >= until)
     }
 }
 
@@ -122,6 +147,18 @@ mod tests {
         assert!(q.votes());
         q.on_connect(&id("b", 3600)); // odd uptime reporting, but a different process
         assert!(!q.votes());
+    }
+
+    #[test]
+    fn unknown_or_suspended_identity_does_not_vote() {
+        let q = Quarantine::new(Some(Duration::from_secs(60)));
+        assert!(!q.votes(), "never identified");
+        q.on_connect(&id("a", 3600));
+        assert!(q.votes());
+        q.suspend();
+        assert!(!q.votes(), "dropped, not yet re-identified");
+        q.on_connect(&id("a", 3601));
+        assert!(q.votes());
     }
 
     #[test]

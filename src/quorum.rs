@@ -47,7 +47,7 @@ impl Vote {
     /// Reads a fenced acquire reply: `+<counter>` (set) or `-<counter>` (taken).
     pub(crate) fn of_fenced_set(result: NodeResult) -> Self {
         match result {
-            Ok(Reply::Data(d)) => match (d.first(), parse_counter(&d[1..])) {
+            Ok(Reply::Data(d)) => match (d.first(), d.get(1..).and_then(parse_counter)) {
                 (Some(b'+'), Some(c)) => Self::YesAt(c),
                 (Some(b'-'), Some(c)) => Self::TakenAt(c),
                 _ => Self::Failed(NodeError::Protocol("bad fenced acquire reply".into())),
@@ -62,10 +62,12 @@ impl Vote {
     /// Reads a fence commit reply: `1` raised, `C<counter>` conflict, else as [`of_script`](Self::of_script).
     pub(crate) fn of_fence_commit(result: NodeResult) -> Self {
         match result {
-            Ok(Reply::Data(d)) if d.first() == Some(&b'C') => match parse_counter(&d[1..]) {
-                Some(c) => Self::Conflict(c),
-                None => Self::Failed(NodeError::Protocol("bad fence conflict reply".into())),
-            },
+            Ok(Reply::Data(d)) if d.first() == Some(&b'C') => {
+                match d.get(1..).and_then(parse_counter) {
+                    Some(c) => Self::Conflict(c),
+                    None => Self::Failed(NodeError::Protocol("bad fence conflict reply".into())),
+                }
+            }
             other => Self::of_script(other),
         }
     }

@@ -66,7 +66,19 @@ impl Redlock {
             .map(|addr| transport::connect(settings.transport, addr.clone(), &settings.connect));
         let nodes = futures::future::join_all(connects).await;
         let n = nodes.len();
-        Ok(Self {
+        // One server behind two names (localhost and 127.0.0.1, say) would vote twice.
+        let mut seen = std::collections::HashMap::new();
+        for (index, node) in nodes.iter().enumerate() {
+            if let Some(run_id) = node.run_id() {
+                if let Some(first) = seen.insert(run_id, index) {
+                    return Err(LockError::InvalidConfig(format!(
+                        "nodes {first} and {index} are the same Redis server (same run_id); \
+                         Redlock needs independent nodes"
+                    )));
+                }
+            }
+        }
+        let engine = Self {
             inner: Arc::new(Inner {
                 settings,
                 nodes,
@@ -75,7 +87,15 @@ impl Redlock {
                 notifier: OnceLock::new(),
                 metrics: Metrics::new(n),
             }),
-        })
+        };
+        // A lock handed to local waiters that all gave up is released, not left to its TTL.
+        let weak = engine.downgrade();
+        engine.inner.queues.on_orphan(Box::new(move |lock| {
+            if let Some(engine) = Redlock::upgrade(&weak) {
+                engine.release_in_background(&lock);
+            }
+        }));
+        Ok(engine)
     }
 
     pub(crate) fn nodes(&self) -> &[Arc<dyn NodeClient>] {

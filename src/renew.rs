@@ -121,7 +121,7 @@ impl Redlock {
         ttl: Duration,
         policy: RenewPolicy,
     ) -> Result<RenewedLock, LockError> {
-        check_policy(&policy, self.check_ttl(ttl)?)?;
+        self.check_policy(&policy, self.check_ttl(ttl)?)?;
         let lock = self.acquire(resource, ttl).await?;
         self.renew(lock, policy)
     }
@@ -131,17 +131,24 @@ impl Redlock {
     /// # Errors
     /// [`LockError::InvalidInput`] if `policy.every` is not below the lock's TTL (nothing is released).
     pub fn renew(&self, lock: Lock, policy: RenewPolicy) -> Result<RenewedLock, LockError> {
-        let every = check_policy(&policy, lock.ttl)?;
+        let every = self.check_policy(&policy, lock.ttl)?;
         let now = Instant::now();
+        let first = next_renewal(
+            now,
+            every,
+            lock.valid_until,
+            self.settings().timing.node_timeout(lock.ttl),
+        );
         let entry = Arc::new(Entry {
             lost: CancellationToken::new(),
             every,
-            stop_renewing_at: policy.max_lifetime.map(|max| now + max),
+            // A lifetime too long to represent is no cap at all.
+            stop_renewing_at: policy.max_lifetime.and_then(|max| now.checked_add(max)),
             max_renewals: policy.max_renewals,
             state: Mutex::new(EntryState {
                 lock: Some(lock),
                 renewals: 0,
-                next_renewal: now + every,
+                next_renewal: first,
             }),
         });
         if self.watchdog().register(Arc::downgrade(&entry)) {
@@ -154,20 +161,39 @@ impl Redlock {
     }
 }
 
-fn check_policy(policy: &RenewPolicy, ttl: Duration) -> Result<Duration, LockError> {
-    let every = policy.every.unwrap_or(ttl / 3);
-    if every.is_zero() || every >= ttl {
-        return Err(LockError::InvalidInput(format!(
-            "renewal interval {every:?} must be above zero and below the TTL {ttl:?}"
-        )));
+impl Redlock {
+    /// The renewal interval for `ttl`; it must leave room for a renewal round before validity ends.
+    fn check_policy(&self, policy: &RenewPolicy, ttl: Duration) -> Result<Duration, LockError> {
+        let timing = &self.settings().timing;
+        let every = policy.every.unwrap_or(ttl / 3);
+        let room = ttl.saturating_sub(timing.drift(ttl));
+        if every.is_zero() || every.saturating_add(timing.node_timeout(ttl)) >= room {
+            return Err(LockError::InvalidInput(format!(
+                "renewal interval {every:?} must be above zero and leave a node timeout before the \
+                 validity of a {ttl:?} lock ends"
+            )));
+        }
+        Ok(every)
     }
-    Ok(every)
+}
+
+/// When to renew next after a round started at `from`: one interval later, but never later than one
+/// node timeout before the validity ends (a lock handed over with little validity left renews at once).
+fn next_renewal(
+    from: Instant,
+    every: Duration,
+    valid_until: Instant,
+    node_timeout: Duration,
+) -> Instant {
+    let latest = valid_until.checked_sub(node_timeout).unwrap_or(valid_until);
+    from.checked_add(every).map_or(latest, |at| at.min(latest))
 }
 
 impl RenewedLock {
-    /// Completes when the lock is lost: a renewal failed, or its validity ended.
-    pub fn lost(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
-        self.entry.lost.clone().cancelled_owned()
+    /// Completes when the lock is lost: a renewal failed, or its validity ended (also if the watchdog
+    /// could not run in time).
+    pub async fn lost(&self) {
+        self.entry.lost().await
     }
 
     /// A token cancelled when the lock is lost, to hand to the work it protects.
@@ -177,16 +203,16 @@ impl RenewedLock {
 
     /// Whether the lock has been lost.
     pub fn is_lost(&self) -> bool {
-        self.entry.lost.is_cancelled() || self.remaining().is_zero()
+        self.entry.is_lost()
     }
 
     /// The current end of validity (moves forward with every renewal).
     pub fn valid_until(&self) -> Instant {
-        self.entry
-            .lock()
-            .lock
-            .as_ref()
-            .map_or_else(Instant::now, |l| l.valid_until)
+        self.entry.valid_until()
+    }
+
+    pub(crate) fn entry(&self) -> Arc<Entry> {
+        self.entry.clone()
     }
 
     /// Validity left now; zero once lost or expired.
@@ -232,6 +258,35 @@ impl Drop for RenewedLock {
 impl Entry {
     fn lock(&self) -> MutexGuard<'_, EntryState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The current end of validity; now once released.
+    pub(crate) fn valid_until(&self) -> Instant {
+        self.lock()
+            .lock
+            .as_ref()
+            .map_or_else(Instant::now, |l| l.valid_until)
+    }
+
+    /// Whether the lock is lost: the watchdog said so, or its validity ended (even if the watchdog
+    /// has not run yet, e.g. because the work blocks the runtime).
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.is_cancelled() || Instant::now() >= self.valid_until()
+    }
+
+    /// Completes when [`is_lost`](Self::is_lost) becomes true.
+    pub(crate) async fn lost(&self) {
+        loop {
+            let until = self.valid_until();
+            tokio::select! {
+                _ = self.lost.cancelled() => return,
+                _ = tokio::time::sleep_until(until) => {
+                    if Instant::now() >= self.valid_until() {
+                        return;
+                    }
+                }
+            }
+        }
     }
 
     /// Takes the lock out (release or drop); the watchdog forgets the entry.
@@ -354,8 +409,10 @@ async fn tick(engine: &Redlock, entry: &Entry) {
     let Some(lock) = st.lock.as_mut() else { return };
     match engine.settle_extend(lock, ttl, start, tally) {
         Ok(()) => {
+            let valid_until = lock.valid_until;
+            let node_timeout = engine.settings().timing.node_timeout(ttl);
             st.renewals += 1;
-            st.next_renewal = start + entry.every;
+            st.next_renewal = next_renewal(start, entry.every, valid_until, node_timeout);
         }
         Err(_) => {
             drop(st);

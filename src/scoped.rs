@@ -2,35 +2,45 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::LockError;
-use crate::renew::RenewPolicy;
+use crate::renew::{Entry, RenewPolicy};
 use crate::Redlock;
 
 /// What the work inside [`Redlock::with_lock`] gets: a way to notice that the lock was lost.
 #[derive(Debug, Clone)]
 pub struct LockContext {
     lost: CancellationToken,
+    entry: Arc<Entry>,
 }
 
 impl LockContext {
-    /// Completes when the lock is lost; select on it around long steps.
+    /// Completes when the lock is lost (a renewal failed, or its validity ended); select on it around
+    /// long steps.
     pub async fn lost(&self) {
-        self.lost.cancelled().await
+        self.entry.lost().await
     }
 
-    /// Whether the lock has been lost; check it before each step that needs the lock.
+    /// Whether the lock has been lost — also when its validity ended before the watchdog could run;
+    /// check it before each step that needs the lock.
     pub fn is_lost(&self) -> bool {
-        self.lost.is_cancelled()
+        self.entry.is_lost()
     }
 
-    /// The cancellation token behind [`lost`](Self::lost), to hand to sub-tasks.
+    /// A token cancelled when the watchdog declares the lock lost, to hand to sub-tasks (they should
+    /// also respect [`valid_until`](Self::valid_until)).
     pub fn token(&self) -> CancellationToken {
         self.lost.clone()
+    }
+
+    /// The current end of validity (moves forward with every renewal).
+    pub fn valid_until(&self) -> tokio::time::Instant {
+        self.entry.valid_until()
     }
 }
 
@@ -75,6 +85,7 @@ impl Redlock {
             .await?;
         let ctx = LockContext {
             lost: lock.lost_token(),
+            entry: lock.entry(),
         };
         let outcome = AssertUnwindSafe(work(ctx)).catch_unwind().await;
         let lost = lock.is_lost();

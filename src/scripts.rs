@@ -12,6 +12,11 @@
 pub(crate) struct Script {
     pub(crate) source: &'static str,
     pub(crate) sha1: &'static str,
+    /// Whether a `NOSCRIPT` answer may be followed by `EVAL` of the source. The resend joins the back
+    /// of the connection's queue, behind commands sent later; that is harmless for owner-checked
+    /// release/extend/marker scripts, but an acquire resent behind its own release would set keys
+    /// nobody releases. Those fail the node's vote instead, and the connection reloads the script.
+    pub(crate) resend: bool,
 }
 
 /// Compare-and-delete: `DEL` only if the key still holds our value. Also releases a write lock
@@ -21,6 +26,7 @@ pub(crate) static RELEASE: Script = Script {
 if v == ARGV[1] then return redis.call('DEL', KEYS[1]) \
 elseif v == false then return 0 else return -1 end",
     sha1: "73afff61f75cb8d8c5c4e250cc4561d4b66c2e4f",
+    resend: true,
 };
 
 /// [`RELEASE`], then `PUBLISH` on the key's name, so waiters in other processes wake at once; answers
@@ -31,6 +37,7 @@ if v == ARGV[1] then redis.call('DEL', KEYS[1]) redis.call('PUBLISH', KEYS[1], '
 if redis.call('EXISTS', KEYS[1] .. ':wait') == 1 then return 2 end return 1 \
 elseif v == false then return 0 else return -1 end",
     sha1: "db5ffb99b00754221eaca8e3bbbdabb436760608",
+    resend: true,
 };
 
 /// A client that lost a round marks that it waits (`KEYS[1]..':wait'`, for `ARGV[2]` ms), so the
@@ -40,6 +47,7 @@ elseif v == false then return 0 else return -1 end",
 pub(crate) static MARK_WAITING: Script = Script {
     source: "redis.call('SET', KEYS[1] .. ':wait', '1', 'PX', ARGV[2]) return 1",
     sha1: "ea7d993d5d0b27e328e5d76513e65dee1105e6a7",
+    resend: true,
 };
 
 /// Compare-and-`PEXPIRE`: reset the TTL (ms in `ARGV[2]`) only if the key still holds our value.
@@ -48,6 +56,7 @@ pub(crate) static EXTEND: Script = Script {
 if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 \
 elseif v == false then return 0 else return -1 end",
     sha1: "4bbcd4c07b7515b9ce88be6710a50d3381df9c19",
+    resend: true,
 };
 
 /// Multi-resource acquire: set every key (PX `ARGV[2]`) or none, atomically on this node.
@@ -55,6 +64,7 @@ pub(crate) static ACQUIRE_MULTI: Script = Script {
     source: "for _, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then return -1 end end \
 for _, k in ipairs(KEYS) do redis.call('SET', k, ARGV[1], 'PX', ARGV[2]) end return 1",
     sha1: "f69de666a49b4d05c67f379e529aa25649363d2e",
+    resend: false,
 };
 
 /// Multi-resource release: delete each key that holds our value.
@@ -64,6 +74,7 @@ for _, k in ipairs(KEYS) do local v = redis.call('GET', k) \
 if v == ARGV[1] then redis.call('DEL', k) mine = mine + 1 elseif v ~= false then other = other + 1 end end \
 if other > 0 then return -1 elseif mine == #KEYS then return 1 else return 0 end",
     sha1: "78c6f83903604553c9a162a05318091066ff6109",
+    resend: true,
 };
 
 /// Multi-resource extend: `PEXPIRE` every key, only if every key holds our value.
@@ -74,6 +85,7 @@ if v == false then gone = gone + 1 elseif v ~= ARGV[1] then return -1 end end \
 if gone > 0 then return 0 end \
 for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ARGV[2]) end return 1",
     sha1: "d59efcad97f753e7e1f17de0f553a80570ae0de6",
+    resend: true,
 };
 
 // Read-write locks. KEYS: [1] writer key (string), [2] readers (sorted set: reader value -> expiry in
@@ -92,6 +104,7 @@ redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) \
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end \
 return 1",
     sha1: "be7b575b29d19e8db78f9362077740aff941e98b",
+    resend: false,
 };
 
 /// Write acquire: granted when no writer and no live reader; while readers remain, it records the
@@ -107,18 +120,21 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
 if intent ~= false then redis.call('DEL', KEYS[3]) end \
 return 1",
     sha1: "211c41ebffeaba5bcb83db4f358e5f535c71907c",
+    resend: false,
 };
 
 /// A writer that gives up withdraws its intent (`ARGV[2]` is its ticket here).
 pub(crate) static CANCEL_INTENT: Script = Script {
     source: "if redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) return 1 end return 0",
     sha1: "e6c99d130eac819ba11b90954860b957912de057",
+    resend: true,
 };
 
 /// Read release: remove our reader entry.
 pub(crate) static RELEASE_READ: Script = Script {
     source: "if redis.call('ZREM', KEYS[2], ARGV[1]) == 1 then return 1 end return 0",
     sha1: "ec0e4c19dace08457385644ab730daa2be929b9f",
+    resend: true,
 };
 
 /// Read extend: move our entry's expiry, only while it is still live.
@@ -130,6 +146,7 @@ redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[2]), ARGV[1]) \
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end \
 return 1",
     sha1: "0b53351cbdc5e6054c1cc78b771c22eba7d2af5f",
+    resend: true,
 };
 
 // Fencing. KEYS: [1] lock key, [2] the resource's fence counter (no TTL; a 20-digit zero-padded
@@ -142,6 +159,7 @@ pub(crate) static ACQUIRE_FENCED: Script = Script {
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return '+' .. c end \
 return '-' .. c",
     sha1: "fed820042ea4030d9010d0f55c299911033c8c78",
+    resend: false,
 };
 
 /// Fence commit: raise the counter to the proposal `ARGV[2]`, only while our lock value is there and
@@ -154,6 +172,7 @@ local c = redis.call('GET', KEYS[2]) \
 if c and c >= t then return 'C' .. c end \
 redis.call('SET', KEYS[2], t) return 1",
     sha1: "61781927340d957dd626264402250b366d377508",
+    resend: false,
 };
 
 /// Every script, loaded by each connection's handshake.

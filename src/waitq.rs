@@ -20,9 +20,17 @@ use tokio::time::Instant;
 use crate::lock::Lock;
 
 /// The engine's local queues, one per resource with a holder or a waiter.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct LocalQueues {
     map: Mutex<HashMap<Bytes, Arc<LocalQueue>>>,
+    /// Releases (in the background) a handed-off lock that no waiter will take; set by the engine.
+    orphans: std::sync::OnceLock<Box<dyn Fn(Lock) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for LocalQueues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalQueues").finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -51,6 +59,17 @@ pub(crate) struct LocalHold {
 }
 
 impl LocalQueues {
+    /// Sets how orphaned hand-offs are released (once, when the engine is built).
+    pub(crate) fn on_orphan(&self, release: Box<dyn Fn(Lock) + Send + Sync>) {
+        let _ = self.orphans.set(release);
+    }
+
+    fn orphan(&self, lock: Option<Lock>) {
+        if let (Some(lock), Some(release)) = (lock, self.orphans.get()) {
+            release(lock);
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<Bytes, Arc<LocalQueue>>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -76,7 +95,11 @@ impl LocalQueues {
         let queue = self.queue(key);
         queue.waiting.fetch_add(1, Ordering::AcqRel);
         // Counts down also if this future is dropped while waiting.
-        let waiting = WaitingGuard(queue.clone());
+        let waiting = WaitingGuard {
+            queues: Arc::downgrade(self),
+            key: key.clone(),
+            queue: queue.clone(),
+        };
         let mut permit = std::pin::pin!(queue.permit.clone().acquire_owned());
         loop {
             let until = queue
@@ -96,14 +119,20 @@ impl LocalQueues {
         }
     }
 
-    /// Takes the head of `key`'s queue if free, without waiting.
-    pub(crate) fn try_enter(self: &Arc<Self>, key: &Bytes) -> Option<LocalHold> {
+    /// Takes the head of `key`'s queue if free, without waiting: `Ok(Some)` when free, `Ok(None)` when
+    /// the holder's lock has expired (go to the nodes without queueing), `Err(())` when held.
+    pub(crate) fn try_enter(self: &Arc<Self>, key: &Bytes) -> Result<Option<LocalHold>, ()> {
         let queue = self.queue(key);
         match queue.permit.clone().try_acquire_owned() {
-            Ok(permit) => Some(self.hold(key, queue, Some(permit))),
+            Ok(permit) => Ok(Some(self.hold(key, queue, Some(permit)))),
             Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
+                let expired = queue.holder_until().is_some_and(|u| u <= Instant::now());
                 self.forget_if_idle(key, &queue);
-                None
+                if expired {
+                    Ok(None)
+                } else {
+                    Err(())
+                }
             }
         }
     }
@@ -148,11 +177,33 @@ impl LocalQueue {
     }
 }
 
-struct WaitingGuard(Arc<LocalQueue>);
+struct WaitingGuard {
+    queues: Weak<LocalQueues>,
+    key: Bytes,
+    queue: Arc<LocalQueue>,
+}
 
 impl Drop for WaitingGuard {
     fn drop(&mut self) {
-        self.0.waiting.fetch_sub(1, Ordering::AcqRel);
+        let left = self.queue.waiting.fetch_sub(1, Ordering::AcqRel) - 1;
+        if left > 0 {
+            return;
+        }
+        // The last waiter left (given up or cancelled). If the permit is free, nobody will take a lock
+        // handed off for the waiters: release it instead of leaving it to its TTL.
+        if let Ok(_permit) = self.queue.permit.clone().try_acquire_owned() {
+            let orphan = self
+                .queue
+                .handoff
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            if let Some(queues) = self.queues.upgrade() {
+                queues.orphan(orphan);
+                drop(_permit);
+                let _ = queues.forget_if_idle(&self.key, &self.queue);
+            }
+        }
     }
 }
 
@@ -219,8 +270,8 @@ impl Drop for LocalHold {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner()) = None;
             if let Some(queues) = self.queues.upgrade() {
-                // A handed-off lock nobody takes expires at its TTL; only `leave` can release it.
-                drop(queues.forget_if_idle(&self.key, &self.queue));
+                let orphan = queues.forget_if_idle(&self.key, &self.queue);
+                queues.orphan(orphan);
             }
         }
     }

@@ -38,6 +38,7 @@ async fn bad_configurations_are_rejected_with_a_reason() {
         ),
         (with(&|c| c.nodes.push(good.clone())), "listed twice"),
         (with(&|c| c.nodes.push(format!("{good}/0"))), "listed twice"),
+        (with(&|c| c.nodes.push(format!("{good}/1"))), "listed twice"),
         (
             with(&|c| c.nodes = vec!["http://127.0.0.1:1".into()]),
             "redis://",

@@ -115,3 +115,22 @@ async fn a_majority_restart_means_no_lock_until_quarantine_ends() {
         .expect("granted after the quarantine");
     e.release(lock).await.unwrap();
 }
+
+#[tokio::test]
+async fn one_server_under_two_names_is_rejected() {
+    let cluster = nodes(1);
+    let port = cluster[0].port;
+    let result = Redlock::new(Config {
+        nodes: vec![
+            format!("redis://127.0.0.1:{port}"),
+            format!("redis://localhost:{port}"),
+        ],
+        quarantine: true,
+        ..Default::default()
+    })
+    .await;
+    assert!(
+        matches!(result, Err(LockError::InvalidConfig(ref why)) if why.contains("same Redis server")),
+        "{result:?}"
+    );
+}

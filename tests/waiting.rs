@@ -208,3 +208,32 @@ async fn an_expired_local_holder_does_not_block_waiters() {
     e.release(lock).await.unwrap();
     drop(forgotten);
 }
+
+#[tokio::test]
+async fn a_lock_handed_to_a_cancelled_waiter_is_released() {
+    let cluster = nodes(3);
+    let e = Redlock::new(config(&cluster)).await.unwrap();
+    let other = Redlock::new(config(&cluster)).await.unwrap();
+    let lock = e.acquire(b"orphan", TTL).await.unwrap();
+    let waiter = {
+        let e = e.clone();
+        tokio::spawn(async move { e.acquire(b"orphan", TTL).await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await; // the waiter is queued
+    e.release(lock).await.unwrap(); // handed to the waiter, without a round trip
+    waiter.abort(); // cancelled before it could take it
+    let _ = waiter.await;
+    let released = async {
+        for _ in 0..50 {
+            if let Ok(lock) = other.try_acquire(b"orphan", TTL).await {
+                return Some(lock);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        None
+    };
+    let lock = released
+        .await
+        .expect("the orphaned hand-off is released, not left to its TTL");
+    other.release(lock).await.unwrap();
+}

@@ -144,6 +144,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     let mut identity = None;
     let io = |e: std::io::Error| NodeError::Connect(format!("{addr}: {e}"));
     stream.write_all(&out).await.map_err(io)?;
+    stream.flush().await.map_err(io)?;
     let mut buf = BytesMut::with_capacity(512);
     let mut replies = expected.into_iter();
     let mut left = replies.len();

@@ -45,6 +45,8 @@ pub(crate) enum Cmd {
         value: LockValue,
         args: Args,
     },
+    /// `SCRIPT LOAD source`: puts a script back into a node's cache after `NOSCRIPT`.
+    ScriptLoad(&'static Script),
     /// `INFO server`. Part of the node interface for the crashed-node quarantine (server identity and
     /// uptime); the lock algorithm does not send it yet.
     #[allow(dead_code)]
@@ -132,6 +134,9 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
 
     /// Whether the node's answers count toward quorums now (false while it is quarantined).
     fn votes(&self) -> bool;
+
+    /// The server's `run_id`, when known (read with quarantine on).
+    fn run_id(&self) -> Option<String>;
 }
 
 /// The reply future [`NodeClient::send`] returns: a concrete type, so the hot path stays free of boxing

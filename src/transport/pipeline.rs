@@ -112,6 +112,10 @@ impl NodeClient for PipelineNode {
     fn votes(&self) -> bool {
         self.shared.quarantine.votes()
     }
+
+    fn run_id(&self) -> Option<String> {
+        self.shared.quarantine.run_id()
+    }
 }
 
 /// The reply future of one pipelined command.
@@ -153,10 +157,21 @@ impl Shared {
         eval_source: bool,
         tx: oneshot::Sender<NodeResult>,
     ) -> Result<(), NodeError> {
+        self.enqueue_on(0, cmd, eval_source, tx)
+    }
+
+    /// [`enqueue`](Self::enqueue), but only onto connection `generation` (0: whichever is current).
+    fn enqueue_on(
+        &self,
+        generation: u64,
+        cmd: &Cmd,
+        eval_source: bool,
+        tx: oneshot::Sender<NodeResult>,
+    ) -> Result<(), NodeError> {
         // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
         let script = (!eval_source && matches!(cmd, Cmd::Script { .. })).then(|| cmd.clone());
         let mut st = self.lock();
-        if !st.connected {
+        if !st.connected || (generation != 0 && st.generation != generation) {
             return Err(NodeError::Disconnected);
         }
         if st.pending.len() >= self.opts.max_pending {
@@ -239,6 +254,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         {
             let mut st = shared.lock();
             if st.generation != generation {
+                // This wake-up may have been meant for the new connection's writer: pass it on.
+                drop(st);
+                shared.wake_writer.notify_one();
                 return;
             }
             std::mem::swap(&mut st.out, &mut batch);
@@ -248,7 +266,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
         let written = tokio::select! {
             _ = token.cancelled() => return,
-            r = wr.write_all(&batch) => r,
+            // flush: a TLS stream may keep encrypted bytes buffered after write_all returns.
+            r = async { wr.write_all(&batch).await?; wr.flush().await } => r,
         };
         if written.is_err() {
             shared.fail(generation);
@@ -309,12 +328,19 @@ async fn read_loop<R: AsyncRead + Unpin>(
         // Complete outside the lock: waking a waiter may run it on another thread right away.
         for (slot, reply) in slots.drain(..).zip(replies.drain(..)) {
             match (&reply, slot.script) {
-                // The script did not run (cache flushed or node restarted): send its source once.
-                (Err(e), Some(cmd)) if is_noscript(e) => {
-                    // If that fails, `tx` is dropped and the waiter sees ConnectionLost.
-                    let _ = shared.enqueue(&cmd, true, slot.tx);
+                // The script did not run (cache flushed or node restarted).
+                (Err(e), Some(cmd @ Cmd::Script { script, .. })) if is_noscript(e) => {
+                    if script.resend {
+                        // Send its source once, on this connection only (if it has been replaced,
+                        // `tx` is dropped and the waiter sees ConnectionLost: never a replay).
+                        let _ = shared.enqueue_on(generation, &cmd, true, slot.tx);
+                    } else {
+                        let _ = slot.tx.send(reply);
+                        let (tx, _) = oneshot::channel();
+                        let _ = shared.enqueue_on(generation, &Cmd::ScriptLoad(script), false, tx);
+                    }
                 }
-                _ => {
+                (_, _) => {
                     let _ = slot.tx.send(reply);
                 }
             }

@@ -47,6 +47,9 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
             }
             encode_args(out, &parts[..n]);
         }
+        Cmd::ScriptLoad(script) => {
+            encode_args(out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()])
+        }
         Cmd::InfoServer => encode_args(out, &[b"INFO", b"server"]),
     }
 }

@@ -161,7 +161,7 @@ async fn run(hub: Arc<Hub>, conn: Arc<Conn>, opts: ConnectOptions, stop: Cancell
             delay = (delay * 2).min(opts.reconnect_max);
             continue;
         };
-        delay = opts.reconnect_min;
+        let connected_at = tokio::time::Instant::now();
         {
             // A new connection has no subscriptions: rebuild them from the registry, dropping whatever
             // was queued for the old one.
@@ -180,6 +180,16 @@ async fn run(hub: Arc<Hub>, conn: Arc<Conn>, opts: ConnectOptions, stop: Cancell
         if stopped {
             return;
         }
+        // A connection that dropped soon after opening (a proxy in front of a dead node, maxclients)
+        // must not turn into a reconnect storm: back off unless it stayed up for a while.
+        if connected_at.elapsed() > opts.reconnect_max {
+            delay = opts.reconnect_min;
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(delay + jitter(delay)) => {}
+        }
+        delay = (delay * 2).min(opts.reconnect_max);
     }
 }
 
@@ -198,7 +208,7 @@ async fn serve<S: AsyncRead + AsyncWrite>(
             _ = stop.cancelled() => return true,
             _ = conn.wake.notified() => {
                 let batch = std::mem::take(&mut *conn.out());
-                if !batch.is_empty() && wr.write_all(&batch).await.is_err() {
+                if !batch.is_empty() && (wr.write_all(&batch).await.is_err() || wr.flush().await.is_err()) {
                     return false;
                 }
             }

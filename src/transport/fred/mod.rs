@@ -49,7 +49,7 @@ pub(crate) struct FredNode {
     /// Whether this node votes; fed by `INFO server` after the first connect and every reconnect.
     quarantine: Arc<Quarantine>,
     /// The reconnect listener that refreshes `quarantine`; aborted on drop.
-    identity_task: Option<tokio::task::JoinHandle<Result<(), FredError>>>,
+    identity_tasks: Vec<tokio::task::JoinHandle<Result<(), FredError>>>,
 }
 
 impl FredNode {
@@ -136,17 +136,24 @@ impl FredNode {
         // fred reconnects on its own, so the identity is read after the fact: a restarted node may
         // answer for the moment between its reconnect and this INFO (the engine's own transport reads
         // it inside the handshake, before the connection is used).
-        let identity_task = opts.quarantine.is_some().then(|| {
+        let mut identity_tasks = Vec::new();
+        if opts.quarantine.is_some() {
+            // A drop suspends the vote at once; it comes back only once the new connection's
+            // INFO has been read (and passes the quarantine).
             let q = quarantine.clone();
-            let c = client.clone();
-            client.on_reconnect(move |_| {
+            identity_tasks.push(client.on_error(move |_| {
+                q.suspend();
+                async { Ok(()) }
+            }));
+            let (q, c) = (quarantine.clone(), client.clone());
+            identity_tasks.push(client.on_reconnect(move |_| {
                 let (q, c) = (q.clone(), c.clone());
                 async move {
                     read_identity(&c, &q).await;
                     Ok(())
                 }
-            })
-        });
+            }));
+        }
         if opts.quarantine.is_some() && client.is_connected() {
             read_identity(&client, &quarantine).await;
         }
@@ -159,7 +166,7 @@ impl FredNode {
             bound,
             unusable,
             quarantine,
-            identity_task,
+            identity_tasks,
         }
     }
 }
@@ -214,6 +221,10 @@ impl NodeClient for FredNode {
     fn votes(&self) -> bool {
         self.quarantine.votes()
     }
+
+    fn run_id(&self) -> Option<String> {
+        self.quarantine.run_id()
+    }
 }
 
 /// Runs one command to its reply; `EVALSHA` falls back to `EVAL` once on `NOSCRIPT`.
@@ -256,15 +267,21 @@ async fn run(client: Client, cmd: Cmd) -> NodeResult {
                 .evalsha::<Value, _, _, _>(script.sha1, keys.clone(), args.clone())
                 .await
             {
-                // The script did not run, so sending its source is not a replay.
-                Err(e) if e.details().starts_with("NOSCRIPT") => reply(
+                // The script did not run, so sending its source is not a replay (see `Script::resend`
+                // for why acquire-side scripts reload instead).
+                Err(e) if e.details().starts_with("NOSCRIPT") && script.resend => reply(
                     client
                         .eval::<Value, _, _, _>(script.source, keys, args)
                         .await,
                 ),
+                Err(e) if e.details().starts_with("NOSCRIPT") => {
+                    let _ = client.script_load::<Value, _>(script.source).await;
+                    reply(Err(e))
+                }
                 other => reply(other),
             }
         }
+        Cmd::ScriptLoad(script) => reply(client.script_load::<Value, _>(script.source).await),
         Cmd::InfoServer => reply(client.info::<Value>(Some(InfoKind::Server)).await),
     }
 }
@@ -331,7 +348,7 @@ impl Wake for NoopWake {
 
 impl Drop for FredNode {
     fn drop(&mut self) {
-        if let Some(listener) = self.identity_task.take() {
+        for listener in self.identity_tasks.drain(..) {
             listener.abort();
         }
         let Some(task) = self.task.take() else { return };
