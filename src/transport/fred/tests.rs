@@ -152,6 +152,7 @@ static SLOW_SET: Script = Script {
     source: "local n = 0 for i = 1, 200000000 do n = n + 1 end \
              redis.call('SET', KEYS[1], ARGV[1]) return 1",
     sha1: "0000000000000000000000000000000000000000",
+    resend: true,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
