@@ -190,6 +190,7 @@ impl Redlock {
                     handoffs: 0,
                     fence_floor: tally.max_counter,
                     fence: None,
+                    held: tally.yes_mask,
                 })
             }
             left => Err(LockError::ValidityExpired {

@@ -27,6 +27,23 @@ pub(crate) async fn fan_out(
     round(nodes, cmd, deadline, read, true).await
 }
 
+/// A release round: like [`fan_out`], decided by [`Tally::for_release`].
+pub(crate) async fn release_round(
+    nodes: &[Arc<dyn NodeClient>],
+    cmd: &Cmd,
+    deadline: Instant,
+) -> Tally {
+    run(
+        nodes,
+        cmd,
+        deadline,
+        Vote::of_script,
+        true,
+        Tally::for_release(nodes.len()),
+    )
+    .await
+}
+
 /// [`fan_out`], optionally waiting for every reply instead of stopping at the decision (for `raw`).
 pub(crate) async fn round(
     nodes: &[Arc<dyn NodeClient>],
@@ -35,8 +52,18 @@ pub(crate) async fn round(
     read: fn(NodeResult) -> Vote,
     early: bool,
 ) -> Tally {
+    run(nodes, cmd, deadline, read, early, Tally::new(nodes.len())).await
+}
+
+async fn run(
+    nodes: &[Arc<dyn NodeClient>],
+    cmd: &Cmd,
+    deadline: Instant,
+    read: fn(NodeResult) -> Vote,
+    early: bool,
+    mut tally: Tally,
+) -> Tally {
     debug_assert!(nodes.len() <= MAX_NODES);
-    let mut tally = Tally::new(nodes.len());
     // Queue on every node before waiting on any: the rounds overlap on the wire.
     let mut waiting: [Option<Pending>; MAX_NODES] = std::array::from_fn(|_| None);
     for (index, (slot, node)) in waiting.iter_mut().zip(nodes).enumerate() {

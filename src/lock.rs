@@ -33,6 +33,9 @@ pub struct Lock {
     pub(crate) fence_floor: u64,
     /// The committed fencing token (fenced locks).
     pub(crate) fence: Option<u64>,
+    /// The nodes that confirmed the last acquire or extend (bit = node index): only their answers can
+    /// tell "someone else's now" or "expired" apart from "never had it".
+    pub(crate) held: u16,
 }
 
 impl Lock {

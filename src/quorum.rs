@@ -113,6 +113,12 @@ pub struct Tally {
     pub(crate) gone: usize,
     /// Yes votes that reported a client waiting elsewhere.
     pub(crate) waiters: usize,
+    /// Which nodes voted yes / taken / gone (bit = node index; at most 9 nodes).
+    pub(crate) yes_mask: u16,
+    pub(crate) taken_mask: u16,
+    pub(crate) gone_mask: u16,
+    /// Release rounds: "gone" counts toward the goal (see [`Tally::for_release`]).
+    release: bool,
     /// Fence commits refused because a node's counter was already at or above the proposal.
     pub(crate) conflicts: usize,
     /// The highest fence counter any node reported in this round.
@@ -130,9 +136,24 @@ impl Tally {
             taken: 0,
             gone: 0,
             waiters: 0,
+            yes_mask: 0,
+            taken_mask: 0,
+            gone_mask: 0,
+            release: false,
             conflicts: 0,
             max_counter: 0,
             failures: Vec::new(),
+        }
+    }
+
+    /// A tally for a release round: won once at least one node deleted our key and, with the nodes
+    /// where it was already gone (expired, or never landed), no majority can hold our value any more.
+    /// A lock acquired on a bare majority leaves the other nodes answering "gone" to its release;
+    /// counting them against would call a successful release a failure.
+    pub fn for_release(nodes: usize) -> Self {
+        Self {
+            release: true,
+            ..Self::new(nodes)
         }
     }
 
@@ -143,6 +164,13 @@ impl Tally {
 
     /// Counts node `index`'s vote and says whether the round is decided.
     pub fn record(&mut self, index: usize, vote: Vote) -> Decision {
+        let bit = 1u16.checked_shl(index as u32).unwrap_or(0);
+        match &vote {
+            Vote::Yes | Vote::YesWaiters | Vote::YesAt(_) => self.yes_mask |= bit,
+            Vote::Taken | Vote::TakenAt(_) => self.taken_mask |= bit,
+            Vote::Gone => self.gone_mask |= bit,
+            Vote::Conflict(_) | Vote::Failed(_) => {}
+        }
         match vote {
             Vote::Yes => self.yes += 1,
             Vote::YesWaiters => {
@@ -170,6 +198,16 @@ impl Tally {
 
     /// Where the round stands now.
     pub fn decision(&self) -> Decision {
+        if self.release {
+            let against = self.taken + self.conflicts + self.failures.len();
+            return if self.yes > 0 && self.yes + self.gone >= self.quorum() {
+                Decision::Won
+            } else if against > self.nodes - self.quorum() {
+                Decision::Lost
+            } else {
+                Decision::Open
+            };
+        }
         let against = self.taken + self.gone + self.conflicts + self.failures.len();
         if self.yes >= self.quorum() {
             Decision::Won
@@ -249,6 +287,26 @@ mod tests {
                 assert_eq!(decided, expect, "n={n} mask={mask:b}");
             }
         }
+    }
+
+    #[test]
+    fn a_release_counts_gone_nodes_toward_the_goal() {
+        // Lock held on 3 of 5: the other two answer "gone"; two deletes already leave no majority.
+        let mut t = Tally::for_release(5);
+        assert_eq!(t.record(3, Vote::Gone), Decision::Open);
+        assert_eq!(t.record(4, Vote::Gone), Decision::Open);
+        assert_eq!(t.record(0, Vote::Yes), Decision::Won);
+        // Everything gone and nothing deleted: not won (the lock had expired).
+        let mut t = Tally::for_release(3);
+        for i in 0..3 {
+            assert_eq!(t.record(i, Vote::Gone), Decision::Open);
+        }
+        let mut t = Tally::for_release(3);
+        t.record(0, Vote::Taken);
+        assert_eq!(
+            t.record(1, Vote::Failed(NodeError::Timeout)),
+            Decision::Lost
+        );
     }
 
     #[test]

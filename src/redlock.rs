@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use crate::acquire::{release_cmd, start};
 use crate::config::{Config, Settings};
 use crate::error::LockError;
-use crate::fanout::fan_out;
+use crate::fanout::{fan_out, release_round};
 use crate::kind::Kind;
 use crate::lock::Lock;
 use crate::observe::{Metrics, Op};
@@ -203,13 +203,9 @@ impl Redlock {
         }
         let timeout = s.timing.node_timeout(lock.ttl);
         let started = Instant::now();
+        let lock_held = lock.held;
         let cmd = release_cmd(lock.kind.release_script(s.notify_releases), &lock);
-        let mut round = pin!(fan_out(
-            self.nodes(),
-            &cmd,
-            started + timeout,
-            Vote::of_script
-        ));
+        let mut round = pin!(release_round(self.nodes(), &cmd, started + timeout));
         // The first poll queues the release on every connection; a local waiter let in after that is
         // written behind it, so its SET finds the key gone — no need to wait for our replies first.
         let early = start(round.as_mut()).await;
@@ -237,10 +233,13 @@ impl Redlock {
             tokio::time::sleep(grace).await;
             self.leave(local);
         }
-        if tally.won() {
+        // Released once no majority can hold our value any more: nodes that confirmed the delete plus
+        // nodes where it was already gone (or never landed) make a majority, and at least one delete
+        // happened (otherwise the lock had simply expired).
+        if tally.won() || (tally.yes > 0 && tally.yes + tally.gone >= tally.quorum()) {
             Ok(())
         } else {
-            Err(owner_error(tally))
+            Err(owner_error(tally, lock_held))
         }
     }
 
@@ -296,6 +295,7 @@ impl Redlock {
             Some(_) if tally.won() => {
                 lock.valid_until = extended_until;
                 lock.ttl = ttl;
+                lock.held = tally.yes_mask;
                 if let Some(local) = &lock.local {
                     local.set_valid_until(extended_until);
                 }
@@ -310,7 +310,7 @@ impl Redlock {
                         min,
                     })
                 } else {
-                    Err(owner_error(tally))
+                    Err(owner_error(tally, lock.held))
                 }
             }
         }
@@ -392,12 +392,17 @@ impl fmt::Debug for Redlock {
 }
 
 /// Why a release or extend round was lost.
-fn owner_error(tally: Tally) -> LockError {
-    if tally.taken > 0 {
+///
+/// Only the nodes that confirmed the lock (`held`, a bit per node) can tell: a node that never had our
+/// key answers "gone" (or shows a contender's key) whatever happened to the lock.
+fn owner_error(tally: Tally, held: u16) -> LockError {
+    let failed_held = tally
+        .failures
+        .iter()
+        .any(|(index, _)| held & 1u16.checked_shl(*index as u32).unwrap_or(0) != 0);
+    if tally.taken_mask & held != 0 {
         LockError::NotOwner
-    } else if tally.gone > 0
-        && (tally.failures.is_empty() || tally.gone + tally.yes >= tally.quorum())
-    {
+    } else if tally.gone_mask & held != 0 && !failed_held {
         LockError::AlreadyExpired
     } else {
         LockError::QuorumNotReached {
