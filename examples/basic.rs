@@ -12,10 +12,14 @@ mod support;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 1. Nodes: yours from REDLOCK_NODES, or three throwaway ones on free loopback ports.
-    let (urls, _servers) = support::nodes()?;
+    let (urls, servers) = support::nodes()?;
 
     // 2. The engine: one pipelined connection per node.
-    let redlock = Redlock::builder().nodes(urls).build().await?;
+    let redlock = Redlock::builder()
+        .nodes(urls)
+        .quarantine(!servers.started_here())
+        .build()
+        .await?;
 
     // 3. Acquire for 10 s. The lock is held on a majority with at least 90% of its TTL left.
     let mut lock = redlock

@@ -13,8 +13,12 @@ mod support;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (urls, _servers) = support::nodes()?;
-    let redlock = Redlock::builder().nodes(urls).build().await?;
+    let (urls, servers) = support::nodes()?;
+    let redlock = Redlock::builder()
+        .nodes(urls)
+        .quarantine(!servers.started_here())
+        .build()
+        .await?;
     let counter = Arc::new(AtomicU64::new(0));
 
     // 1. 32 tasks, 20 increments each, of a counter that only the lock holder may touch.

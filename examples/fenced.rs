@@ -28,8 +28,12 @@ impl Store {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (urls, _servers) = support::nodes()?;
-    let redlock = Redlock::builder().nodes(urls).build().await?;
+    let (urls, servers) = support::nodes()?;
+    let redlock = Redlock::builder()
+        .nodes(urls)
+        .quarantine(!servers.started_here())
+        .build()
+        .await?;
     let mut store = Store::default();
 
     // 1. Client 1 takes the lock with a short TTL, then "pauses" past it (GC, SIGSTOP, swap...).

@@ -10,8 +10,12 @@ mod support;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (urls, _servers) = support::nodes()?;
-    let redlock = Redlock::builder().nodes(urls).build().await?;
+    let (urls, servers) = support::nodes()?;
+    let redlock = Redlock::builder()
+        .nodes(urls)
+        .quarantine(!servers.started_here())
+        .build()
+        .await?;
 
     // 1. A 900 ms TTL, renewed every 300 ms by the engine's watchdog (one batched write per node).
     let lock = redlock

@@ -80,6 +80,13 @@ impl Builder {
         self
     }
 
+    /// See [`Config::quarantine`]. Turn it off only for nodes that keep their data across crashes, or
+    /// that this process has just started itself (they hold no lock anyone could lose).
+    pub fn quarantine(mut self, on: bool) -> Self {
+        self.config.quarantine = on;
+        self
+    }
+
     /// See [`Config::connect_timeout`].
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.config.connect_timeout = timeout;

@@ -40,7 +40,8 @@ pub struct Config {
     pub retry_jitter: Duration,
     /// Overall bound on one `acquire` across retries. Default: `None` (bounded by `retry_count`).
     pub acquire_timeout: Option<Duration>,
-    /// Largest TTL accepted by acquire and extend. Default: 24 h.
+    /// Largest TTL accepted by acquire and extend: the maximum lock lifetime, which is also how long a
+    /// restarted node stays quarantined. Use renewal for longer work. Default: 60 s.
     pub max_ttl: Duration,
     /// Longest resource name in bytes. Default: 1024.
     pub max_resource_len: usize,
@@ -62,7 +63,8 @@ pub struct Config {
     /// Crashed-node quarantine: a node up for less than `max_ttl` (the maximum lock lifetime), or whose
     /// `run_id` changed across a reconnect, does not vote in any quorum until it has been up that long.
     /// Turn it off only for nodes that keep their data across crashes (`appendfsync always`): with it on,
-    /// a majority restart means no lock for `max_ttl`. Default: `false` (see the README).
+    /// a majority restart means no lock for `max_ttl`, and neither does a node set started less than
+    /// `max_ttl` ago. Default: `true`.
     pub quarantine: bool,
     /// With `local_queue`: how many times in a row a lock may be handed to a waiting task of this
     /// process without releasing it on the nodes (0 disables hand-off). Default: 4.
@@ -82,14 +84,14 @@ impl Default for Config {
             retry_delay: Duration::from_millis(50),
             retry_jitter: Duration::from_millis(50),
             acquire_timeout: None,
-            max_ttl: Duration::from_secs(24 * 3600),
+            max_ttl: Duration::from_secs(60),
             max_resource_len: 1024,
             connect_timeout: Duration::from_secs(1),
             max_pending: 65_536,
             max_readers: u32::MAX,
             tls_ca_file: None,
             local_queue: true,
-            quarantine: false,
+            quarantine: true,
             notify_releases: true,
             max_local_handoffs: 4,
         }

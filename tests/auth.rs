@@ -10,7 +10,7 @@ use redlock_engine::{LockError, NodeError, Redlock};
 const TTL: Duration = Duration::from_secs(5);
 
 async fn engine(url: String, transport: redlock_engine::Transport) -> Redlock {
-    Redlock::builder()
+    common::builder()
         .nodes([url])
         .transport(transport)
         .retry(0, Duration::ZERO, Duration::ZERO)

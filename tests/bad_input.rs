@@ -21,7 +21,7 @@ async fn bad_configurations_are_rejected_with_a_reason() {
     let with = |f: &dyn Fn(&mut Config)| {
         let mut c = Config {
             nodes: vec![good.clone()],
-            ..Default::default()
+            ..common::fresh_config()
         };
         f(&mut c);
         c
@@ -125,7 +125,7 @@ async fn bad_ttls_and_resources_are_rejected() {
 #[tokio::test]
 async fn a_ttl_not_above_the_node_timeout_is_rejected() {
     let cluster = nodes(1);
-    let e = Redlock::builder()
+    let e = common::builder()
         .nodes(urls(&cluster))
         .node_timeout(Duration::from_millis(100))
         .build()

@@ -15,7 +15,7 @@ const NODE_TIMEOUT: Duration = Duration::from_millis(50);
 const MARGIN: Duration = Duration::from_millis(250);
 
 async fn engine_with_timeout(urls: Vec<String>, transport: Transport) -> Redlock {
-    Redlock::builder()
+    common::builder()
         .nodes(urls)
         .transport(transport)
         .node_timeout(NODE_TIMEOUT)

@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::{engine, nodes, transports, urls};
-use redlock_engine::{LockError, Redlock, Transport};
+use redlock_engine::{LockError, Transport};
 
 const TTL: Duration = Duration::from_secs(5);
 
@@ -58,7 +58,7 @@ async fn all_or_none_on_every_node() {
 async fn a_node_down_or_frozen_does_not_block_the_majority() {
     let mut cluster = nodes(5);
     for transport in transports() {
-        let e = Redlock::builder()
+        let e = common::builder()
             .nodes(urls(&cluster))
             .transport(transport)
             .node_timeout(Duration::from_millis(50))

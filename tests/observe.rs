@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use common::{dead_url, nodes, urls};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use redlock_engine::Redlock;
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -40,7 +39,7 @@ async fn rounds_are_counted_and_traced_without_the_lock_value() {
     let cluster = nodes(2);
     let mut node_urls = urls(&cluster);
     node_urls.push(dead_url()); // node 2 is down: its failures are counted per node
-    let e = Redlock::builder().nodes(node_urls).build().await.unwrap();
+    let e = common::builder().nodes(node_urls).build().await.unwrap();
     let mut lock = e
         .acquire(b"observed", Duration::from_secs(5))
         .await

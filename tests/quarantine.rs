@@ -27,6 +27,11 @@ async fn engine(cluster: &[RedisNode], quarantine: bool) -> Redlock {
     .unwrap()
 }
 
+#[test]
+fn quarantine_is_on_by_default() {
+    assert!(Config::default().quarantine);
+}
+
 #[tokio::test]
 async fn young_nodes_do_not_vote_until_old_enough() {
     let cluster = nodes(3);

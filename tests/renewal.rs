@@ -204,7 +204,7 @@ async fn with_lock_runs_renews_and_releases_even_on_panic() {
 #[tokio::test]
 async fn an_owner_reenters_what_it_holds_and_others_cannot() {
     let cluster = nodes(3);
-    let e = redlock_engine::Redlock::builder()
+    let e = common::builder()
         .nodes(urls(&cluster))
         .retry(2, Duration::from_millis(5), Duration::from_millis(5))
         .build()

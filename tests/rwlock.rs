@@ -46,7 +46,7 @@ async fn readers_share_writers_exclude() {
 #[tokio::test]
 async fn a_waiting_writer_is_not_starved_by_new_readers() {
     let cluster = nodes(3);
-    let e = Redlock::builder()
+    let e = common::builder()
         .nodes(urls(&cluster))
         .retry(200, Duration::from_millis(5), Duration::from_millis(5))
         .build()
@@ -98,7 +98,7 @@ async fn a_reader_limit_is_enforced_and_zero_is_rejected() {
     let config = |max_readers| Config {
         nodes: urls(&cluster),
         max_readers,
-        ..Default::default()
+        ..common::fresh_config()
     };
     assert!(matches!(
         Redlock::new(config(0)).await,
@@ -117,7 +117,7 @@ async fn a_reader_limit_is_enforced_and_zero_is_rejected() {
 #[tokio::test]
 async fn expired_readers_do_not_block_a_writer_and_a_frozen_node_does_not_block_anyone() {
     let mut cluster = nodes(5);
-    let e = Redlock::builder()
+    let e = common::builder()
         .nodes(urls(&cluster))
         .node_timeout(Duration::from_millis(50))
         .build()

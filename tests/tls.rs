@@ -32,7 +32,7 @@ async fn locks_over_tls_with_the_test_ca() {
     let e = Redlock::new(Config {
         nodes: vec![format!("rediss://127.0.0.1:{port}")],
         tls_ca_file: Some(ca),
-        ..Default::default()
+        ..common::fresh_config()
     })
     .await
     .unwrap();
@@ -52,7 +52,7 @@ async fn an_untrusted_certificate_fails_the_node_not_the_caller() {
     let e = Redlock::new(Config {
         nodes: vec![format!("rediss://127.0.0.1:{port}")],
         retry_count: 0,
-        ..Default::default()
+        ..common::fresh_config()
     })
     .await
     .unwrap();
@@ -73,7 +73,7 @@ async fn a_bad_ca_file_is_a_configuration_error() {
     let missing = Redlock::new(Config {
         nodes: vec!["rediss://127.0.0.1:1".into()],
         tls_ca_file: Some("/nonexistent/ca.pem".into()),
-        ..Default::default()
+        ..common::fresh_config()
     })
     .await;
     assert!(

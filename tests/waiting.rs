@@ -17,7 +17,7 @@ fn config(nodes: &[RedisNode]) -> Config {
         retry_count: 50,
         retry_delay: Duration::from_millis(20),
         retry_jitter: Duration::from_millis(20),
-        ..Default::default()
+        ..common::fresh_config()
     }
 }
 

@@ -19,6 +19,15 @@ pub fn nodes() -> Result<(Vec<String>, Servers), Box<dyn std::error::Error>> {
 /// Child redis-server processes, killed on drop.
 pub struct Servers(Vec<Child>);
 
+impl Servers {
+    /// Whether these examples started the nodes themselves. Such nodes hold no lock anyone could lose,
+    /// so the crashed-node quarantine (on by default: a node up for less than the maximum lock
+    /// lifetime does not vote) can be off for them; keep it on for real nodes.
+    pub fn started_here(&self) -> bool {
+        !self.0.is_empty()
+    }
+}
+
 impl Drop for Servers {
     fn drop(&mut self) {
         for child in &mut self.0 {

@@ -230,9 +230,23 @@ pub fn transports() -> Vec<Transport> {
     all
 }
 
+/// A builder for nodes this test just started: they hold no lock anyone could lose, so the crashed-node
+/// quarantine (which would keep them out for `max_ttl`) is off. `tests/quarantine.rs` turns it on.
+pub fn builder() -> redlock_engine::Builder {
+    Redlock::builder().quarantine(false)
+}
+
+/// The default configuration for nodes this test just started (quarantine off, see [`builder`]).
+pub fn fresh_config() -> redlock_engine::Config {
+    redlock_engine::Config {
+        quarantine: false,
+        ..Default::default()
+    }
+}
+
 /// An engine on `urls` with short retry pauses, for tests.
 pub async fn engine(urls: Vec<String>, transport: Transport) -> Redlock {
-    Redlock::builder()
+    builder()
         .nodes(urls)
         .transport(transport)
         .retry(3, Duration::from_millis(5), Duration::from_millis(5))
