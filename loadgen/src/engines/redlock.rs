@@ -40,6 +40,9 @@ pub async fn build(
         .transport(transport)
         .retry(retry.retries, retry.delay, retry.jitter)
         .connect_timeout(Duration::from_secs(2))
+        // A load run measures the command stream, which quarantine does not change; and spawned nodes
+        // are fresh, so with it on they would not vote for the first max_ttl.
+        .quarantine(false)
         .build()
         .await
         .map_err(|e| e.to_string())?;

@@ -33,8 +33,18 @@ pub fn render(report: &Report, svg: &str) -> String {
     );
     let _ = writeln!(
         md,
-        "- Workload: hold {}, ttl {:?}, retries {}, retry delay {:?} + jitter {:?}, {} keys, runtime {:?}, warm-up {:?}\n",
-        w.hold, w.ttl, w.retries, w.retry_delay, w.retry_jitter, w.distribution, report.runtime, w.warmup
+        "- Workload: hold {}, ttl {:?}, retries {}, retry delay {:?} + jitter {:?}, {} keys, runtime {}, warm-up {:?}\n",
+        w.hold,
+        w.ttl,
+        w.retries,
+        w.retry_delay,
+        w.retry_jitter,
+        w.distribution,
+        match report.runtime {
+            crate::cli::RuntimeKind::Current => "current-thread",
+            crate::cli::RuntimeKind::Multi => "multi-thread",
+        },
+        w.warmup
     );
     let _ = writeln!(md, "![acquire latency by percentile]({svg})\n");
     let all_ratios = ratios(report);
