@@ -49,7 +49,10 @@ impl Redlock {
                 w.as_mut().enable();
             }
             let err = match self.attempt(&target, ttl).await {
-                Ok(lock) => break Ok(lock),
+                Ok(mut lock) => {
+                    lock.attempts = attempts;
+                    break Ok(lock);
+                }
                 Err(err) => err,
             };
             if !retry || !err.is_retryable() || attempts > s.retry.count {
@@ -152,6 +155,7 @@ impl Redlock {
         }
         let mut lock = guard.keep();
         lock.handoffs += 1;
+        lock.attempts = 0;
         Some(lock)
     }
 
@@ -191,6 +195,7 @@ impl Redlock {
                     fence_floor: tally.max_counter,
                     fence: None,
                     held: tally.yes_mask,
+                    attempts: 1,
                 })
             }
             left => Err(LockError::ValidityExpired {

@@ -36,6 +36,8 @@ pub struct Lock {
     /// The nodes that confirmed the last acquire or extend (bit = node index): only their answers can
     /// tell "someone else's now" or "expired" apart from "never had it".
     pub(crate) held: u16,
+    /// Attempts the acquire that returned this lock made (0 for a local hand-off).
+    pub(crate) attempts: u32,
 }
 
 impl Lock {
@@ -94,6 +96,12 @@ impl Lock {
     /// step of work the lock protects: a process can pause for longer than the TTL at any point.
     pub fn is_valid(&self) -> bool {
         Instant::now() < self.valid_until
+    }
+
+    /// How many attempts on the nodes the acquire that returned this lock made: 1 when the first won,
+    /// 0 when it was handed over by another task of this process without a round trip.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
     }
 
     /// The TTL the keys were last set with.
