@@ -102,6 +102,8 @@ fn engine(rt: &Runtime, urls: &[String], config: &Config) -> Redlock {
             .nodes(urls[..config.nodes].to_vec())
             .transport(config.transport)
             .node_timeout(NODE_TIMEOUT)
+            // The bench's nodes are fresh: with quarantine on they would not vote for max_ttl.
+            .quarantine(false)
             .build()
             .await
             .expect("engine builds");

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs both bench targets (logic, then e2e), saves the run as criterion baseline NAME (default: main) in
+# Runs both bench targets (cargo runs e2e, then logic), saves the run as criterion baseline NAME (default: main) in
 # target/criterion, and rewrites this directory's summary from it: machine.md, bench-output.txt (the
 # benches' printed output), BASELINE.md and baseline.json.
 #
-# Usage: results/benches/run.sh [NAME]        (from anywhere; about 3 minutes on 2 cores)
+# Usage: results/benches/run.sh [NAME]        (from anywhere; about 5 minutes on 2 cores)
 #
 # Needs cargo and python3; redis-server is installed by scripts/with-redis when missing.
 # `--bench logic --bench e2e` rather than plain `cargo bench`: the library's own (empty) libtest bench
