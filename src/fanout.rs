@@ -15,7 +15,13 @@ use tokio::time::Instant;
 use crate::config::MAX_NODES;
 use crate::error::NodeError;
 use crate::quorum::{Decision, Tally, Vote};
-use crate::transport::{Cmd, NodeClient, NodeResult, Pending};
+use crate::transport::{self, Cmd, NodeClient, NodeResult, Pending};
+
+thread_local! {
+    /// The current round's encoded command; reused, so a round allocates nothing for it.
+    static ENCODED: std::cell::RefCell<bytes::BytesMut> =
+        std::cell::RefCell::new(bytes::BytesMut::with_capacity(256));
+}
 
 /// Sends `cmd` to all `nodes` and tallies `read(reply)` votes until decided or `deadline`.
 pub(crate) async fn fan_out(
@@ -64,18 +70,23 @@ async fn run(
     mut tally: Tally,
 ) -> Tally {
     debug_assert!(nodes.len() <= MAX_NODES);
-    // Queue on every node before waiting on any: the rounds overlap on the wire.
+    // Queue on every node before waiting on any: the rounds overlap on the wire. The command is
+    // encoded once for all of them (into a per-thread buffer: nothing awaits while it is borrowed).
     let mut waiting: [Option<Pending>; MAX_NODES] = std::array::from_fn(|_| None);
-    for (index, (slot, node)) in waiting.iter_mut().zip(nodes).enumerate() {
-        let pending = node.send(cmd);
-        if node.votes() {
-            *slot = Some(pending);
-        } else {
-            // Sent all the same (a release must reach it too); only its answer does not count.
-            drop(pending);
-            tally.record(index, Vote::Failed(NodeError::Quarantined));
+    ENCODED.with_borrow_mut(|encoded| {
+        encoded.clear();
+        transport::encode(encoded, cmd);
+        for (index, (slot, node)) in waiting.iter_mut().zip(nodes).enumerate() {
+            let pending = node.send_encoded(cmd, encoded);
+            if node.votes() {
+                *slot = Some(pending);
+            } else {
+                // Sent all the same (a release must reach it too); only its answer does not count.
+                drop(pending);
+                tally.record(index, Vote::Failed(NodeError::Quarantined));
+            }
         }
-    }
+    });
     let mut timer = pin!(tokio::time::sleep_until(deadline));
     poll_fn(|cx| {
         let mut open = 0;

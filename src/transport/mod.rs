@@ -129,6 +129,13 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
     /// Dropping it discards the reply; the command still runs.
     fn send(&self, cmd: &Cmd) -> Pending;
 
+    /// [`send`](Self::send) with the command already RESP-encoded by the caller, so a round encodes
+    /// once, not once per node. Transports that do not write RESP themselves ignore `encoded`.
+    fn send_encoded(&self, cmd: &Cmd, encoded: &[u8]) -> Pending {
+        let _ = encoded;
+        self.send(cmd)
+    }
+
     /// Whether the node's connection is up right now.
     fn is_connected(&self) -> bool;
 
@@ -184,6 +191,11 @@ impl Future for Pending {
 
 /// Encodes `cmd` as the pipeline would (for the benches).
 pub(crate) fn encode_for_bench(out: &mut bytes::BytesMut, cmd: &Cmd) {
+    resp::encode_cmd(out, cmd, false);
+}
+
+/// Encodes `cmd` once, for every node of a round.
+pub(crate) fn encode(out: &mut bytes::BytesMut, cmd: &Cmd) {
     resp::encode_cmd(out, cmd, false);
 }
 

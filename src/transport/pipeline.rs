@@ -105,6 +105,14 @@ impl NodeClient for PipelineNode {
         }
     }
 
+    fn send_encoded(&self, cmd: &Cmd, encoded: &[u8]) -> Pending {
+        let (tx, rx) = oneshot::channel();
+        match self.shared.enqueue_frame(cmd, Some(encoded), tx) {
+            Ok(()) => Pending::pipeline(Waiter { rx }),
+            Err(e) => Pending::ready(Err(e)),
+        }
+    }
+
     fn is_connected(&self) -> bool {
         self.shared.lock().connected
     }
@@ -168,6 +176,27 @@ impl Shared {
         eval_source: bool,
         tx: oneshot::Sender<NodeResult>,
     ) -> Result<(), NodeError> {
+        self.enqueue_inner(generation, cmd, eval_source, None, tx)
+    }
+
+    /// Enqueues `cmd` whose `EVALSHA`/`SET` form the caller has already encoded.
+    fn enqueue_frame(
+        &self,
+        cmd: &Cmd,
+        encoded: Option<&[u8]>,
+        tx: oneshot::Sender<NodeResult>,
+    ) -> Result<(), NodeError> {
+        self.enqueue_inner(0, cmd, false, encoded, tx)
+    }
+
+    fn enqueue_inner(
+        &self,
+        generation: u64,
+        cmd: &Cmd,
+        eval_source: bool,
+        encoded: Option<&[u8]>,
+        tx: oneshot::Sender<NodeResult>,
+    ) -> Result<(), NodeError> {
         // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
         let script = (!eval_source && matches!(cmd, Cmd::Script { .. })).then(|| cmd.clone());
         let mut st = self.lock();
@@ -178,7 +207,10 @@ impl Shared {
             return Err(NodeError::Backpressure);
         }
         let wake = st.out.is_empty();
-        encode_cmd(&mut st.out, cmd, eval_source);
+        match encoded {
+            Some(frame) => st.out.extend_from_slice(frame),
+            None => encode_cmd(&mut st.out, cmd, eval_source),
+        }
         st.pending.push_back(Slot { tx, script });
         drop(st);
         // The writer takes the whole buffer each time it wakes, so only the first command of a batch
