@@ -59,8 +59,9 @@ async fn an_untrusted_certificate_fails_the_node_not_the_caller() {
     assert_eq!(e.connected_nodes(), 0);
     match e.acquire(b"over-tls", Duration::from_secs(5)).await {
         Err(LockError::QuorumNotReached { failures, .. }) => {
+            // The caller learns why: the node's address and the failed TLS handshake.
             assert!(
-                matches!(failures[0].1, NodeError::Disconnected),
+                matches!(&failures[0].1, NodeError::Connect(why) if why.contains("TLS") && why.contains("127.0.0.1")),
                 "{failures:?}"
             )
         }

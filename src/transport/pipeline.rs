@@ -52,6 +52,9 @@ struct Shared {
 #[derive(Debug)]
 struct State {
     connected: bool,
+    /// Why the last connect failed (names the node): what requests fail with while disconnected, so
+    /// "wrong password" or "TLS handshake failed" reaches the caller instead of a bare "not connected".
+    last_error: Option<NodeError>,
     /// Bumped on every new connection, so tasks of an old connection cannot touch the new one.
     generation: u64,
     /// Encoded commands not yet handed to the writer.
@@ -71,6 +74,7 @@ impl PipelineNode {
             opts: opts.clone(),
             state: Mutex::new(State {
                 connected: false,
+                last_error: None,
                 generation: 0,
                 out: BytesMut::with_capacity(16 * 1024),
                 pending: VecDeque::new(),
@@ -82,7 +86,8 @@ impl PipelineNode {
         });
         match open(&shared.addr, &shared.opts, true).await {
             Ok((stream, identity)) => shared.install(stream, identity),
-            Err(_) => {
+            Err(e) => {
+                shared.lock().last_error = Some(e);
                 tokio::spawn(reconnect_loop(shared.clone()));
             }
         }
@@ -200,7 +205,10 @@ impl Shared {
         // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
         let script = (!eval_source && matches!(cmd, Cmd::Script { .. })).then(|| cmd.clone());
         let mut st = self.lock();
-        if !st.connected || (generation != 0 && st.generation != generation) {
+        if !st.connected {
+            return Err(st.last_error.clone().unwrap_or(NodeError::Disconnected));
+        }
+        if generation != 0 && st.generation != generation {
             return Err(NodeError::Disconnected);
         }
         if st.pending.len() >= self.opts.max_pending {
@@ -231,6 +239,7 @@ impl Shared {
             let mut st = self.lock();
             st.generation += 1;
             st.connected = true;
+            st.last_error = None;
             st.out.clear();
             st.conn_token = token.clone();
             st.generation
@@ -397,7 +406,10 @@ async fn reconnect_loop(shared: Arc<Shared>) {
                 return shared.install(stream, identity)
             }
             Ok(_) => return,
-            Err(_) => delay = (delay * 2).min(shared.opts.reconnect_max),
+            Err(e) => {
+                shared.lock().last_error = Some(e);
+                delay = (delay * 2).min(shared.opts.reconnect_max);
+            }
         }
     }
 }
