@@ -11,12 +11,18 @@
 //!   caller's start precedes the engine's by however long the thread was preempted in between.)
 //! - **expired at grant**: a lock returned with `valid_until` not after the return itself.
 //!
+//! - **stale writes accepted**: fenced-store writes the store accepted although a write with a higher
+//!   token had been accepted before (in the store's own order, the sequence number it returns). It
+//!   recomputes the store's check from the logs, independently of the script: always 0 unless the
+//!   store is broken. **Stale writes rejected**: writes the store refused — fencing stopping a late
+//!   holder.
+//!
 //! Lost updates need the storage node, so the scenario runner computes them from [`Summary::completed`].
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::record::{Grant, Outcome, Record, Wrote};
+use crate::record::{Fenced, Grant, Outcome, Record, Wrote};
 
 /// Slack for converting `Instant`s to raw nanoseconds (the conversion is exact to tens of ns).
 const TOLERANCE_NS: u64 = 1_000;
@@ -110,6 +116,14 @@ pub struct Summary {
     pub completed: BTreeMap<String, i64>,
     /// Grants whose lock was extended (successfully or not).
     pub extends: usize,
+    /// Grants that carried a fencing token.
+    pub fenced_grants: usize,
+    /// Fenced writes accepted by the store.
+    pub fenced_accepted: usize,
+    /// Accepted fenced writes whose token was lower than one accepted earlier (the store failed).
+    pub stale_accepted: usize,
+    /// Fenced writes the store rejected.
+    pub stale_rejected: usize,
 }
 
 /// Checks every grant of `logs`.
@@ -143,6 +157,15 @@ pub fn summarize(logs: &Logs) -> Summary {
             s.extends += 1;
         }
     }
+    let (accepted, stale) = stale_accepted(&logs.grants);
+    s.fenced_accepted = accepted;
+    s.stale_accepted = stale;
+    s.fenced_grants = logs.grants.iter().filter(|g| g.token.is_some()).count();
+    s.stale_rejected = logs
+        .grants
+        .iter()
+        .filter(|g| g.fenced == Fenced::Rejected)
+        .count();
     for (resource, mut grants) in by_resource {
         grants.sort_by_key(|g| g.t1);
         let mut latest: Option<&Grant> = None;
@@ -166,6 +189,34 @@ pub fn summarize(logs: &Logs) -> Summary {
         }
     }
     s
+}
+
+/// Accepted fenced writes, and how many of them had a token below one the store accepted before them
+/// (per resource, in the store's order).
+fn stale_accepted(grants: &[Grant]) -> (usize, usize) {
+    let mut by_resource: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+    for g in grants {
+        if let (Fenced::Accepted(seq), Some(token)) = (g.fenced, g.token) {
+            by_resource
+                .entry(&g.resource)
+                .or_default()
+                .push((seq, token));
+        }
+    }
+    let mut accepted = 0;
+    let mut stale = 0;
+    for mut writes in by_resource.into_values() {
+        writes.sort_unstable();
+        accepted += writes.len();
+        let mut highest = 0;
+        for (_, token) in writes {
+            if token < highest {
+                stale += 1;
+            }
+            highest = highest.max(token);
+        }
+    }
+    (accepted, stale)
 }
 
 /// Whether `g` claims more validity than its own measurements allow.
@@ -212,7 +263,29 @@ mod tests {
             wrote: Wrote::Yes,
             ext: Outcome::None,
             rel: Outcome::Ok,
+            token: None,
+            fenced: Fenced::None,
         }
+    }
+
+    #[test]
+    fn an_accepted_write_below_an_earlier_token_is_stale() {
+        let mut logs = Logs::default();
+        for (seq, token) in [(1, 10), (2, 12), (3, 11), (4, 12)] {
+            let mut g = grant("a", seq, 900_000, 0);
+            g.token = Some(token);
+            g.fenced = Fenced::Accepted(seq);
+            logs.grants.push(g);
+        }
+        let mut g = grant("b", 9, 900_000, 0);
+        g.token = Some(5);
+        g.fenced = Fenced::Rejected;
+        logs.grants.push(g);
+        let s = summarize(&logs);
+        assert_eq!(
+            (s.fenced_accepted, s.stale_accepted, s.stale_rejected),
+            (4, 1, 1)
+        );
     }
 
     #[test]

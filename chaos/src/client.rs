@@ -5,6 +5,11 @@
 //! The critical section is the lost-update probe: read the resource's counter on the storage node,
 //! sleep, then — only if the lock is still valid — write it back plus one. A holder that finds its lock
 //! expired after the pause skips the write and tries `extend` (which must fail), as a careful client would.
+//!
+//! With a storage node the locks are fenced (`try_acquire_fenced`), and the critical section also
+//! writes to the fenced store with the lock's token, after the counter write and **whether or not the
+//! lock is still valid**: the store, not the client's clock, decides. A late holder's write is rejected
+//! once a later holder's has been accepted.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,7 +21,7 @@ use redlock_engine::{Config, Lock, Redlock};
 
 use crate::clock::{mono_ns, wall_ns, with_first_poll, InstantMap};
 use crate::counter::Counter;
-use crate::record::{Grant, Log, Outcome, Wrote};
+use crate::record::{Fenced, Grant, Log, Outcome, Wrote};
 
 /// Upper bound on rounds per task, so no loop is unbounded even if the stop signal never comes.
 const MAX_ROUNDS: u64 = 10_000_000;
@@ -72,6 +77,9 @@ pub struct ClientArgs {
     /// Turn on the engine's crashed-node quarantine, with the TTL as the maximum lock lifetime.
     #[arg(long)]
     pub quarantine: bool,
+    /// With `--quarantine`: the maximum lock lifetime (default: the TTL).
+    #[arg(long)]
+    pub max_ttl_ms: Option<u64>,
 }
 
 impl ClientArgs {
@@ -100,6 +108,9 @@ impl ClientArgs {
         }
         if self.quarantine {
             v.push("--quarantine".into());
+        }
+        if let Some(ms) = self.max_ttl_ms {
+            v.push(format!("--max-ttl-ms={ms}"));
         }
         v
     }
@@ -145,7 +156,7 @@ async fn run(args: ClientArgs) -> Result<(), String> {
         // With the quarantine, a restarted node must not vote for as long as any lock of ours can live.
         quarantine: args.quarantine,
         max_ttl: if args.quarantine {
-            ttl
+            args.max_ttl_ms.map_or(ttl, Duration::from_millis)
         } else {
             defaults.max_ttl
         },
@@ -215,8 +226,12 @@ async fn worker(ctx: Arc<Ctx>, index: usize) -> Result<(), String> {
         }
         let resource = &ctx.args.resources[fastrand::usize(..ctx.args.resources.len())];
         let t0 = mono_ns();
-        let (result, fp) =
-            with_first_poll(ctx.redlock.try_acquire(resource.as_bytes(), ctx.ttl)).await;
+        // Fenced when there is a store to fence: every grant then carries a token.
+        let (result, fp) = if counter.is_some() {
+            with_first_poll(ctx.redlock.try_acquire_fenced(resource.as_bytes(), ctx.ttl)).await
+        } else {
+            with_first_poll(ctx.redlock.try_acquire(resource.as_bytes(), ctx.ttl)).await
+        };
         let t1 = mono_ns();
         ctx.log.attempt(t0, t1, Outcome::of(&result));
         if let Ok(lock) = result {
@@ -275,13 +290,22 @@ async fn hold(
         let (r, fp) = with_first_poll(ctx.redlock.extend(&mut lock, ctx.ttl)).await;
         (ext, ext_fp) = (Outcome::of(&r), fp);
     }
-    let wrote = match (counter, read) {
+    let wrote = match (counter.as_deref_mut(), read) {
         (Some(c), Some(v)) if valid => {
             c.set(&key, v + 1).await?;
             Wrote::Yes
         }
         (Some(_), _) => Wrote::Skipped,
         _ => Wrote::NoCounter,
+    };
+    // The fenced write goes out even past validity: fencing is what must stop a late holder.
+    let token = lock.fencing_token();
+    let fenced = match (counter, token) {
+        (Some(c), Some(t)) => match c.fenced_write(resource, t).await? {
+            Some(seq) => Fenced::Accepted(seq),
+            None => Fenced::Rejected,
+        },
+        _ => Fenced::None,
     };
     let cs_end = mono_ns();
     let vu = ctx.map.to_ns(lock.valid_until());
@@ -308,5 +332,7 @@ async fn hold(
         wrote,
         ext,
         rel,
+        token,
+        fenced,
     })
 }

@@ -120,6 +120,7 @@ impl Env {
             log: self.dir.join(format!("{id}.log")),
             wall_samples: false,
             quarantine: false,
+            max_ttl_ms: None,
         }
     }
 

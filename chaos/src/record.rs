@@ -8,7 +8,9 @@
 //!   [`crate::clock::with_first_poll`]) and return; `valid_until` at grant (`vu0`) and at the end (`vu`,
 //!   after any extend, whose first poll ended at `ext_fp`, 0 if none); the critical section; when
 //!   release started (0 if never); whether the counter write happened (`1`), was skipped because the
-//!   lock was no longer valid (`0`) or there is no counter (`-`); the extend and release outcomes.
+//!   lock was no longer valid (`0`) or there is no counter (`-`); the extend and release outcomes;
+//!   then `token fenced`: the lock's fencing token (`-` if unfenced) and the fenced store's answer to
+//!   the write with it (`r` rejected, the store's sequence number of the accepted write, `-` none).
 //! - `W wall_ns mono_ns` — a wall-clock sample (scenario 10 shows the client's wall clock jumping).
 //! - `E holder op took_ns message` — a release or extend of a still-valid lock failed: why, for the
 //!   report.
@@ -96,6 +98,35 @@ pub enum Wrote {
     NoCounter,
 }
 
+/// What the fenced store answered to a grant's write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fenced {
+    /// No fenced write (unfenced lock, or no storage).
+    None,
+    /// Accepted; the store's sequence number of the write (its apply order for the resource).
+    Accepted(u64),
+    /// Rejected: a higher token had already been accepted.
+    Rejected,
+}
+
+impl Fenced {
+    fn code(self) -> String {
+        match self {
+            Self::None => "-".into(),
+            Self::Accepted(seq) => seq.to_string(),
+            Self::Rejected => "r".into(),
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "-" => Some(Self::None),
+            "r" => Some(Self::Rejected),
+            n => n.parse().ok().map(Self::Accepted),
+        }
+    }
+}
+
 /// One grant, start to release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
@@ -115,6 +146,9 @@ pub struct Grant {
     pub wrote: Wrote,
     pub ext: Outcome,
     pub rel: Outcome,
+    /// The lock's fencing token, if fenced.
+    pub token: Option<u64>,
+    pub fenced: Fenced,
 }
 
 impl Grant {
@@ -134,7 +168,7 @@ impl Grant {
             Wrote::NoCounter => "-",
         };
         format!(
-            "G {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
+            "G {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
             self.holder,
             self.resource,
             self.ttl_ms,
@@ -151,6 +185,8 @@ impl Grant {
             wrote,
             self.ext.code(),
             self.rel.code(),
+            self.token.map_or("-".into(), |t| t.to_string()),
+            self.fenced.code(),
         )
     }
 }
@@ -185,7 +221,7 @@ impl Record {
                 wall_ns: f[1].parse().ok()?,
                 mono_ns: n(2)?,
             }),
-            (Some("G"), 17) => Some(Self::Grant(Grant {
+            (Some("G"), 19) => Some(Self::Grant(Grant {
                 holder: f[1].to_string(),
                 resource: f[2].to_string(),
                 ttl_ms: n(3)?,
@@ -207,6 +243,11 @@ impl Record {
                 },
                 ext: Outcome::parse(f[15])?,
                 rel: Outcome::parse(f[16])?,
+                token: match f[17] {
+                    "-" => None,
+                    t => Some(t.parse().ok()?),
+                },
+                fenced: Fenced::parse(f[18])?,
             })),
             _ => None,
         }
@@ -285,6 +326,8 @@ mod tests {
             wrote: Wrote::Skipped,
             ext: Outcome::Expired,
             rel: Outcome::NotOwner,
+            token: Some(u64::MAX),
+            fenced: Fenced::Accepted(7),
         };
         let line = g.line();
         assert_eq!(

@@ -189,6 +189,10 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
     match sc.model {
         Model::Inside => {
             f.expect(s.overlaps == 0, "overlap inside the model");
+            f.expect(
+                s.stale_accepted == 0,
+                "the fenced store accepted a stale write inside the model",
+            );
             f.expect(lost == 0, "lost update inside the model");
         }
         Model::RestartWithoutPersistence if ctx.expect_quarantine => {
@@ -209,14 +213,21 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
 
     let mut line = format!(
         "scenario {}: grants {}, overlaps {}, overruns {}, lost updates {lost}, acquire p99 {:.2} ms, \
-         validity lies {}",
+         validity lies {}, stale writes accepted {}",
         sc.name,
         s.grants,
         s.overlaps,
         s.overruns,
         checker::ms(s.p99_ns),
-        s.validity_lies
+        s.validity_lies,
+        s.stale_accepted
     );
+    if s.fenced_grants > 0 {
+        line.push_str(&format!(
+            ", stale writes rejected {} (fenced writes accepted {})",
+            s.stale_rejected, s.fenced_accepted
+        ));
+    }
     for extra in &f.extras {
         line.push_str(", ");
         line.push_str(extra);

@@ -2,11 +2,13 @@
 //! validity. Liveness: another client gets the resource once the frozen holder's keys expire. Safety as
 //! far as a lease can give it: on waking, the holder sees `valid_until` in the past, `extend` fails, and
 //! it skips its write. The checker shows the overrun — the documented limit of any lease lock.
+//! Fencing closes that gap: the woken holder's write to the fenced store (sent regardless of its
+//! validity) carries a token below the later holders' and must be rejected.
 
 use std::time::Duration;
 
 use crate::env::{Ctx, Env, TTL_MS};
-use crate::record::{Outcome, Wrote};
+use crate::record::{Fenced, Outcome, Wrote};
 
 use super::support::{mark, ms_between, wait};
 use super::Findings;
@@ -76,6 +78,19 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         "extend did not fail on waking",
     );
     f.expect(g.wrote == Wrote::Skipped, "the woken holder still wrote");
+    f.extra(format!(
+        "its fenced write (token {}): {}",
+        g.token.map_or("none".into(), |t| t.to_string()),
+        match g.fenced {
+            Fenced::Rejected => "rejected".to_string(),
+            Fenced::Accepted(seq) => format!("ACCEPTED as write {seq}"),
+            Fenced::None => "not sent".to_string(),
+        }
+    ));
+    f.expect(
+        g.fenced == Fenced::Rejected,
+        "the fenced store did not reject the woken holder's stale write",
+    );
     f.expect(
         !others.is_empty(),
         "nobody got the resource while its holder was frozen",

@@ -20,7 +20,7 @@ use redlock_engine::Redlock;
 use crate::clock::{mono_ns, InstantMap};
 use crate::counter::Counter;
 use crate::env::{Ctx, Env};
-use crate::record::{Grant, Log, Outcome, Wrote};
+use crate::record::{Fenced, Grant, Log, Outcome, Wrote};
 
 use super::support::{acquire_within, engine_with, wait, Acquired};
 use super::Findings;
@@ -138,6 +138,8 @@ async fn finish(
         wrote,
         ext: Outcome::None,
         rel,
+        token: None,
+        fenced: Fenced::None,
     })
 }
 
