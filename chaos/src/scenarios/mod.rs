@@ -1,4 +1,5 @@
-//! The ten scenarios of issue 5, one file each, and the runner that turns a scenario's logs into its
+//! The ten scenarios of issue 5 and scenario 11 (issue 7: a majority restart under quarantine), one
+//! file each, and the runner that turns a scenario's logs into its
 //! summary line and verdict.
 //!
 //! A scenario starts its background clients, plays its fault timeline, stops the clients and returns
@@ -16,6 +17,7 @@ mod s07_restart;
 mod s08_stale_owner;
 mod s09_script_flush;
 mod s10_clock_jump;
+mod s11_majority_restart;
 mod support;
 
 use crate::checker::{self, Logs};
@@ -41,7 +43,7 @@ pub struct Scenario {
 }
 
 /// Every scenario, in order.
-pub const ALL: [Scenario; 10] = [
+pub const ALL: [Scenario; 11] = [
     scenario(1, "1-no-fault"),
     scenario(2, "2-kill-nodes"),
     scenario(3, "3-majority-loss"),
@@ -56,6 +58,7 @@ pub const ALL: [Scenario; 10] = [
     scenario(8, "8-stale-owner"),
     scenario(9, "9-script-flush"),
     scenario(10, "10-client-clock-jump"),
+    scenario(11, "11-majority-restart-quarantine"),
 ];
 
 const fn scenario(number: u8, name: &'static str) -> Scenario {
@@ -166,6 +169,7 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
         8 => s08_stale_owner::run(&mut env, &ctx).await?,
         9 => s09_script_flush::run(&mut env, &ctx).await?,
         10 => s10_clock_jump::run(&mut env, &ctx).await?,
+        11 => s11_majority_restart::run(&mut env, &ctx).await?,
         n => return Err(format!("no scenario {n}")),
     };
     let s = checker::summarize(&f.logs);
