@@ -10,13 +10,13 @@ use clap::Parser;
 use crate::cli::{one_line, NodeSource, Options, Plan, RuntimeKind};
 use crate::engines::ceiling::{self, Ceiling};
 use crate::engines::rslock::RslockClient;
-use crate::engines::{EngineKind, RetrySpec};
+use crate::engines::{EngineKind, RetrySpec, Waiting};
 use crate::machine::{Machine, Versions};
 use crate::nodes::health::Health;
 use crate::nodes::probe::NodeUrl;
 use crate::nodes::spawn::SpawnedNodes;
 use crate::report::{group, micros, Report, RunRecord};
-use crate::run::{run_engine, RunContext};
+use crate::run::{label, run_engine, RunContext};
 use crate::stats::jain;
 use crate::workload::{Scenario, Stop};
 
@@ -49,8 +49,31 @@ fn fail((msg, code): &Failure) -> ExitCode {
     ExitCode::from(*code)
 }
 
+fn runtime(kind: RuntimeKind) -> Result<tokio::runtime::Runtime, Failure> {
+    match kind {
+        RuntimeKind::Current => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        RuntimeKind::Multi => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+    .map_err(|e| (format!("cannot start the tokio runtime: {e}"), 1))
+}
+
+/// One worker process of a `--processes` run (see [`crate::procs`]).
+fn run_child(plan: &Plan) -> Result<(), Failure> {
+    let runtime = runtime(plan.runtime)?;
+    let result = runtime.block_on(crate::procs::child(plan));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result.map_err(failure(1))
+}
+
 /// Runs a validated plan.
 pub fn run(plan: Plan) -> Result<(), Failure> {
+    if plan.child.is_some() {
+        return run_child(&plan);
+    }
     // Spawned here, on the main thread, before any runtime exists (see `SpawnedNodes::start`).
     let spawned = match &plan.nodes {
         NodeSource::Spawn(n) => {
@@ -88,15 +111,7 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
         return Err(("engine ceiling needs redis-benchmark: install it with `apt-get install -y redis-tools`".into(), 1));
     }
 
-    let runtime = match plan.runtime {
-        RuntimeKind::Current => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        RuntimeKind::Multi => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
-    }
-    .map_err(|e| (format!("cannot start the tokio runtime: {e}"), 1))?;
+    let runtime = runtime(plan.runtime)?;
     let result = runtime.block_on(async {
         tokio::select! {
             report = execute(&plan, &urls, &nodes, redis_version, engines, notes) => report.map_err(failure(1)),
@@ -156,47 +171,77 @@ async fn execute(
     let mut run_no = 0;
     for scenario in &plan.scenarios {
         for &engine in &engines {
-            run_no += 1;
-            let record = if engine == EngineKind::Ceiling {
+            if engine == EngineKind::Ceiling {
                 let c = match &ceiling {
                     Some(c) => c.clone(),
                     None => ceiling
                         .insert(measure_ceiling(plan, nodes, &health).await?)
                         .clone(),
                 };
-                ceiling_record(scenario, nodes.len(), c)
-            } else {
-                let out = run_engine(engine, &ctx, scenario, &format!("{run_no:02}")).await?;
-                RunRecord {
-                    engine,
-                    scenario: scenario.clone(),
-                    nodes: nodes.len(),
-                    cycles: out.stats.cycles,
-                    elapsed: out.elapsed,
-                    cycles_per_s: out.stats.cycles as f64 / out.elapsed.as_secs_f64().max(1e-9),
-                    attempts_per_acquire: out.stats.attempts_per_acquire(),
-                    failed_acquires: out
-                        .stats
-                        .failed_acquires
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), *v))
-                        .collect(),
-                    failed_releases: out
-                        .stats
-                        .failed_releases
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), *v))
-                        .collect(),
-                    fairness: jain(&out.per_worker),
-                    acquire: Some(out.stats.acquire),
-                    release: Some(out.stats.release),
-                    ceiling: None,
+                let record = ceiling_record(scenario, nodes.len(), c);
+                if !plan.quiet {
+                    eprintln!("{}", status_line(&record));
                 }
-            };
-            if !plan.quiet {
-                eprintln!("{}", status_line(&record));
+                runs.push(record);
+            } else {
+                let modes: Vec<Option<Waiting>> = if engine.has_waiting() {
+                    plan.waiting.iter().copied().map(Some).collect()
+                } else {
+                    vec![None]
+                };
+                for waiting in modes {
+                    run_no += 1;
+                    let tag = format!("{run_no:02}");
+                    let processes = plan.processes.min(scenario.concurrency).max(1);
+                    let out = if processes > 1 {
+                        crate::procs::run_processes(
+                            engine,
+                            waiting,
+                            &ctx,
+                            plan.runtime,
+                            scenario,
+                            &tag,
+                            processes,
+                            &label(engine, waiting),
+                        )
+                        .await
+                        .map_err(|e| format!("{}: {e}", label(engine, waiting)))?
+                    } else {
+                        run_engine(engine, waiting, &ctx, scenario, &tag).await?
+                    };
+                    let record = RunRecord {
+                        engine,
+                        waiting,
+                        processes: Some(processes),
+                        scenario: scenario.clone(),
+                        nodes: nodes.len(),
+                        cycles: out.stats.cycles,
+                        elapsed: out.elapsed,
+                        cycles_per_s: out.stats.cycles as f64 / out.elapsed.as_secs_f64().max(1e-9),
+                        attempts_per_acquire: out.stats.attempts_per_acquire(),
+                        failed_acquires: out
+                            .stats
+                            .failed_acquires
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), *v))
+                            .collect(),
+                        failed_releases: out
+                            .stats
+                            .failed_releases
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), *v))
+                            .collect(),
+                        fairness: jain(&out.per_worker),
+                        acquire: Some(out.stats.acquire),
+                        release: Some(out.stats.release),
+                        ceiling: None,
+                    };
+                    if !plan.quiet {
+                        eprintln!("{}", status_line(&record));
+                    }
+                    runs.push(record);
+                }
             }
-            runs.push(record);
         }
     }
     notes.extend(standard_notes(plan, &engines));
@@ -217,6 +262,8 @@ async fn execute(
         engines,
         scenarios: plan.scenarios.clone(),
         runs,
+        processes: plan.processes,
+        waiting: plan.waiting.clone(),
         notes,
     })
 }
@@ -261,6 +308,8 @@ fn ceiling_record(scenario: &Scenario, nodes: usize, c: Ceiling) -> RunRecord {
         failed_releases: Default::default(),
         fairness: None,
         ceiling: Some(c),
+        waiting: None,
+        processes: None,
     }
 }
 
@@ -268,10 +317,17 @@ fn status_line(r: &RunRecord) -> String {
     let lat = r.acquire_pct().map_or_else(String::new, |p| {
         format!("  acquire p50 {} p99 {}", micros(p.p50), micros(p.p99))
     });
+    let fair = r
+        .fairness
+        .map_or_else(String::new, |f| format!("  fairness {f:.3}"));
+    let procs = match r.processes {
+        Some(p) if p > 1 => format!(" x{p} proc"),
+        _ => String::new(),
+    };
     format!(
-        "loadgen: {:<13} {:<34} {:>10} cycles/s{lat}",
-        r.engine.name(),
-        r.scenario.label,
+        "loadgen: {:<16} {:<34} {:>10} cycles/s{lat}{fair}",
+        r.label(),
+        format!("{}{procs}", r.scenario.label),
         group(r.cycles_per_s)
     )
 }
@@ -291,7 +347,20 @@ fn standard_notes(plan: &Plan, engines: &[EngineKind]) -> Vec<String> {
         "keys: all workers share the key space; 'distinct keys' means 1m keys picked uniformly, so collisions are rare but possible (they show as attempts/acquire above 1)"
             .into(),
     );
-    notes.push("attempts/acquire: not reported for redlock (driven through its public acquire, which does not say how many attempts it made); rslock's retry loop is replayed in loadgen to count them (same pause distribution and timer)".into());
+    notes.push("attempts/acquire: for redlock, Lock::attempts of each successful acquire (attempts on the nodes; 0 for a lock handed over locally, so the mean can be below 1; failed acquires do not report it); rslock's retry loop is replayed in loadgen to count them (same pause distribution and timer)".into());
+    if engines.iter().any(|e| e.has_waiting()) {
+        let modes: Vec<&str> = plan.waiting.iter().map(|w| w.name()).collect();
+        notes.push(format!(
+            "waiting ({}): smart = the engine's defaults (in-process FIFO queue per resource, release notifications to waiters in other processes, up to 4 local hand-offs in a row); plain = randomized retry backoff only (local_queue, notify_releases off, max_local_handoffs 0), shown as redlock[plain]",
+            modes.join(",")
+        ));
+    }
+    if plan.processes > 1 {
+        notes.push(format!(
+            "processes: each run's workers were split among {} loadgen processes on the same nodes (a scenario with fewer workers used that many), started together after a start barrier; histograms and per-worker counts merged, fairness over every worker of every process, cycles/s over the longest process's measured time",
+            plan.processes
+        ));
+    }
     if engines.contains(&EngineKind::Rslock) {
         notes.push(format!(
             "{}; ours: {} retries, pause {:?} + uniform [0, {:?}]",

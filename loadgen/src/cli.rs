@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use crate::engines::EngineKind;
+use crate::engines::{EngineKind, Waiting};
 use crate::units::{parse_count, parse_duration, parse_hold, Hold};
 use crate::workload::{Distribution, Scenario, Stop, Workload};
 
@@ -66,6 +66,29 @@ pub struct Options {
     /// Uncounted warm-up before each run.
     #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "TIME")]
     pub warmup: Duration,
+    /// loadgen processes on the same nodes: the workers of each run (--concurrency, or the scenario's) are
+    /// split among them (64 workers, 4 processes: 16 each), started together, and their histograms and
+    /// per-worker counts merged, so contention and fairness across processes are measured. A scenario with
+    /// fewer workers than P runs in that many processes. The ceiling always runs once.
+    #[arg(long, default_value = "1", value_parser = parse_count, value_name = "P")]
+    pub processes: u64,
+    /// How redlock and redlock-fred wait under contention: `smart` (the engine's defaults: in-process
+    /// queue, release notifications, local hand-off) or `plain` (randomized retry backoff only). A list,
+    /// e.g. `plain,smart`, runs each in turn in the same run. Other engines ignore it.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "smart",
+        value_name = "LIST"
+    )]
+    pub waiting: Vec<Waiting>,
+    /// Internal: run as one worker process of a `--processes` run, driven over stdin/stdout.
+    #[arg(long, hide = true, requires = "tag")]
+    pub worker_process: bool,
+    /// Internal: the key tag shared by the processes of one run.
+    #[arg(long, hide = true, value_name = "TAG")]
+    pub tag: Option<String>,
     /// Tokio runtime flavour. `current` measured faster on a 2-core machine (see results/README.md).
     #[arg(long, value_enum, default_value_t = RuntimeKind::Current)]
     pub runtime: RuntimeKind,
@@ -129,7 +152,16 @@ pub struct Plan {
     pub out: Option<PathBuf>,
     /// `--quiet`.
     pub quiet: bool,
+    /// loadgen processes per run (1: the workers are tasks of this process).
+    pub processes: usize,
+    /// Waiting modes of redlock, in run order.
+    pub waiting: Vec<Waiting>,
+    /// Set when this process is one worker process of a `--processes` run: the key tag.
+    pub child: Option<String>,
 }
+
+/// Most loadgen processes per run.
+pub const MAX_PROCESSES: u64 = 64;
 
 /// The engines run by default, in order.
 pub const DEFAULT_ENGINES: [EngineKind; 4] = [
@@ -215,6 +247,43 @@ impl Options {
         if !(self.zipf_exponent > 0.0 && self.zipf_exponent.is_finite()) {
             return Err("--zipf-exponent must be above zero".into());
         }
+        if !(1..=MAX_PROCESSES).contains(&self.processes) {
+            return Err(format!(
+                "--processes must be between 1 and {MAX_PROCESSES}, got {}",
+                self.processes
+            ));
+        }
+        let processes = self.processes as usize;
+        if custom && processes > scenarios[0].concurrency {
+            return Err(format!(
+                "--concurrency ({}) must be at least --processes ({processes}): the workers are split among the processes",
+                scenarios[0].concurrency
+            ));
+        }
+        if matches!(stop, Stop::Cycles(n) if n < processes as u64) {
+            return Err("--cycles must be at least --processes".into());
+        }
+        let mut waiting = Vec::new();
+        for w in &self.waiting {
+            if !waiting.contains(w) {
+                waiting.push(*w);
+            }
+        }
+        if waiting.is_empty() {
+            return Err("--waiting needs at least one mode".into());
+        }
+        if self.worker_process {
+            let one = |n: usize| n == 1;
+            if !matches!(nodes, NodeSource::Existing(_))
+                || !one(engines.len())
+                || engines[0] == EngineKind::Ceiling
+                || !one(waiting.len())
+                || !custom
+                || processes != 1
+            {
+                return Err("--worker-process is internal: it takes --nodes, one engine, one --waiting, --concurrency and --keys".into());
+            }
+        }
         let workload = Workload {
             distribution: self.distribution,
             zipf_exponent: self.zipf_exponent,
@@ -235,7 +304,10 @@ impl Options {
             runtime: self.runtime,
             json: self.json.clone(),
             out: self.out.clone(),
-            quiet: self.quiet,
+            quiet: self.quiet || self.worker_process,
+            processes,
+            waiting,
+            child: self.tag.clone().filter(|_| self.worker_process),
         })
     }
 }

@@ -9,6 +9,7 @@
 //! - [`nodes`]: spawned redis-servers (stopped on every way out), pre-run checks, the mid-run health monitor.
 //! - [`engines`]: the [`engines::LockClient`] trait and one file per engine; the redis-benchmark ceiling.
 //! - [`worker`]: one worker's acquire-hold-release loop; [`run`]: one engine on one scenario.
+//! - [`procs`]: `--processes P`: one run spread over P loadgen processes, their records merged.
 //! - [`stats`]: per-worker histograms, merged; percentiles; Jain's fairness.
 //! - [`machine`]: machine and versions; [`report`]: table, JSON, Markdown, SVG, ratios and goals.
 
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod engines;
 pub mod machine;
 pub mod nodes;
+pub mod procs;
 pub mod report;
 pub mod run;
 pub mod stats;

@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 use crate::engines::raw::RawClient;
 use crate::engines::redlock::RedlockClient;
 use crate::engines::rslock::RslockClient;
-use crate::engines::{EngineKind, LockClient, RetrySpec};
+use crate::engines::{EngineKind, LockClient, RetrySpec, Waiting};
 use crate::nodes::health::Health;
 use crate::stats::WorkerStats;
 use crate::worker::{work, Control, WorkerSetup};
@@ -53,78 +53,157 @@ impl RetrySpec {
     }
 }
 
-/// Runs `kind` on `scenario`; `tag` names this run's keys apart from the others'.
-pub async fn run_engine(
+/// What to do with a connected client: the in-process run ([`run_engine`]) or one process of a
+/// `--processes` run (see [`crate::procs`]). Generic over the client, so every engine is driven by
+/// monomorphized code.
+pub trait Driver {
+    /// The result.
+    type Out;
+    /// Uses `client`.
+    fn drive<C: LockClient>(
+        self,
+        client: Arc<C>,
+    ) -> impl std::future::Future<Output = Result<Self::Out, String>>;
+}
+
+/// Connects `kind` to `urls` with the workload's TTL and retry policy (and `waiting`, for redlock) and
+/// hands the client to `driver`.
+pub async fn with_client<D: Driver>(
     kind: EngineKind,
-    ctx: &RunContext<'_>,
-    scenario: &Scenario,
-    tag: &str,
-) -> Result<RunOutput, String> {
-    let (urls, ttl, retry) = (ctx.urls, ctx.workload.ttl, RetrySpec::of(ctx.workload));
+    urls: &[String],
+    workload: &Workload,
+    waiting: Option<Waiting>,
+    driver: D,
+) -> Result<D::Out, String> {
+    let (ttl, retry) = (workload.ttl, RetrySpec::of(workload));
+    let waiting = waiting.unwrap_or(Waiting::Smart);
     let named = |e: String| format!("{}: {e}", kind.name());
     match kind {
         EngineKind::Redlock => {
-            let client = RedlockClient::connect(urls, Transport::Pipeline, ttl, retry)
+            let client = RedlockClient::connect(urls, Transport::Pipeline, ttl, retry, waiting)
                 .await
                 .map_err(named)?;
-            drive(Arc::new(client), kind, ctx, scenario, tag).await
+            driver.drive(Arc::new(client)).await
         }
         EngineKind::RedlockFred => {
-            let client = RedlockClient::connect(urls, Transport::Fred, ttl, retry)
+            let client = RedlockClient::connect(urls, Transport::Fred, ttl, retry, waiting)
                 .await
                 .map_err(named)?;
-            drive(Arc::new(client), kind, ctx, scenario, tag).await
+            driver.drive(Arc::new(client)).await
         }
         EngineKind::Rslock => {
             let client = RslockClient::connect(urls, ttl, retry)
                 .await
                 .map_err(named)?;
-            drive(Arc::new(client), kind, ctx, scenario, tag).await
+            driver.drive(Arc::new(client)).await
         }
         EngineKind::Raw => {
             let client = RawClient::connect(urls, ttl, retry).await.map_err(named)?;
-            drive(Arc::new(client), kind, ctx, scenario, tag).await
+            driver.drive(Arc::new(client)).await
         }
         EngineKind::Ceiling => Err("ceiling is not a lock client".into()),
     }
 }
 
-async fn drive<C: LockClient>(
-    client: Arc<C>,
+/// Runs `kind` on `scenario` in this process; `tag` names this run's keys apart from the others'.
+pub async fn run_engine(
     kind: EngineKind,
+    waiting: Option<Waiting>,
     ctx: &RunContext<'_>,
     scenario: &Scenario,
     tag: &str,
 ) -> Result<RunOutput, String> {
-    let w = ctx.workload;
-    let picker = Arc::new(KeyPicker::new(
-        w.distribution,
-        scenario.keys,
-        w.zipf_exponent,
-    ));
-    if !w.warmup.is_zero() {
-        phase(
+    let driver = InProcess {
+        label: label(kind, waiting),
+        ctx,
+        scenario,
+        tag,
+    };
+    with_client(kind, ctx.urls, ctx.workload, waiting, driver).await
+}
+
+/// `redlock`, or `redlock[plain]` for the plain-backoff variant.
+pub fn label(kind: EngineKind, waiting: Option<Waiting>) -> String {
+    match waiting {
+        Some(Waiting::Plain) => format!("{}[plain]", kind.name()),
+        _ => kind.name().to_string(),
+    }
+}
+
+struct InProcess<'a, 'b> {
+    label: String,
+    ctx: &'a RunContext<'b>,
+    scenario: &'a Scenario,
+    tag: &'a str,
+}
+
+impl Driver for InProcess<'_, '_> {
+    type Out = RunOutput;
+
+    async fn drive<C: LockClient>(self, client: Arc<C>) -> Result<RunOutput, String> {
+        let Self {
+            label,
+            ctx,
+            scenario,
+            tag,
+        } = self;
+        let w = ctx.workload;
+        let picker = Arc::new(KeyPicker::new(
+            w.distribution,
+            scenario.keys,
+            w.zipf_exponent,
+        ));
+        if !w.warmup.is_zero() {
+            phase(
+                &client,
+                ctx,
+                scenario,
+                &picker,
+                tag,
+                Stop::Duration(w.warmup),
+                &mut |_, _| {},
+            )
+            .await?;
+        }
+        let bar = progress_bar(ctx.quiet, w.stop, &label, scenario);
+        let stop = w.stop;
+        let out = phase(
             &client,
             ctx,
             scenario,
             &picker,
             tag,
-            Stop::Duration(w.warmup),
-            None,
+            stop,
+            &mut |ctl, elapsed| {
+                let calls = match stop {
+                    Stop::Cycles(n) => n - ctl.budget.load(Ordering::Relaxed).min(n),
+                    Stop::Duration(_) => 0,
+                };
+                show_progress(&bar, stop, elapsed, ctl.done.load(Ordering::Relaxed), calls);
+            },
         )
-        .await?;
+        .await;
+        bar.finish_and_clear();
+        out
     }
-    let bar = progress_bar(ctx, kind, scenario);
-    let out = phase(&client, ctx, scenario, &picker, tag, w.stop, Some(&bar)).await;
-    bar.finish_and_clear();
-    out
 }
 
-fn progress_bar(ctx: &RunContext<'_>, kind: EngineKind, scenario: &Scenario) -> ProgressBar {
-    if ctx.quiet {
+/// Updates `bar` with the successful cycles and the acquire calls made so far.
+pub fn show_progress(bar: &ProgressBar, stop: Stop, elapsed: Duration, done: u64, calls: u64) {
+    let secs = elapsed.as_secs_f64();
+    bar.set_message(format!("{:>9.0} cycles/s", done as f64 / secs.max(1e-3)));
+    match stop {
+        Stop::Duration(_) => bar.set_position(elapsed.as_millis() as u64),
+        Stop::Cycles(n) => bar.set_position(calls.min(n)),
+    }
+}
+
+/// The measured phase's progress bar (hidden with `--quiet`).
+pub fn progress_bar(quiet: bool, stop: Stop, label: &str, scenario: &Scenario) -> ProgressBar {
+    if quiet {
         return ProgressBar::hidden();
     }
-    let (len, template) = match ctx.workload.stop {
+    let (len, template) = match stop {
         Stop::Duration(d) => (
             d.as_millis() as u64,
             "{prefix:<40} [{bar:30}] {elapsed:>3} {msg}",
@@ -137,18 +216,29 @@ fn progress_bar(ctx: &RunContext<'_>, kind: EngineKind, scenario: &Scenario) -> 
             .expect("static template")
             .progress_chars("=> "),
     );
-    bar.set_prefix(format!("{} {}", kind.name(), scenario.label));
+    bar.set_prefix(format!("{label} {}", scenario.label));
     bar
 }
 
-async fn phase<C: LockClient>(
+/// How long in-flight acquires may take to finish once a run's time is up: their retry pauses and
+/// hold, plus slack.
+pub fn grace(w: &Workload) -> Duration {
+    (w.retry_delay + w.retry_jitter) * (w.retries + 1)
+        + w.hold.max
+        + w.ttl.min(Duration::from_secs(10))
+        + Duration::from_secs(5)
+}
+
+/// One phase (warm-up or measured): `scenario.concurrency` workers until `stop`; `tick` is called every
+/// 100 ms with the shared control and the time since the start.
+pub async fn phase<C: LockClient>(
     client: &Arc<C>,
     ctx: &RunContext<'_>,
     scenario: &Scenario,
     picker: &Arc<KeyPicker>,
     tag: &str,
     stop: Stop,
-    bar: Option<&ProgressBar>,
+    tick: &mut dyn FnMut(&Control, Duration),
 ) -> Result<RunOutput, String> {
     let ctl = Control::new(match stop {
         Stop::Cycles(n) => Some(n),
@@ -166,11 +256,7 @@ async fn phase<C: LockClient>(
         workers.spawn(work(client.clone(), setup, ctl.clone()));
     }
     // In-flight acquires may sit in retry pauses and holds when the time is up; give them that long, plus slack.
-    let w = ctx.workload;
-    let grace = (w.retry_delay + w.retry_jitter) * (w.retries + 1)
-        + w.hold.max
-        + w.ttl.min(Duration::from_secs(10))
-        + Duration::from_secs(5);
+    let grace = grace(ctx.workload);
     let finish = async {
         if let Stop::Duration(d) = stop {
             tokio::time::sleep(d).await;
@@ -196,15 +282,7 @@ async fn phase<C: LockClient>(
         tokio::select! {
             records = &mut finish => break records?,
             why = ctx.health.lost() => return Err(why),
-            _ = ticker.tick() => if let Some(bar) = bar {
-                let secs = start.elapsed().as_secs_f64();
-                let done = ctl.done.load(Ordering::Relaxed);
-                bar.set_message(format!("{:>9.0} cycles/s", done as f64 / secs.max(1e-3)));
-                match stop {
-                    Stop::Duration(_) => bar.set_position(start.elapsed().as_millis() as u64),
-                    Stop::Cycles(n) => bar.set_position(n - ctl.budget.load(Ordering::Relaxed).min(n)),
-                }
-            },
+            _ = ticker.tick() => tick(&ctl, start.elapsed()),
         }
     };
     let elapsed = start.elapsed();

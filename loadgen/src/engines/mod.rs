@@ -34,6 +34,11 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
+    /// Whether `--waiting` applies: this project's engine, whose waiting features it switches.
+    pub fn has_waiting(self) -> bool {
+        matches!(self, Self::Redlock | Self::RedlockFred)
+    }
+
     /// The name used on the command line and in the reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -42,6 +47,27 @@ impl EngineKind {
             Self::Rslock => "rslock",
             Self::Raw => "raw",
             Self::Ceiling => "ceiling",
+        }
+    }
+}
+
+/// How redlock waits under contention (`--waiting`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Waiting {
+    /// The engine's defaults: in-process FIFO queue per resource (`local_queue`), release notifications
+    /// across processes (`notify_releases`), bounded local hand-off (`max_local_handoffs` 4).
+    Smart,
+    /// Randomized retry backoff only: `local_queue` false, `notify_releases` false, `max_local_handoffs` 0.
+    Plain,
+}
+
+impl Waiting {
+    /// The name used on the command line and in the reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Smart => "smart",
+            Self::Plain => "plain",
         }
     }
 }

@@ -11,7 +11,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use redlock_engine::__private::{release_all, set_all, LockValue, RetryPolicy};
 use redlock_engine::{Redlock, Transport};
 
-use super::{Acquired, LockClient, RetrySpec, KEY_PREFIX};
+use super::{Acquired, LockClient, RetrySpec, Waiting, KEY_PREFIX};
 
 /// The engine's transport, used without the algorithm.
 #[derive(Debug)]
@@ -35,7 +35,9 @@ pub struct RawHeld {
 impl RawClient {
     /// Connects the pipelined transport to every node.
     pub async fn connect(urls: &[String], ttl: Duration, retry: RetrySpec) -> Result<Self, String> {
-        let engine = super::redlock::build(urls, Transport::Pipeline, retry).await?;
+        // Only the transport is used: no acquire, so no waiting features.
+        let engine =
+            super::redlock::build(urls, Transport::Pipeline, retry, Waiting::Plain).await?;
         let quorum = engine.node_count() / 2 + 1;
         let timeout = (ttl / 20)
             .min(Duration::from_millis(50))

@@ -1,13 +1,16 @@
 //! `redlock` and `redlock-fred`: this project's engine, through its public `acquire`/`release`.
 //!
 //! `acquire` is called as is (its retry loop, in-process queueing and all), so what is measured is what a
-//! user gets. The engine does not report how many attempts an acquire made, so `attempts` is unknown here.
+//! user gets. `--waiting` picks the engine's waiting features ([`Waiting`]): `smart` is the engine's
+//! defaults, `plain` turns off the local queue, release notifications and local hand-off, leaving the
+//! randomized retry backoff. Attempts come from [`Lock::attempts`]: attempts on the nodes, 0 for a lock
+//! handed over by another task of this process; a failed acquire does not say, so it is not counted.
 
 use std::time::Duration;
 
 use redlock_engine::{Lock, LockError, Redlock, Transport};
 
-use super::{Acquired, LockClient, RetrySpec};
+use super::{Acquired, LockClient, RetrySpec, Waiting};
 
 /// A connected engine plus the workload's TTL and retry policy.
 #[derive(Debug)]
@@ -23,19 +26,21 @@ impl RedlockClient {
         transport: Transport,
         ttl: Duration,
         retry: RetrySpec,
+        waiting: Waiting,
     ) -> Result<Self, String> {
-        let engine = build(urls, transport, retry).await?;
+        let engine = build(urls, transport, retry, waiting).await?;
         Ok(Self { engine, ttl })
     }
 }
 
-/// Builds an engine and checks that every node is connected.
+/// Builds an engine with the given waiting features and checks that every node is connected.
 pub async fn build(
     urls: &[String],
     transport: Transport,
     retry: RetrySpec,
+    waiting: Waiting,
 ) -> Result<Redlock, String> {
-    let engine = Redlock::builder()
+    let mut config = Redlock::builder()
         .nodes(urls.iter().cloned())
         .transport(transport)
         .retry(retry.retries, retry.delay, retry.jitter)
@@ -43,9 +48,10 @@ pub async fn build(
         // A load run measures the command stream, which quarantine does not change; and spawned nodes
         // are fresh, so with it on they would not vote for the first max_ttl.
         .quarantine(false)
-        .build()
-        .await
-        .map_err(|e| e.to_string())?;
+        .config()
+        .clone();
+    apply(&mut config, waiting);
+    let engine = Redlock::new(config).await.map_err(|e| e.to_string())?;
     let (up, all) = (engine.connected_nodes(), engine.node_count());
     if up < all {
         return Err(format!(
@@ -53,6 +59,22 @@ pub async fn build(
         ));
     }
     Ok(engine)
+}
+
+/// Sets the waiting features of `config` (the builder has no setters for them).
+pub fn apply(config: &mut redlock_engine::Config, waiting: Waiting) {
+    let defaults = redlock_engine::Config::default();
+    let (queue, notify, handoffs) = match waiting {
+        Waiting::Smart => (
+            defaults.local_queue,
+            defaults.notify_releases,
+            defaults.max_local_handoffs,
+        ),
+        Waiting::Plain => (false, false, 0),
+    };
+    config.local_queue = queue;
+    config.notify_releases = notify;
+    config.max_local_handoffs = handoffs;
 }
 
 impl LockClient for RedlockClient {
@@ -64,10 +86,8 @@ impl LockClient for RedlockClient {
             .acquire(resource, self.ttl)
             .await
             .map_err(|e| cause(&e));
-        Acquired {
-            result,
-            attempts: None,
-        }
+        let attempts = result.as_ref().ok().map(Lock::attempts);
+        Acquired { result, attempts }
     }
 
     async fn release(&self, lock: Lock) -> Result<(), &'static str> {
@@ -89,5 +109,27 @@ pub fn cause(err: &LockError) -> &'static str {
         LockError::InvalidConfig(_) => "InvalidConfig",
         LockError::InvalidInput(_) => "InvalidInput",
         _ => "Other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiting_modes_set_the_engine_features() {
+        let mut c = redlock_engine::Config::default();
+        apply(&mut c, Waiting::Plain);
+        assert_eq!(
+            (c.local_queue, c.notify_releases, c.max_local_handoffs),
+            (false, false, 0)
+        );
+        apply(&mut c, Waiting::Smart);
+        let d = redlock_engine::Config::default();
+        assert_eq!(
+            (c.local_queue, c.notify_releases, c.max_local_handoffs),
+            (d.local_queue, d.notify_releases, d.max_local_handoffs)
+        );
+        assert!(c.local_queue && c.notify_releases && c.max_local_handoffs > 0);
     }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::cli::RuntimeKind;
+use crate::engines::Waiting;
 use crate::machine::{Machine, Versions};
 use crate::stats::Percentiles;
 use crate::workload::{Distribution, Stop};
@@ -69,6 +70,10 @@ pub struct Config {
     pub warmup_s: f64,
     /// Tokio runtime flavour.
     pub runtime: RuntimeKind,
+    /// `--processes`: loadgen processes per run, the workers split among them.
+    pub processes: usize,
+    /// `--waiting`: redlock's waiting modes, in run order.
+    pub waiting: Vec<Waiting>,
 }
 
 /// A scenario.
@@ -89,6 +94,12 @@ pub struct ScenarioOut {
 pub struct Run {
     /// Engine name.
     pub engine: &'static str,
+    /// How the tables name the run: the engine, or `redlock[plain]`.
+    pub label: String,
+    /// redlock's waiting mode, `smart` or `plain` (null for other engines).
+    pub waiting: Option<Waiting>,
+    /// loadgen processes the run's workers were split among (null for the ceiling).
+    pub processes: Option<usize>,
     /// Scenario id.
     pub scenario: &'static str,
     /// Node count.
@@ -174,6 +185,8 @@ pub struct RatioOut {
     pub acquire_p50: Option<f64>,
     /// redlock ÷ other, acquire p99.
     pub acquire_p99: Option<f64>,
+    /// redlock ÷ other, Jain's fairness (above 1: fairer).
+    pub fairness: Option<f64>,
 }
 
 /// One goal.
@@ -226,12 +239,17 @@ pub fn document(report: &Report) -> Document<'_> {
         },
         warmup_s: w.warmup.as_secs_f64(),
         runtime: report.runtime,
+        processes: report.processes,
+        waiting: report.waiting.clone(),
     };
     let runs = report
         .runs
         .iter()
         .map(|r| Run {
             engine: r.engine.name(),
+            label: r.label(),
+            waiting: r.waiting,
+            processes: r.processes,
             scenario: r.scenario.id,
             nodes: r.nodes,
             concurrency: r.scenario.concurrency,
@@ -260,6 +278,7 @@ pub fn document(report: &Report) -> Document<'_> {
             cycles_per_s: r.cycles_per_s,
             acquire_p50: r.acquire_p50,
             acquire_p99: r.acquire_p99,
+            fairness: r.fairness,
         };
         by_scenario
             .entry(r.scenario)
@@ -334,6 +353,10 @@ mod tests {
         }
         let redlock = &runs[0];
         assert_eq!(redlock["engine"], "redlock");
+        assert_eq!(redlock["waiting"], "smart");
+        assert_eq!(redlock["processes"], 1);
+        assert_eq!(doc["config"]["processes"], 1);
+        assert_eq!(doc["config"]["waiting"][0], "smart");
         assert_eq!(redlock["nodes"], 5);
         for key in ["p50", "p90", "p99", "p999", "max"] {
             assert!(redlock["acquire_us"][key].is_number(), "acquire_us.{key}");

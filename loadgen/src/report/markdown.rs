@@ -50,6 +50,10 @@ pub fn render(report: &Report, svg: &str) -> String {
     let all_ratios = ratios(report);
     for scenario in &report.scenarios {
         let _ = writeln!(md, "## {}\n", scenario.label);
+        let procs = super::in_processes(report, scenario);
+        if !procs.is_empty() {
+            let _ = writeln!(md, "{} workers{procs}.\n", scenario.concurrency);
+        }
         let _ = writeln!(
             md,
             "| engine | cycles/s | acquire p50 | p90 | p99 | p99.9 | max | release p50 | release p99 | attempts/acquire | fairness | failed |"
@@ -71,7 +75,7 @@ pub fn render(report: &Report, svg: &str) -> String {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                run.engine.name(),
+                run.label(),
                 group(run.cycles_per_s),
                 lat(a.map(|p| p.p50)),
                 lat(a.map(|p| p.p90)),
@@ -98,16 +102,17 @@ pub fn render(report: &Report, svg: &str) -> String {
         if !rows.is_empty() {
             let _ = writeln!(
                 md,
-                "\n| ratio | cycles/s | acquire p50 | acquire p99 |\n|---|--:|--:|--:|"
+                "\n| ratio | cycles/s | acquire p50 | acquire p99 | fairness |\n|---|--:|--:|--:|--:|"
             );
             for r in rows {
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} |",
                     r.name(),
                     times(r.cycles_per_s),
                     times(r.acquire_p50),
-                    times(r.acquire_p99)
+                    times(r.acquire_p99),
+                    times(r.fairness)
                 );
             }
         }

@@ -20,7 +20,7 @@ use hdrhistogram::Histogram;
 
 use crate::cli::RuntimeKind;
 use crate::engines::ceiling::Ceiling;
-use crate::engines::EngineKind;
+use crate::engines::{EngineKind, Waiting};
 use crate::machine::{Machine, Versions};
 use crate::stats::Percentiles;
 use crate::workload::{Scenario, Workload};
@@ -54,9 +54,18 @@ pub struct RunRecord {
     pub fairness: Option<f64>,
     /// The redis-benchmark figures, for the ceiling.
     pub ceiling: Option<Ceiling>,
+    /// redlock's waiting mode (`None` for engines it does not apply to).
+    pub waiting: Option<Waiting>,
+    /// loadgen processes the workers were split among (`None` for the ceiling).
+    pub processes: Option<usize>,
 }
 
 impl RunRecord {
+    /// `redlock`, or `redlock[plain]` for plain backoff: how the run is named in tables and plots.
+    pub fn label(&self) -> String {
+        crate::run::label(self.engine, self.waiting)
+    }
+
     /// Acquire percentiles, if measured.
     pub fn acquire_pct(&self) -> Option<Percentiles> {
         self.acquire.as_ref().map(Percentiles::of)
@@ -91,16 +100,31 @@ pub struct Report {
     pub scenarios: Vec<Scenario>,
     /// Every run.
     pub runs: Vec<RunRecord>,
+    /// `--processes`: loadgen processes per run (a scenario with fewer workers runs in fewer).
+    pub processes: usize,
+    /// `--waiting`: redlock's waiting modes, in run order.
+    pub waiting: Vec<Waiting>,
     /// What differs between engines, and other caveats, one line each.
     pub notes: Vec<String>,
 }
 
 impl Report {
-    /// The run of `engine` in scenario `id`.
+    /// The run of `engine` in scenario `id`: with the engine's default waiting (`smart`) when the run
+    /// has both modes.
     pub fn find(&self, id: &str, engine: EngineKind) -> Option<&RunRecord> {
+        let mut of = self
+            .runs
+            .iter()
+            .filter(|r| r.scenario.id == id && r.engine == engine);
+        let first = of.clone().next();
+        of.find(|r| r.waiting != Some(Waiting::Plain)).or(first)
+    }
+
+    /// The run of `engine` with waiting `mode` in scenario `id`.
+    pub fn find_waiting(&self, id: &str, engine: EngineKind, mode: Waiting) -> Option<&RunRecord> {
         self.runs
             .iter()
-            .find(|r| r.scenario.id == id && r.engine == engine)
+            .find(|r| r.scenario.id == id && r.engine == engine && r.waiting == Some(mode))
     }
 
     /// Writes the Markdown summary, the SVG plot and the JSON document into `dir`.
@@ -127,6 +151,22 @@ impl Report {
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// `" in 4 processes"` when the scenario's runs were split among processes, else empty.
+pub fn in_processes(report: &Report, scenario: &Scenario) -> String {
+    let most = report
+        .runs
+        .iter()
+        .filter(|r| r.scenario.id == scenario.id)
+        .filter_map(|r| r.processes)
+        .max()
+        .unwrap_or(1);
+    if most > 1 {
+        format!(" in {most} processes")
+    } else {
+        String::new()
+    }
 }
 
 /// `1234567.8` as `1 234 568`-style text with thin grouping (`1,234,568`).
@@ -195,6 +235,8 @@ pub(crate) fn sample() -> Report {
                 failed_releases: BTreeMap::new(),
                 fairness: Some(0.99),
                 ceiling: None,
+                waiting: engine.has_waiting().then_some(Waiting::Smart),
+                processes: Some(1),
             });
         }
         runs.push(RunRecord {
@@ -217,6 +259,8 @@ pub(crate) fn sample() -> Report {
                 clients: s.concurrency,
                 elapsed: Duration::from_secs(2),
             }),
+            waiting: None,
+            processes: None,
         });
     }
     Report {
@@ -235,6 +279,8 @@ pub(crate) fn sample() -> Report {
         ],
         scenarios,
         runs,
+        processes: 1,
+        waiting: vec![Waiting::Smart],
         notes: vec!["a note".into()],
     }
 }

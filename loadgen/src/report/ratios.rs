@@ -1,9 +1,10 @@
-//! Same-run ratios of redlock against every other engine, and the performance goals checked
-//! against them.
+//! Same-run ratios of redlock against every other engine (and, with `--waiting plain,smart`, of the
+//! engine's waiting features against plain backoff), and the performance goals checked against
+//! them.
 
-use crate::engines::EngineKind;
+use crate::engines::{EngineKind, Waiting};
 
-use super::Report;
+use super::{Report, RunRecord};
 
 /// `redlock / other` in one scenario. Throughput: above 1 means redlock is faster. Latency: below 1
 /// means redlock is faster.
@@ -11,8 +12,17 @@ use super::Report;
 pub struct Ratio {
     /// Scenario id.
     pub scenario: &'static str,
+    /// The run on top: `redlock` (its default waiting when both ran), or `redlock-fred` for its own
+    /// smart/plain ratio.
+    pub ours: String,
     /// The engine redlock is compared with.
     pub versus: EngineKind,
+    /// How that run is named: the engine, or `redlock[plain]`.
+    pub versus_label: String,
+    /// Whether this compares the engine's waiting features with plain backoff (same engine).
+    pub waiting: bool,
+    /// redlock fairness ÷ theirs (above 1: fairer).
+    pub fairness: Option<f64>,
     /// redlock cycles/s ÷ theirs.
     pub cycles_per_s: Option<f64>,
     /// redlock acquire p50 ÷ theirs.
@@ -22,9 +32,32 @@ pub struct Ratio {
 }
 
 impl Ratio {
-    /// `redlock/rslock`.
+    /// `redlock/rslock`, `redlock/redlock[plain]`.
     pub fn name(&self) -> String {
-        format!("redlock/{}", self.versus.name())
+        format!("{}/{}", self.ours, self.versus_label)
+    }
+
+    fn of(scenario: &'static str, ours: &RunRecord, theirs: &RunRecord, waiting: bool) -> Self {
+        let div = |a: f64, b: f64| (b > 0.0 && a.is_finite()).then(|| a / b);
+        let (p_ours, p_theirs) = (ours.acquire_pct(), theirs.acquire_pct());
+        let lat = |f: fn(&crate::stats::Percentiles) -> f64| match (&p_ours, &p_theirs) {
+            (Some(a), Some(b)) => div(f(a), f(b)),
+            _ => None,
+        };
+        Self {
+            scenario,
+            ours: ours.label(),
+            versus: theirs.engine,
+            versus_label: theirs.label(),
+            waiting,
+            fairness: ours
+                .fairness
+                .zip(theirs.fairness)
+                .and_then(|(a, b)| div(a, b)),
+            cycles_per_s: div(ours.cycles_per_s, theirs.cycles_per_s),
+            acquire_p50: lat(|p| p.p50),
+            acquire_p99: lat(|p| p.p99),
+        }
     }
 }
 
@@ -44,19 +77,23 @@ pub fn ratios(report: &Report) -> Vec<Ratio> {
             let Some(theirs) = report.find(scenario.id, versus) else {
                 continue;
             };
-            let div = |a: f64, b: f64| (b > 0.0 && a.is_finite()).then(|| a / b);
-            let (p_ours, p_theirs) = (ours.acquire_pct(), theirs.acquire_pct());
-            let lat = |f: fn(&crate::stats::Percentiles) -> f64| match (&p_ours, &p_theirs) {
-                (Some(a), Some(b)) => div(f(a), f(b)),
-                _ => None,
-            };
-            out.push(Ratio {
-                scenario: scenario.id,
-                versus,
-                cycles_per_s: div(ours.cycles_per_s, theirs.cycles_per_s),
-                acquire_p50: lat(|p| p.p50),
-                acquire_p99: lat(|p| p.p99),
-            });
+            out.push(Ratio::of(scenario.id, ours, theirs, false));
+        }
+    }
+    out.extend(waiting_ratios(report));
+    out
+}
+
+/// `smart / plain` for redlock and redlock-fred, in every scenario that ran both.
+pub fn waiting_ratios(report: &Report) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for scenario in &report.scenarios {
+        for engine in [EngineKind::Redlock, EngineKind::RedlockFred] {
+            let smart = report.find_waiting(scenario.id, engine, Waiting::Smart);
+            let plain = report.find_waiting(scenario.id, engine, Waiting::Plain);
+            if let (Some(smart), Some(plain)) = (smart, plain) {
+                out.push(Ratio::of(scenario.id, smart, plain, true));
+            }
         }
     }
     out
@@ -93,8 +130,10 @@ impl Goal {
 /// The goals on 5 nodes in the standard scenarios (empty for a custom run).
 pub fn goals(report: &Report) -> Vec<Goal> {
     let all = ratios(report);
-    let find =
-        |id: &str, versus: EngineKind| all.iter().find(|r| r.scenario == id && r.versus == versus);
+    let find = |id: &str, versus: EngineKind| {
+        all.iter()
+            .find(|r| r.scenario == id && r.versus == versus && !r.waiting)
+    };
     let has = |id: &str| report.scenarios.iter().any(|s| s.id == id);
     let mut out = Vec::new();
     let mut goal = |scenario: &'static str,

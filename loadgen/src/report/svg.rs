@@ -30,21 +30,31 @@ fn color(engine: EngineKind) -> &'static str {
     }
 }
 
+/// One run's acquire latency on a panel: colour by engine, dashed for plain backoff.
+struct Curve<'a> {
+    engine: EngineKind,
+    label: String,
+    dashed: bool,
+    h: &'a Histogram<u64>,
+}
+
 /// The SVG document.
 pub fn render(report: &Report) -> String {
     let panels: Vec<_> = report
         .scenarios
         .iter()
         .map(|s| {
-            let curves: Vec<(EngineKind, &Histogram<u64>)> = report
+            let curves: Vec<Curve<'_>> = report
                 .runs
                 .iter()
                 .filter(|r| r.scenario.id == s.id)
                 .filter_map(|r| {
-                    r.acquire
-                        .as_ref()
-                        .filter(|h| !h.is_empty())
-                        .map(|h| (r.engine, h))
+                    r.acquire.as_ref().filter(|h| !h.is_empty()).map(|h| Curve {
+                        engine: r.engine,
+                        label: r.label(),
+                        dashed: r.waiting == Some(crate::engines::Waiting::Plain),
+                        h,
+                    })
                 })
                 .collect();
             (s.label.as_str(), curves)
@@ -64,7 +74,7 @@ pub fn render(report: &Report) -> String {
     svg
 }
 
-fn panel(svg: &mut String, top: f64, label: &str, curves: &[(EngineKind, &Histogram<u64>)]) {
+fn panel(svg: &mut String, top: f64, label: &str, curves: &[Curve<'_>]) {
     let (x0, x1) = (LEFT, WIDTH - RIGHT);
     let (y0, y1) = (top + TOP, top + PANEL - BOTTOM);
     let _ = writeln!(
@@ -76,11 +86,11 @@ fn panel(svg: &mut String, top: f64, label: &str, curves: &[(EngineKind, &Histog
     // y range: whole decades around every curve's min and p99.99.
     let lo = curves
         .iter()
-        .map(|(_, h)| h.min().max(1) as f64)
+        .map(|c| c.h.min().max(1) as f64)
         .fold(f64::INFINITY, f64::min);
     let hi = curves
         .iter()
-        .map(|(_, h)| h.value_at_quantile(0.9999).max(1) as f64)
+        .map(|c| c.h.value_at_quantile(0.9999).max(1) as f64)
         .fold(0.0, f64::max);
     let (lo, hi) = if curves.is_empty() {
         (1.0, 1000.0)
@@ -136,7 +146,13 @@ fn panel(svg: &mut String, top: f64, label: &str, curves: &[(EngineKind, &Histog
         x0 - 58.0,
         (y0 + y1) / 2.0
     );
-    for (n, (engine, h)) in curves.iter().enumerate() {
+    for (n, curve) in curves.iter().enumerate() {
+        let h = curve.h;
+        let dash = if curve.dashed {
+            r#" stroke-dasharray="6,4""#
+        } else {
+            ""
+        };
         let points: Vec<String> = (0..=STEPS)
             .map(|i| {
                 let x = NINES * i as f64 / STEPS as f64;
@@ -144,16 +160,16 @@ fn panel(svg: &mut String, top: f64, label: &str, curves: &[(EngineKind, &Histog
                 format!("{:.1},{:.1}", sx(x), sy(h.value_at_quantile(q) as f64))
             })
             .collect();
-        let c = color(*engine);
+        let c = color(curve.engine);
         let _ = writeln!(
             svg,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="{}"/>"#,
             points.join(" ")
         );
         let ly = y0 + 16.0 + n as f64 * 20.0;
         let _ = writeln!(
             svg,
-            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="3"/>"#,
+            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="3"{dash}/>"#,
             x1 + 14.0,
             x1 + 38.0
         );
@@ -162,7 +178,7 @@ fn panel(svg: &mut String, top: f64, label: &str, curves: &[(EngineKind, &Histog
             r#"<text x="{}" y="{}">{}</text>"#,
             x1 + 44.0,
             ly + 4.0,
-            engine.name()
+            escape(&curve.label)
         );
     }
     if curves.is_empty() {

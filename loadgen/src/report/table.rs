@@ -30,15 +30,16 @@ pub fn render(report: &Report) -> String {
     for scenario in &report.scenarios {
         let _ = writeln!(
             out,
-            "\n{}  [{} workers, {} keys, {}]",
+            "\n{}  [{} workers{}, {} keys, {}]",
             scenario.label,
             scenario.concurrency,
+            super::in_processes(report, scenario),
             group(scenario.keys as f64),
             w.distribution
         );
         let _ = writeln!(
             out,
-            "  {:<13} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  failed",
+            "  {:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  failed",
             "engine",
             "cycles/s",
             "acq p50",
@@ -55,9 +56,14 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "  {}", row(run));
         }
         for r in all_ratios.iter().filter(|r| r.scenario == scenario.id) {
+            let fairness = if r.waiting {
+                format!("   fairness {:>7}", times(r.fairness))
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "  {:<22} cycles/s {:>7}   acquire p50 {:>7}   p99 {:>7}",
+                "  {:<30} cycles/s {:>7}   acquire p50 {:>7}   p99 {:>7}{fairness}",
                 r.name(),
                 times(r.cycles_per_s),
                 times(r.acquire_p50),
@@ -107,8 +113,8 @@ fn row(run: &RunRecord) -> String {
         .collect();
     let failed = [failed, failed_rel].concat();
     format!(
-        "{:<13} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}",
-        run.engine.name(),
+        "{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}",
+        run.label(),
         group(run.cycles_per_s),
         lat(a.map(|p| p.p50)),
         lat(a.map(|p| p.p90)),
