@@ -410,6 +410,96 @@ mod tests {
     }
 
     #[test]
+    fn processes_and_waiting() {
+        let p = plan(&[]).unwrap();
+        assert_eq!(
+            (p.processes, p.waiting.as_slice()),
+            (1, &[Waiting::Smart][..])
+        );
+        assert_eq!(p.child, None);
+        let p = plan(&[
+            "--concurrency",
+            "64",
+            "--keys",
+            "4",
+            "--processes",
+            "4",
+            "--waiting",
+            "plain,smart,plain",
+        ])
+        .unwrap();
+        assert_eq!(p.processes, 4);
+        assert_eq!(p.waiting, [Waiting::Plain, Waiting::Smart]);
+        // The standard scenarios take any P: (a) then runs in one process.
+        assert_eq!(plan(&["--processes", "4"]).unwrap().processes, 4);
+        let p = plan(&["--processes", "2", "--cycles", "2"]).unwrap();
+        assert_eq!(p.workload.stop, Stop::Cycles(2));
+    }
+
+    #[test]
+    fn worker_process_mode() {
+        let p = plan(&[
+            "--worker-process",
+            "--tag",
+            "03",
+            "--nodes",
+            "redis://127.0.0.1:7101",
+            "--engine",
+            "rslock",
+            "--concurrency",
+            "16",
+            "--keys",
+            "4",
+        ])
+        .unwrap();
+        assert_eq!(p.child.as_deref(), Some("03"));
+        assert!(p.quiet);
+        for args in [
+            &[
+                "--worker-process",
+                "--tag",
+                "1",
+                "--concurrency",
+                "2",
+                "--keys",
+                "2",
+            ][..],
+            &[
+                "--worker-process",
+                "--tag",
+                "1",
+                "--nodes",
+                "redis://127.0.0.1:1",
+                "--engine",
+                "redlock,rslock",
+                "--keys",
+                "2",
+            ][..],
+            &[
+                "--worker-process",
+                "--tag",
+                "1",
+                "--nodes",
+                "redis://127.0.0.1:1",
+                "--engine",
+                "redlock",
+                "--waiting",
+                "plain,smart",
+                "--keys",
+                "2",
+            ][..],
+        ] {
+            let err = plan(args).unwrap_err();
+            assert!(
+                err.contains("--worker-process is internal"),
+                "{args:?}: {err}"
+            );
+        }
+        // The tag is required with --worker-process.
+        assert!(plan(&["--worker-process", "--nodes", "redis://127.0.0.1:1"]).is_err());
+    }
+
+    #[test]
     fn bad_input_is_one_line() {
         for (args, needle) in [
             (
@@ -431,6 +521,23 @@ mod tests {
                 &["--duration", "1s", "--cycles", "5"][..],
                 "cannot be used with",
             ),
+            (
+                &["--processes", "0"][..],
+                "--processes must be between 1 and 64",
+            ),
+            (
+                &["--processes", "65"][..],
+                "--processes must be between 1 and 64",
+            ),
+            (
+                &["--concurrency", "2", "--processes", "4"][..],
+                "--concurrency (2) must be at least --processes (4)",
+            ),
+            (
+                &["--processes", "4", "--cycles", "3"][..],
+                "--cycles must be at least --processes",
+            ),
+            (&["--waiting", "clever"][..], "invalid value 'clever'"),
         ] {
             let err = plan(args).unwrap_err();
             assert!(err.contains(needle), "{args:?}: {err}");

@@ -84,12 +84,13 @@ fn short_run_writes_the_contract_and_stops_its_nodes() {
                 "release_us.{key}: {run}"
             );
         }
-        // redlock is driven through its public acquire, which does not report attempts.
-        let attempts = run["attempts_per_acquire"].as_f64();
+        // redlock reports attempts through Lock::attempts: 0 for a local hand-off, so its mean may dip
+        // below 1 when two workers meet on a key.
+        let attempts = run["attempts_per_acquire"].as_f64().unwrap();
         if run["engine"] == "redlock" {
-            assert!(attempts.is_none_or(|a| a >= 1.0), "{run}");
+            assert!(attempts > 0.5, "{run}");
         } else {
-            assert!(attempts.unwrap() >= 1.0, "{run}");
+            assert!(attempts >= 1.0, "{run}");
         }
         assert!(run["failed_acquires"].is_object());
         let fairness = run["fairness"].as_f64().unwrap();

@@ -40,9 +40,15 @@ impl RslockClient {
             retries: retry.retries,
             pause_ms,
         };
+        // A key of its own: the processes of a --processes run connect at the same time.
+        let key = format!(
+            "redlock:loadgen:probe:{}:{}",
+            std::process::id(),
+            fastrand::u64(..)
+        );
         let probe = tokio::time::timeout(
             Duration::from_secs(5),
-            client.manager.lock(b"redlock:loadgen:probe", ttl),
+            client.manager.lock(key.as_bytes(), ttl),
         );
         match probe.await {
             Ok(Ok(lock)) => client.manager.unlock(&lock).await,
