@@ -16,6 +16,10 @@
 //!   recomputes the store's check from the logs, independently of the script: always 0 unless the
 //!   store is broken. **Stale writes rejected**: writes the store refused — fencing stopping a late
 //!   holder.
+//! - **token order violations**: a fenced grant whose token is not above the token of every grant of
+//!   the same resource that ended (validity end or release start) before this grant's attempt began.
+//!   This checks the engine's fencing tokens themselves (the store only sees their effect); reported,
+//!   not judged, since counter loss on restarted nodes is the engine's documented assumption.
 //!
 //! Lost updates need the storage node, so the scenario runner computes them from [`Summary::completed`].
 
@@ -124,6 +128,8 @@ pub struct Summary {
     pub stale_accepted: usize,
     /// Fenced writes the store rejected.
     pub stale_rejected: usize,
+    /// Fenced grants whose token did not exceed that of a grant which ended before they started.
+    pub token_order_violations: usize,
 }
 
 /// Checks every grant of `logs`.
@@ -166,6 +172,10 @@ pub fn summarize(logs: &Logs) -> Summary {
         .iter()
         .filter(|g| g.fenced == Fenced::Rejected)
         .count();
+    s.token_order_violations = by_resource
+        .values()
+        .map(|grants| token_order_violations(grants))
+        .sum();
     for (resource, mut grants) in by_resource {
         grants.sort_by_key(|g| g.t1);
         let mut latest: Option<&Grant> = None;
@@ -217,6 +227,32 @@ fn stale_accepted(grants: &[Grant]) -> (usize, usize) {
         }
     }
     (accepted, stale)
+}
+
+/// Fenced grants (of one resource) whose token is `<=` the largest token of the grants that ended
+/// before their attempt started.
+fn token_order_violations(grants: &[&Grant]) -> usize {
+    let mut fenced: Vec<(&Grant, u64)> =
+        grants.iter().filter_map(|g| Some((*g, g.token?))).collect();
+    let mut by_end: Vec<(u64, u64)> = fenced.iter().map(|(g, t)| (g.end(), *t)).collect();
+    by_end.sort_unstable();
+    fenced.sort_by_key(|(g, _)| g.t0);
+    let mut ended = by_end.iter().peekable();
+    let mut highest = None;
+    let mut violations = 0;
+    for (g, token) in fenced {
+        while let Some(&&(end, t)) = ended.peek() {
+            if end + TOLERANCE_NS >= g.t0 {
+                break;
+            }
+            highest = highest.max(Some(t));
+            ended.next();
+        }
+        if highest.is_some_and(|h| token <= h) {
+            violations += 1;
+        }
+    }
+    violations
 }
 
 /// Whether `g` claims more validity than its own measurements allow.
@@ -286,6 +322,13 @@ mod tests {
             (s.fenced_accepted, s.stale_accepted, s.stale_rejected),
             (4, 1, 1)
         );
+        // Every grant so far was still valid when the others started: no order to check. One that
+        // starts after all of them ended, with a token not above 12, is a violation.
+        assert_eq!(s.token_order_violations, 0);
+        let mut g = grant("c", 2_000_000, 3_000_000, 0);
+        g.token = Some(12);
+        logs.grants.push(g);
+        assert_eq!(summarize(&logs).token_order_violations, 1);
     }
 
     #[test]

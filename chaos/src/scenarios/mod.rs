@@ -228,8 +228,8 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
     );
     if s.fenced_grants > 0 {
         line.push_str(&format!(
-            ", stale writes rejected {} (fenced writes accepted {})",
-            s.stale_rejected, s.fenced_accepted
+            ", stale writes rejected {} (fenced writes accepted {}, token order violations {})",
+            s.stale_rejected, s.fenced_accepted, s.token_order_violations
         ));
     }
     for extra in &f.extras {
