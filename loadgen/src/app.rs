@@ -232,6 +232,7 @@ async fn execute(
                             .map(|(k, v)| (k.to_string(), *v))
                             .collect(),
                         fairness: jain(&out.per_worker),
+                        per_process: out.per_process,
                         acquire: Some(out.stats.acquire),
                         release: Some(out.stats.release),
                         ceiling: None,
@@ -310,6 +311,7 @@ fn ceiling_record(scenario: &Scenario, nodes: usize, c: Ceiling) -> RunRecord {
         ceiling: Some(c),
         waiting: None,
         processes: None,
+        per_process: Vec::new(),
     }
 }
 
@@ -317,9 +319,12 @@ fn status_line(r: &RunRecord) -> String {
     let lat = r.acquire_pct().map_or_else(String::new, |p| {
         format!("  acquire p50 {} p99 {}", micros(p.p50), micros(p.p99))
     });
-    let fair = r
+    let mut fair = r
         .fairness
         .map_or_else(String::new, |f| format!("  fairness {f:.3}"));
+    if let Some(f) = r.process_fairness() {
+        fair.push_str(&format!(" (processes {f:.3})"));
+    }
     let procs = match r.processes {
         Some(p) if p > 1 => format!(" x{p} proc"),
         _ => String::new(),

@@ -479,10 +479,12 @@ pub async fn run_processes(
     }
     let mut stats = WorkerStats::default();
     let mut per_worker = Vec::with_capacity(scenario.concurrency);
+    let mut per_process = Vec::with_capacity(p);
     let mut elapsed = Duration::ZERO;
     for (i, r) in results.into_iter().enumerate() {
         let r = r.expect("every result arrived");
         let (s, workers, took) = r.unpack().map_err(|e| fail(i, e))?;
+        per_process.push(s.cycles);
         stats.merge(&s);
         per_worker.extend(workers);
         elapsed = elapsed.max(took);
@@ -490,6 +492,7 @@ pub async fn run_processes(
     Ok(RunOutput {
         stats,
         per_worker,
+        per_process,
         elapsed,
     })
 }
@@ -729,6 +732,7 @@ mod tests {
         let out = RunOutput {
             stats: a.clone(),
             per_worker: vec![20, 22],
+            per_process: Vec::new(),
             elapsed: Duration::from_millis(5_000),
         };
         let json = serde_json::to_string(&ChildResult::pack(&out)).unwrap();

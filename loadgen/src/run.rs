@@ -39,6 +39,8 @@ pub struct RunOutput {
     pub stats: WorkerStats,
     /// Successful cycles per worker (for fairness).
     pub per_worker: Vec<u64>,
+    /// Successful cycles per process of a `--processes` run (empty when run in this process).
+    pub per_process: Vec<u64>,
     /// From the first worker's start to the last worker's end.
     pub elapsed: Duration,
 }
@@ -296,6 +298,7 @@ pub async fn phase<C: LockClient>(
     }
     Ok(RunOutput {
         per_worker: records.iter().map(|r| r.cycles).collect(),
+        per_process: Vec::new(),
         stats,
         elapsed,
     })

@@ -115,6 +115,19 @@ fn two_processes_merge_into_one_record() {
         // Every worker of both processes counts: 8 workers, so the index is at least 1/8.
         let fairness = run["fairness"].as_f64().unwrap();
         assert!((0.125..=1.0).contains(&fairness), "{run}");
+        let per_process: Vec<u64> = run["per_process_cycles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        assert_eq!(per_process.len(), 2, "{run}");
+        assert_eq!(
+            per_process.iter().sum::<u64>(),
+            run["cycles"].as_u64().unwrap()
+        );
+        let pf = run["process_fairness"].as_f64().unwrap();
+        assert!((0.5..=1.0).contains(&pf), "{run}");
         // redlock reports attempts through Lock::attempts now (0 for a local hand-off).
         assert!(
             run["attempts_per_acquire"].as_f64().unwrap() >= 0.0,

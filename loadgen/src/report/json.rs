@@ -126,8 +126,13 @@ pub struct Run {
     pub failed_acquires: BTreeMap<String, u64>,
     /// Failed releases by cause.
     pub failed_releases: BTreeMap<String, u64>,
-    /// Jain's fairness index over per-worker successful cycles (null for the ceiling).
+    /// Jain's fairness index over per-worker successful cycles (null for the ceiling); with
+    /// `--processes`, over every worker of every process.
     pub fairness: Option<f64>,
+    /// Successful cycles of each process (null unless split among several).
+    pub per_process_cycles: Option<Vec<u64>>,
+    /// Jain's fairness index over `per_process_cycles` (null unless split among several).
+    pub process_fairness: Option<f64>,
     /// redis-benchmark figures (ceiling only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<CeilingOut>,
@@ -264,6 +269,8 @@ pub fn document(report: &Report) -> Document<'_> {
             failed_acquires: r.failed_acquires.clone(),
             failed_releases: r.failed_releases.clone(),
             fairness: r.fairness,
+            per_process_cycles: (r.per_process.len() > 1).then(|| r.per_process.clone()),
+            process_fairness: r.process_fairness(),
             ceiling: r.ceiling.as_ref().map(|c| CeilingOut {
                 set_ops_per_s: c.set_ops_per_s,
                 release_ops_per_s: c.release_ops_per_s,

@@ -95,6 +95,21 @@ pub fn render(report: &Report, svg: &str) -> String {
                 },
             );
         }
+        let split: Vec<String> = report
+            .runs
+            .iter()
+            .filter(|r| r.scenario.id == scenario.id)
+            .filter_map(|r| {
+                r.process_fairness().map(|f| {
+                    let counts: Vec<String> =
+                        r.per_process.iter().map(|&c| group(c as f64)).collect();
+                    format!("{}: {} (Jain {f:.3})", r.label(), counts.join(" / "))
+                })
+            })
+            .collect();
+        if !split.is_empty() {
+            let _ = writeln!(md, "\nCycles per process: {}.", split.join("; "));
+        }
         let rows: Vec<_> = all_ratios
             .iter()
             .filter(|r| r.scenario == scenario.id)

@@ -58,9 +58,18 @@ pub struct RunRecord {
     pub waiting: Option<Waiting>,
     /// loadgen processes the workers were split among (`None` for the ceiling).
     pub processes: Option<usize>,
+    /// Successful cycles of each process, when split among several.
+    pub per_process: Vec<u64>,
 }
 
 impl RunRecord {
+    /// Jain's fairness index over the processes' cycle counts, when split among several.
+    pub fn process_fairness(&self) -> Option<f64> {
+        (self.per_process.len() > 1)
+            .then(|| crate::stats::jain(&self.per_process))
+            .flatten()
+    }
+
     /// `redlock`, or `redlock[plain]` for plain backoff: how the run is named in tables and plots.
     pub fn label(&self) -> String {
         crate::run::label(self.engine, self.waiting)
@@ -237,6 +246,7 @@ pub(crate) fn sample() -> Report {
                 ceiling: None,
                 waiting: engine.has_waiting().then_some(Waiting::Smart),
                 processes: Some(1),
+                per_process: Vec::new(),
             });
         }
         runs.push(RunRecord {
@@ -261,6 +271,7 @@ pub(crate) fn sample() -> Report {
             }),
             waiting: None,
             processes: None,
+            per_process: Vec::new(),
         });
     }
     Report {
