@@ -95,9 +95,11 @@ impl LockClient for RedlockClient {
     }
 }
 
-/// The variant name of a [`LockError`]: the key under which failures are counted.
+/// The variant name of a [`LockError`]: the key under which failures are counted. A contended acquire
+/// that gave up in the local queue (its turn never came within the retry budget) is `ContendedLocal`.
 pub fn cause(err: &LockError) -> &'static str {
     match err {
+        LockError::Contended { local: true, .. } => "ContendedLocal",
         LockError::Contended { .. } => "Contended",
         LockError::QuorumNotReached { .. } => "QuorumNotReached",
         LockError::ValidityExpired { .. } => "ValidityExpired",
