@@ -224,6 +224,7 @@ pub fn urls(nodes: &[RedisNode]) -> Vec<String> {
 
 /// Every transport the core suite runs against.
 pub fn transports() -> Vec<Transport> {
+    #[allow(unused_mut)] // only pushed to with the `fred` feature
     let mut all = vec![Transport::Pipeline];
     #[cfg(feature = "fred")]
     all.push(Transport::Fred);
