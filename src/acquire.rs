@@ -40,6 +40,14 @@ impl Redlock {
         }
         let mut subscription = None;
         let mut attempts = 0;
+        // Retries after a release notification do not use up `retry_count` (a queue head may lose a
+        // few races to other processes in a row); they are bounded by the time the counted retries
+        // would take instead.
+        let mut counted = 0;
+        let budget_end = deadline.or_else(|| {
+            let round = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl);
+            Instant::now().checked_add(round.saturating_mul(s.retry.count.saturating_add(1)))
+        });
         let result = loop {
             attempts += 1;
             // Armed before the attempt, so a release that lands while it runs still wakes us.
@@ -55,7 +63,9 @@ impl Redlock {
                 }
                 Err(err) => err,
             };
-            if !retry || !err.is_retryable() || attempts > s.retry.count {
+            counted += 1;
+            let out_of_time = budget_end.is_some_and(|end| Instant::now() >= end);
+            if !retry || !err.is_retryable() || counted > s.retry.count || out_of_time {
                 break Err(err);
             }
             let pause = s.retry.next_delay();
@@ -88,7 +98,8 @@ impl Redlock {
             match woken {
                 Some(woken) => {
                     tokio::select! {
-                        _ = woken => {}
+                        // Woken by a release: this retry is free (see `counted`).
+                        _ = woken => counted -= 1,
                         _ = tokio::time::sleep(pause) => {}
                     }
                 }

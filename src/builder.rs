@@ -87,6 +87,24 @@ impl Builder {
         self
     }
 
+    /// See [`Config::local_queue`].
+    pub fn local_queue(mut self, on: bool) -> Self {
+        self.config.local_queue = on;
+        self
+    }
+
+    /// See [`Config::notify_releases`].
+    pub fn notify_releases(mut self, on: bool) -> Self {
+        self.config.notify_releases = on;
+        self
+    }
+
+    /// See [`Config::max_local_handoffs`].
+    pub fn max_local_handoffs(mut self, max: u32) -> Self {
+        self.config.max_local_handoffs = max;
+        self
+    }
+
     /// See [`Config::connect_timeout`].
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.config.connect_timeout = timeout;

@@ -31,7 +31,9 @@ pub struct Config {
     /// A lock is granted only if at least this fraction of the TTL is left as validity (a lock with 2 ms
     /// left is a trap). Must be in `[0, 1)`. Default: `0.1`.
     pub min_validity_factor: f64,
-    /// Attempts after the first one in [`crate::Redlock::acquire`]. Default: `10`.
+    /// Attempts after the first one in [`crate::Redlock::acquire`] that end a full random pause. Retries
+    /// woken early by a release notification do not count, but all retries stop once the time those
+    /// `retry_count` pauses would take has passed (or at `acquire_timeout`). Default: `10`.
     pub retry_count: u32,
     /// Base delay between attempts. Default: 50 ms.
     pub retry_delay: Duration,
