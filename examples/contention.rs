@@ -7,18 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redlock_engine::Redlock;
-
 mod support;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (urls, servers) = support::nodes()?;
-    let redlock = Redlock::builder()
-        .nodes(urls)
-        .quarantine(!servers.started_here())
-        .build()
-        .await?;
+    let (redlock, _servers) = support::engine().await?;
     let counter = Arc::new(AtomicU64::new(0));
 
     // 1. 32 tasks, 20 increments each, of a counter that only the lock holder may touch.

@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use redlock_engine::Redlock;
-
 mod support;
 
 /// A toy store that remembers the highest token it accepted.
@@ -28,12 +26,7 @@ impl Store {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (urls, servers) = support::nodes()?;
-    let redlock = Redlock::builder()
-        .nodes(urls)
-        .quarantine(!servers.started_here())
-        .build()
-        .await?;
+    let (redlock, _servers) = support::engine().await?;
     let mut store = Store::default();
 
     // 1. Client 1 takes the lock with a short TTL, then "pauses" past it (GC, SIGSTOP, swap...).

@@ -4,18 +4,13 @@
 
 use std::time::Duration;
 
-use redlock_engine::{Redlock, RenewPolicy};
+use redlock_engine::RenewPolicy;
 
 mod support;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (urls, servers) = support::nodes()?;
-    let redlock = Redlock::builder()
-        .nodes(urls)
-        .quarantine(!servers.started_here())
-        .build()
-        .await?;
+    let (redlock, _servers) = support::engine().await?;
 
     // 1. A 900 ms TTL, renewed every 300 ms by the engine's watchdog (one batched write per node).
     let lock = redlock

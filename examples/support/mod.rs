@@ -16,6 +16,17 @@ pub fn nodes() -> Result<(Vec<String>, Servers), Box<dyn std::error::Error>> {
     }
 }
 
+/// An engine on [`nodes`], with the quarantine off only for nodes started here (see `basic.rs`).
+pub async fn engine() -> Result<(redlock_engine::Redlock, Servers), Box<dyn std::error::Error>> {
+    let (urls, servers) = nodes()?;
+    let redlock = redlock_engine::Redlock::builder()
+        .nodes(urls)
+        .quarantine(!servers.started_here())
+        .build()
+        .await?;
+    Ok((redlock, servers))
+}
+
 /// Child redis-server processes, killed on drop.
 pub struct Servers(Vec<Child>);
 
