@@ -303,6 +303,9 @@ impl Redlock {
             }
             _ => {
                 lock.valid_until = lock.valid_until.min(extended_until);
+                if let Some(local) = &lock.local {
+                    local.set_valid_until(lock.valid_until);
+                }
                 if tally.won() {
                     let min = timing.min_validity(ttl);
                     Err(LockError::ValidityExpired {
