@@ -91,7 +91,9 @@ impl Quarantine {
             .clone()
     }
 
-    /// The connection dropped: stop voting until the next identity is known.
+    /// The connection dropped: stop voting until the next identity is known (transports that learn the
+    /// identity only after reconnecting: fred).
+    #[cfg_attr(not(feature = "fred"), allow(dead_code))]
     pub(crate) fn suspend(&self) {
         if self.max_lifetime.is_some() {
             self.state

@@ -57,7 +57,6 @@ pub(crate) enum Cmd {
 #[derive(Debug, Clone)]
 pub(crate) enum Keys {
     One(Bytes),
-    #[allow(dead_code)] // multi-resource locks
     Many(std::sync::Arc<[Bytes]>),
 }
 
