@@ -59,7 +59,7 @@ pub async fn release_all(r: &Redlock, key: &Bytes, value: LockValue, timeout: Du
 
 /// Encodes one lock cycle's commands (SET NX PX, then EVALSHA release) the way the pipeline does.
 pub fn encode_cycle(out: &mut BytesMut, key: &Bytes, value: LockValue, ttl_ms: u64) {
-    crate::transport::encode_for_bench(
+    crate::transport::encode(
         out,
         &Cmd::SetNxPx {
             key: key.clone(),
@@ -67,7 +67,7 @@ pub fn encode_cycle(out: &mut BytesMut, key: &Bytes, value: LockValue, ttl_ms: u
             ttl_ms,
         },
     );
-    crate::transport::encode_for_bench(
+    crate::transport::encode(
         out,
         &Cmd::Script {
             script: &RELEASE,

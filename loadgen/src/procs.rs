@@ -364,18 +364,10 @@ pub async fn run_processes(
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        // SAFETY: runs in the forked child before exec; prctl(2) and getppid(2) are async-signal-safe and
-        // touch no memory of the parent.
+        // SAFETY: `die_with_parent` runs in the forked child before exec and only calls
+        // async-signal-safe functions; it touches no memory of the parent.
         unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() == 1 {
-                    return Err(std::io::Error::other("parent exited"));
-                }
-                Ok(())
-            });
+            cmd.pre_exec(crate::nodes::spawn::die_with_parent);
         }
         let mut child = cmd
             .spawn()

@@ -188,11 +188,6 @@ impl Future for Pending {
     }
 }
 
-/// Encodes `cmd` as the pipeline would (for the benches).
-pub(crate) fn encode_for_bench(out: &mut bytes::BytesMut, cmd: &Cmd) {
-    resp::encode_cmd(out, cmd, false);
-}
-
 /// Encodes `cmd` once, for every node of a round.
 pub(crate) fn encode(out: &mut bytes::BytesMut, cmd: &Cmd) {
     resp::encode_cmd(out, cmd, false);

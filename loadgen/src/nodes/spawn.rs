@@ -130,24 +130,32 @@ fn spawn_server(port: u16) -> Result<Child, String> {
     .stdout(Stdio::null())
     .stderr(Stdio::null())
     .process_group(0);
-    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2) and getppid(2),
-    // both async-signal-safe; it touches no memory of the parent.
+    // SAFETY: `die_with_parent` runs in the forked child before exec and only calls async-signal-safe
+    // functions (prctl(2), getppid(2)); it touches no memory of the parent.
     unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died between fork and prctl: then nobody would ever stop us.
-            if libc::getppid() == 1 {
-                return Err(std::io::Error::other("parent exited"));
-            }
-            Ok(())
-        });
+        cmd.pre_exec(die_with_parent);
     }
     cmd.spawn().map_err(|e| match e.kind() {
         ErrorKind::NotFound => INSTALL_HINT.to_string(),
         _ => format!("cannot start redis-server: {e}"),
     })
+}
+
+/// Makes a child process die with its parent (SIGKILL on the parent's exit), so no redis-server or
+/// worker process outlives loadgen even if it is killed. Runs between fork and exec: async-signal-safe
+/// calls only.
+pub(crate) fn die_with_parent() -> std::io::Result<()> {
+    // SAFETY: prctl(2) and getppid(2) are async-signal-safe syscalls with no memory preconditions.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // The parent may have died between fork and prctl: then nobody would ever stop us.
+        if libc::getppid() == 1 {
+            return Err(std::io::Error::other("parent exited"));
+        }
+    }
+    Ok(())
 }
 
 fn wait_ready(child: &mut Child, port: u16, within: Duration) -> Result<(), String> {
