@@ -10,12 +10,17 @@
 //! - `e2e_batch64`: 64 acquire+release cycles on distinct keys, all in flight at once (throughput with
 //!   the pipeline full); reported per lock cycle as well.
 //! - `e2e_extend`: extending a held lock (one owner-checked script round).
+//! - `e2e_observe`: `e2e_acquire_release` on `pipeline_n3` with nothing installed (`none`), then with a
+//!   metrics recorder and a DEBUG `tracing` subscriber installed (`recorder_subscriber`, both scoped to
+//!   this benchmark): observability's share of a real lock cycle. `benches/observe.rs` measures the
+//!   observe calls alone, precisely; see `results/benches/observe.md`.
 //!
 //! Everything runs on a tokio current-thread runtime, as a latency-minded client would, so the numbers
 //! measure the engine rather than cross-thread wake-ups.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -23,6 +28,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use redlock_engine::{Redlock, Transport};
 use tokio::runtime::Runtime;
+use tracing::Level;
 
 /// Lock TTL for every benchmark: long enough that no lock expires mid-measurement.
 const TTL: Duration = Duration::from_secs(10);
@@ -173,6 +179,32 @@ fn bench_extend(c: &mut Criterion, rt: &Runtime, urls: &[String]) {
     group.finish();
 }
 
+fn bench_observe(c: &mut Criterion, rt: &Runtime, urls: &[String]) {
+    let config = Config {
+        transport: Transport::Pipeline,
+        nodes: 3,
+    };
+    let mut group = c.benchmark_group("e2e_observe");
+    group.throughput(Throughput::Elements(1));
+    // Nothing installed first: `tracing` keeps a dropped scoped subscriber's max level until the next
+    // one registers, so the order matters (see `benches/observe.rs`).
+    let plain = engine(rt, urls, &config);
+    group.bench_with_input(BenchmarkId::new("none", config), &plain, |b, engine| {
+        b.to_async(rt).iter(|| cycle(engine, b"bench:observe"))
+    });
+    // The recorder must be in place when the engine registers its handles, as in production.
+    let observed =
+        metrics::with_local_recorder(&support::AtomicRecorder, || engine(rt, urls, &config));
+    tracing::subscriber::with_default(support::subscriber(Level::DEBUG), || {
+        group.bench_with_input(
+            BenchmarkId::new("recorder_subscriber", config),
+            &observed,
+            |b, engine| b.to_async(rt).iter(|| cycle(engine, b"bench:observe")),
+        );
+    });
+    group.finish();
+}
+
 fn e2e(c: &mut Criterion) {
     // Dropped (killed) at the end of this function, and on a panic as the stack unwinds.
     let nodes = common::nodes(MAX_NODES);
@@ -181,6 +213,7 @@ fn e2e(c: &mut Criterion) {
     bench_acquire_release(c, &rt, &urls);
     bench_batch(c, &rt, &urls);
     bench_extend(c, &rt, &urls);
+    bench_observe(c, &rt, &urls);
 }
 
 criterion_group! {

@@ -76,6 +76,28 @@ pub mod __private {
     pub use crate::timing::Timing;
     pub use crate::value::LockValue;
 
+    /// The engine's metric handles and per-round event (`observe`), for `benches/observe.rs`: what an
+    /// acquire and a release record once their round is decided, without the network.
+    #[derive(Debug)]
+    pub struct Observe(crate::observe::Metrics);
+
+    impl Observe {
+        /// Registers the handles for `nodes` nodes with the current recorder, as building an engine does.
+        pub fn new(nodes: usize) -> Self {
+            Self(crate::observe::Metrics::new(nodes))
+        }
+
+        /// What an acquire records after its round: `Metrics::round(Op::Acquire, ..)`.
+        pub fn acquire_round(&self, tally: &Tally, took: std::time::Duration) {
+            self.0.round(crate::observe::Op::Acquire, tally, took);
+        }
+
+        /// What a release records after its round: `Metrics::round(Op::Release, ..)`.
+        pub fn release_round(&self, tally: &Tally, took: std::time::Duration) {
+            self.0.round(crate::observe::Op::Release, tally, took);
+        }
+    }
+
     /// `(source, sha1)` of the release and extend scripts.
     pub fn scripts() -> [(&'static str, &'static str); 2] {
         [
