@@ -1,5 +1,11 @@
-//! Node addresses: `redis://[user:password@]host:port[/db]` (or `rediss://` for TLS) parsed into a
-//! [`NodeAddr`].
+//! Node addresses parsed into a [`NodeAddr`]:
+//!
+//! - `redis://[user:password@]host:port[/db]`: one standalone master (`rediss://` for TLS);
+//! - `redis-cluster://[user:password@]host:port[?node=host:port&...]`: a Redis Cluster, reached through
+//!   any of the listed members (`rediss-cluster://` for TLS);
+//! - `redis-sentinel://[user:password@]host:port[/db]?sentinelServiceName=name[&node=host:port...]`: the
+//!   master a set of Sentinels names (the hosts are Sentinels; `rediss-sentinel://` for TLS to the
+//!   master). The query parameters are fred's, so one URL works in both places.
 
 use std::fmt;
 
@@ -13,20 +19,55 @@ pub(crate) struct NodeAddr {
     pub(crate) password: Option<String>,
     /// `rediss://`: the connection runs over TLS.
     pub(crate) tls: bool,
+    /// What stands behind the address: one master, a cluster, or a Sentinel-managed master.
+    pub(crate) topology: Topology,
+    /// More members of the cluster, or more Sentinels (`?node=host:port`), after `host:port`.
+    pub(crate) more_hosts: Vec<(String, u16)>,
+}
+
+/// What one lock "node" is made of. Every kind gives one vote in the quorum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Topology {
+    /// One standalone master.
+    Standalone,
+    /// A Redis Cluster: the key's hash slot picks the master (keys of one lock share a hash tag).
+    Cluster,
+    /// The master that Sentinels name for this service; `host:port` and `more_hosts` are Sentinels.
+    Sentinel { service: String },
+}
+
+impl Topology {
+    /// Whether the engine's own connection can serve this kind (it speaks to one server only).
+    pub(crate) fn is_standalone(&self) -> bool {
+        matches!(self, Self::Standalone)
+    }
 }
 
 impl NodeAddr {
-    /// Parses a `redis://` URL. Errors name the URL (without its password) and what is wrong with it.
+    /// Parses a node URL (see the module doc). Errors name the URL (without its password) and what is
+    /// wrong with it.
     pub(crate) fn parse(url: &str) -> Result<Self, String> {
-        let (tls, rest) = match (url.strip_prefix("redis://"), url.strip_prefix("rediss://")) {
-            (Some(rest), _) => (false, rest),
-            (_, Some(rest)) => (true, rest),
+        let bad = |what: &str| format!("{}: {what}", redact(url));
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad("expected a URL like redis://host:port"))?;
+        let (tls, kind) = match scheme {
+            "redis" => (false, "standalone"),
+            "rediss" => (true, "standalone"),
+            "redis-cluster" => (false, "cluster"),
+            "rediss-cluster" => (true, "cluster"),
+            "redis-sentinel" => (false, "sentinel"),
+            "rediss-sentinel" => (true, "sentinel"),
             _ => {
-                return Err(format!(
-                    "{}: only redis:// and rediss:// URLs are supported",
-                    redact(url)
+                return Err(bad(
+                    "the scheme must be redis://, rediss://, redis-cluster://, \
+                     rediss-cluster://, redis-sentinel:// or rediss-sentinel://",
                 ))
             }
+        };
+        let (rest, query) = match rest.split_once('?') {
+            Some((rest, query)) => (rest, Some(query)),
+            None => (rest, None),
         };
         let (auth, rest) = match rest.rsplit_once('@') {
             Some((auth, rest)) => (Some(auth), rest),
@@ -37,12 +78,14 @@ impl NodeAddr {
             Some((hp, db)) => (
                 hp,
                 db.parse::<u32>()
-                    .map_err(|_| format!("{}: database must be a number", redact(url)))?,
+                    .map_err(|_| bad("database must be a number"))?,
             ),
             None => (rest, 0),
         };
-        let (host, port) = split_host_port(hostport)
-            .ok_or_else(|| format!("{}: expected host:port", redact(url)))?;
+        // Sentinels listen on 26379 by default, servers on 6379.
+        let default_port = if kind == "sentinel" { 26379 } else { 6379 };
+        let (host, port) =
+            split_host_port(hostport, default_port).ok_or_else(|| bad("expected host:port"))?;
         let (username, password) = match auth {
             None => (None, None),
             Some(auth) => {
@@ -54,6 +97,28 @@ impl NodeAddr {
                 (user, pass.map(percent_decode))
             }
         };
+        let mut more_hosts = Vec::new();
+        let mut service = None;
+        for pair in query.into_iter().flat_map(|q| q.split('&')) {
+            match pair.split_once('=') {
+                Some(("node", hp)) if kind != "standalone" => more_hosts.push(
+                    split_host_port(hp, default_port)
+                        .ok_or_else(|| bad("node= expects host:port"))?,
+                ),
+                Some(("sentinelServiceName", name)) if kind == "sentinel" && !name.is_empty() => {
+                    service = Some(percent_decode(name))
+                }
+                _ => return Err(bad(&format!("unsupported query parameter {pair:?}"))),
+            }
+        }
+        let topology = match kind {
+            "standalone" => Topology::Standalone,
+            "cluster" if db != 0 => return Err(bad("a Redis Cluster has only database 0")),
+            "cluster" => Topology::Cluster,
+            _ => Topology::Sentinel {
+                service: service.ok_or_else(|| bad("sentinelServiceName= is required"))?,
+            },
+        };
         Ok(Self {
             host,
             port,
@@ -61,6 +126,8 @@ impl NodeAddr {
             username,
             password,
             tls,
+            topology,
+            more_hosts,
         })
     }
 
@@ -72,8 +139,8 @@ impl NodeAddr {
     }
 }
 
-fn split_host_port(s: &str) -> Option<(String, u16)> {
-    // `[::1]:6379` for IPv6, `host:port` otherwise; the port defaults to 6379.
+fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
+    // `[::1]:6379` for IPv6, `host:port` otherwise.
     let (host, port) = if let Some(rest) = s.strip_prefix('[') {
         let (host, after) = rest.split_once(']')?;
         (host, after.strip_prefix(':'))
@@ -88,7 +155,7 @@ fn split_host_port(s: &str) -> Option<(String, u16)> {
     }
     let port = match port {
         Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0)?,
-        None => 6379,
+        None => default_port,
     };
     Some((host.to_string(), port))
 }
@@ -130,12 +197,23 @@ fn redact(url: &str) -> String {
 
 impl fmt::Display for NodeAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let scheme = if self.tls { "rediss" } else { "redis" };
+        let scheme = match (&self.topology, self.tls) {
+            (Topology::Standalone, false) => "redis",
+            (Topology::Standalone, true) => "rediss",
+            (Topology::Cluster, false) => "redis-cluster",
+            (Topology::Cluster, true) => "rediss-cluster",
+            (Topology::Sentinel { .. }, false) => "redis-sentinel",
+            (Topology::Sentinel { .. }, true) => "rediss-sentinel",
+        };
         if self.host.contains(':') {
-            write!(f, "{scheme}://[{}]:{}/{}", self.host, self.port, self.db)
+            write!(f, "{scheme}://[{}]:{}/{}", self.host, self.port, self.db)?;
         } else {
-            write!(f, "{scheme}://{}:{}/{}", self.host, self.port, self.db)
+            write!(f, "{scheme}://{}:{}/{}", self.host, self.port, self.db)?;
         }
+        if let Topology::Sentinel { service } = &self.topology {
+            write!(f, "?sentinelServiceName={service}")?;
+        }
+        Ok(())
     }
 }
 
@@ -167,6 +245,35 @@ mod tests {
         let c = NodeAddr::parse("redis://:secret@[::1]:7000/").unwrap();
         assert_eq!((c.host.as_str(), c.port), ("::1", 7000));
         assert_eq!((c.username, c.password.as_deref()), (None, Some("secret")));
+        assert_eq!(c.topology, Topology::Standalone);
+    }
+
+    #[test]
+    fn parses_cluster_and_sentinel_node_sets() {
+        let c =
+            NodeAddr::parse("redis-cluster://u:p@10.0.0.1:7000?node=10.0.0.2:7001&node=[::1]:7002")
+                .unwrap();
+        assert_eq!(c.topology, Topology::Cluster);
+        assert_eq!((c.host.as_str(), c.port), ("10.0.0.1", 7000));
+        assert_eq!(
+            c.more_hosts,
+            vec![("10.0.0.2".into(), 7001), ("::1".into(), 7002)]
+        );
+        assert_eq!(c.to_string(), "redis-cluster://10.0.0.1:7000/0");
+        let s = NodeAddr::parse("rediss-sentinel://s1/2?sentinelServiceName=locks&node=s2:26380")
+            .unwrap();
+        assert_eq!(
+            s.topology,
+            Topology::Sentinel {
+                service: "locks".into()
+            }
+        );
+        assert!(s.tls && s.port == 26379 && s.db == 2);
+        assert_eq!(s.more_hosts, vec![("s2".into(), 26380)]);
+        assert_eq!(
+            s.to_string(),
+            "rediss-sentinel://s1:26379/2?sentinelServiceName=locks"
+        );
     }
 
     #[test]
@@ -178,6 +285,12 @@ mod tests {
             "redis://h:99999",
             "redis://h:1/x",
             "",
+            "redis://h:1?node=h:2",
+            "redis-cluster://h:1/3",
+            "redis-cluster://h:1?nodes=h:2",
+            "redis-sentinel://h:1",
+            "redis-sentinel://h:1?sentinelServiceName=",
+            "unix:///tmp/redis.sock",
         ] {
             assert!(NodeAddr::parse(bad).is_err(), "{bad}");
         }

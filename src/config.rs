@@ -14,12 +14,17 @@ pub const MAX_NODES: usize = 9;
 /// Lock engine configuration. Build one with `..Default::default()` or through [`crate::Builder`].
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Node URLs, `redis://[user:password@]host:port[/db]`, one per independent master (1..=9).
-    /// Default: empty (must be set).
+    /// Node URLs, one per independent vote (1..=9): `redis://[user:password@]host:port[/db]` for a
+    /// standalone master (`rediss://` for TLS), `redis-cluster://host:port[?node=host:port...]` for a
+    /// Redis Cluster, `redis-sentinel://host:port[/db]?sentinelServiceName=name[&node=host:port...]`
+    /// for a Sentinel-managed master (both need the `fred` feature; see the README on when they are
+    /// safe). Default: empty (must be set).
     pub nodes: Vec<String>,
     /// Which connection carries the commands. Default: [`Transport::Pipeline`].
     pub transport: Transport,
-    /// Prefix of every key the engine writes; the key of a resource is `prefix + resource`.
+    /// Prefix of every key the engine writes. The key of a resource is `prefix + "{" + resource + "}"`,
+    /// or `prefix + resource` when the resource already has a hash tag (`{...}`), so a lock's keys
+    /// (its value, waiter mark, fence counter, reader set) share one Cluster hash slot.
     /// Default: `"redlock:"`.
     pub key_prefix: Vec<u8>,
     /// Clock drift allowance as a fraction of the TTL; the engine also adds 2 ms for timer granularity.
@@ -187,6 +192,12 @@ impl Config {
         }
         if self.connect_timeout.is_zero() {
             return bad("connect_timeout must be above zero".into());
+        }
+        #[cfg(not(feature = "fred"))]
+        if let Some(addr) = nodes.iter().find(|n| !n.topology.is_standalone()) {
+            return bad(format!(
+                "{addr}: Cluster and Sentinel node sets need the `fred` feature"
+            ));
         }
         let tls = if nodes.iter().any(|n| n.tls) {
             let connector = crate::transport::connect::tls_connector(self.tls_ca_file.as_deref())

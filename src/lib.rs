@@ -18,15 +18,18 @@
 //! - `timing`: validity = TTL − elapsed − drift, node deadlines (pure logic).
 //! - `retry`: the random pause between attempts (pure logic).
 //! - `value`: the 20-byte random lock value (a bearer secret, never printed).
+//! - `keys`: the key layout — `prefix{resource}`, so a lock's keys share one Cluster hash slot.
 //! - `scripts`: every Lua script and its SHA1.
 //! - [`config`], [`builder`]: every knob with its default; validation into typed errors.
 //! - [`error`]: [`LockError`] and [`NodeError`].
 //! - `lock`: [`Lock`], what acquire returns.
 //! - `observe`: `tracing` events and `metrics` handles for every round (zero cost when nothing listens).
-//! - `addr`: `redis://` / `rediss://` URL parsing.
+//! - `addr`: node URL parsing — standalone (`redis://`, `rediss://`), `redis-cluster://`,
+//!   `redis-sentinel://`.
 //! - `raw`: the lock's command stream without the algorithm (loadgen's `raw` engine, benches).
 //! - `transport`: the only files that touch the network — the `NodeClient` trait; `transport::pipeline`
-//!   (the engine's own pipelined connection per node), `transport::fred` (feature `fred`),
+//!   (the engine's own pipelined connection per node), `transport::fred` (feature `fred`; also every
+//!   Cluster and Sentinel node set),
 //!   `transport::subscriber` (release notifications), `transport::connect` (TCP + handshake),
 //!   `transport::resp` (RESP framing on `redis-protocol`).
 
@@ -37,6 +40,7 @@ pub mod config;
 pub mod error;
 mod fanout;
 mod fence;
+mod keys;
 mod kind;
 mod lock;
 mod multi;

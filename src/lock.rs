@@ -53,7 +53,7 @@ impl Lock {
     /// The resource name this lock was acquired for (without the key prefix); the first one of a
     /// multi-resource lock.
     pub fn resource(&self) -> &[u8] {
-        &self.keys.as_slice()[0][self.prefix_len..]
+        crate::keys::resource_of(&self.keys.as_slice()[0], self.prefix_len)
     }
 
     /// Every resource this lock holds: one, or several for a multi-resource lock.
@@ -65,7 +65,7 @@ impl Lock {
         };
         self.keys.as_slice()[..count]
             .iter()
-            .map(move |key| &key[self.prefix_len..])
+            .map(move |key| crate::keys::resource_of(key, self.prefix_len))
     }
 
     /// The fencing token of a lock from [`crate::Redlock::acquire_fenced`]: larger than the token of

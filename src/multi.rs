@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::addr::Topology;
 use crate::error::LockError;
 use crate::kind::Kind;
 use crate::lock::Lock;
@@ -22,8 +23,8 @@ impl Redlock {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire); [`LockError::Contended`] if any of the resources is held elsewhere;
-    /// [`LockError::InvalidInput`] for an empty list, more than 16 resources, a duplicate, or an invalid
-    /// resource name.
+    /// [`LockError::InvalidInput`] for an empty list, more than 16 resources, a duplicate, an invalid
+    /// resource name, or (with a Redis Cluster among the nodes) resources without one shared hash tag.
     ///
     /// ```no_run
     /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
@@ -72,6 +73,20 @@ impl Redlock {
                 )));
             }
             keys.push(self.key(resource, b"")?);
+        }
+        // A cluster runs the all-or-none script only if every key is in one hash slot: say so here,
+        // not as a CROSSSLOT failure on one node.
+        let clustered = self
+            .settings()
+            .nodes
+            .iter()
+            .any(|n| n.topology == Topology::Cluster);
+        if clustered && !crate::keys::one_slot(&keys) {
+            return Err(LockError::InvalidInput(
+                "on a Redis Cluster node the resources of one lock must share a hash tag, \
+                 e.g. {order:7}:items and {order:7}:payment"
+                    .into(),
+            ));
         }
         Ok(Target {
             kind: Kind::Multi,

@@ -11,7 +11,8 @@
 //! Off for nodes whose data survives a crash (`appendfsync always`): the price of quarantine is
 //! availability — when a majority restarts, no lock can be granted for one maximum lifetime.
 
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -46,11 +47,13 @@ pub(crate) struct Quarantine {
 
 #[derive(Debug, Default)]
 struct State {
-    run_id: Option<String>,
+    /// The `run_id` last read from each server behind the node: one for a standalone or Sentinel
+    /// node (keyed `""`), one per member for a cluster.
+    run_ids: HashMap<String, String>,
     until: Option<Instant>,
-    /// The connection dropped and the new one's identity is not known yet (transports that learn it
-    /// after reconnecting): no vote until it is.
-    suspended: bool,
+    /// Servers whose connection dropped and whose new identity is not known yet (transports that
+    /// learn it after reconnecting): no vote until it is.
+    suspended: HashSet<String>,
 }
 
 impl Quarantine {
@@ -61,13 +64,22 @@ impl Quarantine {
         }
     }
 
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Applies what a (re)connect learned about the server.
     pub(crate) fn on_connect(&self, id: &ServerIdentity) {
+        self.on_member_connect("", id);
+    }
+
+    /// Applies what a (re)connect learned about one server of a node set (a cluster member).
+    pub(crate) fn on_member_connect(&self, member: &str, id: &ServerIdentity) {
         let Some(max) = self.max_lifetime else { return };
         let now = Instant::now();
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state();
         // `max` is capped by the configuration (at most a year), so these additions cannot overflow.
-        let restarted = st.run_id.as_deref().is_some_and(|old| old != id.run_id);
+        let restarted = st.run_ids.get(member).is_some_and(|old| *old != id.run_id);
         let young_for = max.checked_sub(id.uptime).filter(|left| !left.is_zero());
         let until = if restarted {
             // A new process behind the same address: whatever its uptime claims, it lost our keys.
@@ -78,28 +90,48 @@ impl Quarantine {
         if let Some(until) = until {
             st.until = Some(st.until.map_or(until, |u| u.max(until)));
         }
-        st.run_id = Some(id.run_id.clone());
-        st.suspended = false;
+        st.run_ids.insert(member.to_string(), id.run_id.clone());
+        st.suspended.remove(member);
     }
 
-    /// The server's `run_id`, once read.
-    pub(crate) fn run_id(&self) -> Option<String> {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .run_id
-            .clone()
-    }
-
-    /// The connection dropped: stop voting until the next identity is known (transports that learn the
-    /// identity only after reconnecting: fred).
+    /// Something may have lost keys without a restart we could see (a failover promoted a replica
+    /// that had not received the latest writes): no vote for one maximum lifetime from now.
     #[cfg_attr(not(feature = "fred"), allow(dead_code))]
-    pub(crate) fn suspend(&self) {
+    pub(crate) fn quarantine_now(&self) {
+        let Some(max) = self.max_lifetime else { return };
+        let until = Instant::now() + max;
+        let mut st = self.state();
+        st.until = Some(st.until.map_or(until, |u| u.max(until)));
+    }
+
+    /// A server joined the node set (a cluster master): one never seen before quarantines the set.
+    #[cfg_attr(not(feature = "fred"), allow(dead_code))]
+    pub(crate) fn on_member_added(&self, member: &str) {
+        let known = self.state().run_ids.contains_key(member);
+        if !known {
+            self.quarantine_now();
+        }
+    }
+
+    /// A server left the node set (a cluster member removed): it no longer holds the vote back.
+    #[cfg_attr(not(feature = "fred"), allow(dead_code))]
+    pub(crate) fn forget_member(&self, member: &str) {
+        let mut st = self.state();
+        st.suspended.remove(member);
+        st.run_ids.remove(member);
+    }
+
+    /// The server's `run_id`, once read (standalone and Sentinel nodes; `None` for a cluster).
+    pub(crate) fn run_id(&self) -> Option<String> {
+        self.state().run_ids.get("").cloned()
+    }
+
+    /// One server's connection dropped (`""` for a node of one server): stop voting until its next
+    /// identity is known (transports that learn the identity only after reconnecting: fred).
+    #[cfg_attr(not(feature = "fred"), allow(dead_code))]
+    pub(crate) fn suspend_member(&self, member: &str) {
         if self.max_lifetime.is_some() {
-            self.state
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .suspended = true;
+            self.state().suspended.insert(member.to_string());
         }
     }
 
@@ -108,9 +140,11 @@ impl Quarantine {
         if self.max_lifetime.is_none() {
             return true;
         }
-        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let st = self.state();
         // An identity never read (or not re-read since a drop) is an unknown restart: no vote.
-        st.run_id.is_some() && !st.suspended && st.until.is_none_or(|until| Instant::now() >= until)
+        !st.run_ids.is_empty()
+            && st.suspended.is_empty()
+            && st.until.is_none_or(|until| Instant::now() >= until)
     }
 }
 
@@ -157,10 +191,37 @@ mod tests {
         assert!(!q.votes(), "never identified");
         q.on_connect(&id("a", 3600));
         assert!(q.votes());
-        q.suspend();
+        q.suspend_member("");
         assert!(!q.votes(), "dropped, not yet re-identified");
         q.on_connect(&id("a", 3601));
         assert!(q.votes());
+    }
+
+    #[test]
+    fn a_cluster_votes_only_when_every_member_is_known_and_old() {
+        let q = Quarantine::new(Some(Duration::from_secs(60)));
+        q.on_member_connect("m1:7000", &id("a", 3600));
+        q.on_member_connect("m2:7001", &id("b", 3600));
+        assert!(
+            q.votes(),
+            "different run_ids on different members are no restart"
+        );
+        assert_eq!(q.run_id(), None, "no single identity for a cluster");
+        q.suspend_member("m2:7001");
+        assert!(!q.votes());
+        q.on_member_connect("m2:7001", &id("b2", 3600));
+        assert!(!q.votes(), "m2 restarted");
+        let failover = Quarantine::new(Some(Duration::from_secs(60)));
+        failover.on_member_connect("m1:7000", &id("a", 3600));
+        failover.suspend_member("m1:7000");
+        failover.forget_member("m1:7000");
+        failover.on_member_connect("r1:7003", &id("c", 3600));
+        assert!(
+            failover.votes(),
+            "the removed member no longer holds the vote"
+        );
+        failover.quarantine_now();
+        assert!(!failover.votes(), "a topology change quarantines");
     }
 
     #[test]

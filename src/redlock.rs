@@ -8,7 +8,7 @@ use std::pin::pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::acquire::{release_cmd, start};
@@ -339,7 +339,7 @@ impl Redlock {
         Ok(Target { kind, keys })
     }
 
-    /// Validates a resource name and returns `prefix + resource + suffix`.
+    /// Validates a resource name and returns its key plus `suffix` (see [`crate::keys`]).
     pub(crate) fn key(&self, resource: &[u8], suffix: &[u8]) -> Result<Bytes, LockError> {
         let s = &self.inner.settings;
         if resource.is_empty() {
@@ -352,11 +352,7 @@ impl Redlock {
                 s.max_resource_len
             )));
         }
-        let mut key = BytesMut::with_capacity(s.key_prefix.len() + resource.len() + suffix.len());
-        key.put_slice(&s.key_prefix);
-        key.put_slice(resource);
-        key.put_slice(suffix);
-        Ok(key.freeze())
+        crate::keys::key(&s.key_prefix, resource, suffix)
     }
 
     /// Validates a TTL and returns it in whole milliseconds: PX takes milliseconds, and validity must be

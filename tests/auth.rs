@@ -94,12 +94,12 @@ async fn database_number_in_the_url_is_selected() {
     for transport in transports() {
         let e = engine(format!("redis://127.0.0.1:{}/3", node.port), transport).await;
         let lock = e.acquire(b"in-db-3", TTL).await.unwrap();
-        assert!(!node.exists(b"redlock:in-db-3"), "not in db 0");
+        assert!(!node.exists(b"redlock:{in-db-3}"), "not in db 0");
         let in_db3 = node.cmd(&[
             b"EVAL",
             b"redis.call('SELECT', 3) return redis.call('EXISTS', KEYS[1])",
             b"1",
-            b"redlock:in-db-3",
+            b"redlock:{in-db-3}",
         ]);
         assert_eq!(in_db3, "1");
         e.release(lock).await.unwrap();

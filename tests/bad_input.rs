@@ -51,6 +51,18 @@ async fn bad_configurations_are_rejected_with_a_reason() {
             with(&|c| c.nodes = vec!["redis://u:secret@127.0.0.1:1/x".into()]),
             "database",
         ),
+        (
+            with(&|c| c.nodes = vec!["redis-sentinel://u:secret@127.0.0.1:1".into()]),
+            "sentinelServiceName",
+        ),
+        (
+            with(&|c| c.nodes = vec!["redis-cluster://127.0.0.1:1/2".into()]),
+            "database 0",
+        ),
+        (
+            with(&|c| c.nodes = vec!["redis://127.0.0.1:1?node=127.0.0.1:2".into()]),
+            "query parameter",
+        ),
         (with(&|c| c.drift_factor = 1.0), "drift_factor"),
         (with(&|c| c.drift_factor = -0.1), "drift_factor"),
         (with(&|c| c.drift_factor = f64::NAN), "drift_factor"),
@@ -147,7 +159,7 @@ async fn a_key_of_another_type_counts_as_not_acquired() {
     for transport in transports() {
         let e = engine(urls(&cluster), transport).await;
         for node in &cluster {
-            node.cmd(&[b"RPUSH", b"redlock:typed", b"x"]);
+            node.cmd(&[b"RPUSH", b"redlock:{typed}", b"x"]);
         }
         let err = e
             .try_acquire(b"typed", Duration::from_secs(1))
@@ -156,19 +168,19 @@ async fn a_key_of_another_type_counts_as_not_acquired() {
         assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
         for node in &cluster {
             assert_eq!(
-                node.cmd(&[b"TYPE", b"redlock:typed"]),
+                node.cmd(&[b"TYPE", b"redlock:{typed}"]),
                 "list",
                 "the list is untouched"
             );
         }
         // a lock whose key was replaced by a list: release and extend say "not owner", no error leaks
         for node in &cluster {
-            node.cmd(&[b"DEL", b"redlock:typed"]);
+            node.cmd(&[b"DEL", b"redlock:{typed}"]);
         }
         let mut lock = e.acquire(b"typed", Duration::from_secs(5)).await.unwrap();
         for node in &cluster {
-            node.cmd(&[b"DEL", b"redlock:typed"]);
-            node.cmd(&[b"RPUSH", b"redlock:typed", b"x"]);
+            node.cmd(&[b"DEL", b"redlock:{typed}"]);
+            node.cmd(&[b"RPUSH", b"redlock:{typed}", b"x"]);
         }
         assert!(matches!(
             e.extend(&mut lock, Duration::from_secs(5)).await,
@@ -176,7 +188,7 @@ async fn a_key_of_another_type_counts_as_not_acquired() {
         ));
         assert!(matches!(e.release(lock).await, Err(LockError::NotOwner)));
         for node in &cluster {
-            node.cmd(&[b"DEL", b"redlock:typed"]);
+            node.cmd(&[b"DEL", b"redlock:{typed}"]);
         }
     }
 }
@@ -217,7 +229,7 @@ async fn lock_debug_never_shows_the_value() {
         .acquire(b"secret-holder", Duration::from_secs(5))
         .await
         .unwrap();
-    let stored = cluster[0].cmd(&[b"GET", b"redlock:secret-holder"]);
+    let stored = cluster[0].cmd(&[b"GET", b"redlock:{secret-holder}"]);
     let shown = format!("{lock:?} {e:?}");
     assert!(!shown.contains(&stored), "Debug leaked the lock value");
     assert!(shown.contains("secret-holder"));

@@ -33,7 +33,7 @@ async fn acquire_release_extend_on_1_3_5_nodes() {
             let drift = TTL / 100 + Duration::from_millis(2);
             assert!(lock.valid_until() <= after_first_poll + TTL - drift);
             assert!(lock.remaining() > TTL / 2);
-            let key = format!("redlock:{resource}");
+            let key = format!("redlock:{{{resource}}}");
             assert!(
                 cluster.iter().all(|node| node.exists(key.as_bytes())),
                 "key on every node"
@@ -135,7 +135,7 @@ async fn non_owner_release_and_extend_leave_the_owner_untouched() {
         let err = e.release(old).await.unwrap_err();
         assert!(matches!(err, LockError::NotOwner), "{err:?}");
         for node in &cluster {
-            let pttl: i64 = node.cmd(&[b"PTTL", b"redlock:handover"]).parse().unwrap();
+            let pttl: i64 = node.cmd(&[b"PTTL", b"redlock:{handover}"]).parse().unwrap();
             assert!(pttl > 9_000, "new owner's key untouched: {pttl}");
         }
         e.release(new).await.unwrap();
@@ -151,20 +151,26 @@ async fn extend_by_a_non_owner_fails_on_the_nodes() {
         let e = engine(urls(&cluster), transport).await;
         let mut lock = e.acquire(b"stolen", TTL).await.unwrap();
         for node in &cluster {
-            node.cmd(&[b"SET", b"redlock:stolen", b"someone-else", b"PX", b"60000"]);
+            node.cmd(&[
+                b"SET",
+                b"redlock:{stolen}",
+                b"someone-else",
+                b"PX",
+                b"60000",
+            ]);
         }
         let err = e.extend(&mut lock, TTL).await.unwrap_err();
         assert!(matches!(err, LockError::NotOwner), "{err:?}");
         for node in &cluster {
-            assert_eq!(node.cmd(&[b"GET", b"redlock:stolen"]), "someone-else");
-            let pttl: i64 = node.cmd(&[b"PTTL", b"redlock:stolen"]).parse().unwrap();
+            assert_eq!(node.cmd(&[b"GET", b"redlock:{stolen}"]), "someone-else");
+            let pttl: i64 = node.cmd(&[b"PTTL", b"redlock:{stolen}"]).parse().unwrap();
             assert!(pttl > 50_000, "not re-expired by the non-owner: {pttl}");
         }
         let err = e.release(lock).await.unwrap_err();
         assert!(matches!(err, LockError::NotOwner), "{err:?}");
-        assert!(cluster.iter().all(|n| n.exists(b"redlock:stolen")));
+        assert!(cluster.iter().all(|n| n.exists(b"redlock:{stolen}")));
         for node in &cluster {
-            node.cmd(&[b"DEL", b"redlock:stolen"]);
+            node.cmd(&[b"DEL", b"redlock:{stolen}"]);
         }
     }
 }
@@ -193,8 +199,10 @@ async fn binary_resources_work() {
         let resource: &[u8] = b"\0\xff\r\n' end) redis.call('FLUSHALL') --";
         let lock = e.acquire(resource, TTL).await.unwrap();
         assert_eq!(lock.resource(), resource);
-        let mut key = b"redlock:".to_vec();
+        // No hash tag in the name, so the engine adds one around it.
+        let mut key = b"redlock:{".to_vec();
         key.extend_from_slice(resource);
+        key.push(b'}');
         assert!(cluster.iter().all(|n| n.exists(&key)));
         e.release(lock).await.unwrap();
         // release returns once a majority confirmed; the last node's delete may still be on its way
@@ -221,7 +229,7 @@ async fn dropping_an_acquire_mid_flight_releases_in_the_background() {
             drop(fut);
         }
         let gone = common::eventually(Duration::from_secs(2), || {
-            cluster.iter().all(|n| !n.exists(b"redlock:dropped"))
+            cluster.iter().all(|n| !n.exists(b"redlock:{dropped}"))
         })
         .await;
         assert!(

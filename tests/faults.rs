@@ -108,7 +108,7 @@ async fn recovers_after_a_node_is_killed_and_restarted() {
         }
         let lock =
             granted.unwrap_or_else(|| panic!("no reconnect to the restarted node ({transport:?})"));
-        assert!(cluster[0].exists(b"redlock:restart"));
+        assert!(cluster[0].exists(b"redlock:{restart}"));
         e.release(lock).await.unwrap();
         cluster[1].restart();
     }
@@ -131,7 +131,7 @@ async fn in_flight_commands_are_not_replayed_after_a_reconnect() {
     cluster[1].restart(); // kill -9 while frozen, start empty on the same port
     tokio::time::sleep(Duration::from_millis(500)).await;
     for i in 0..10 {
-        let key = format!("redlock:replay-{i}");
+        let key = format!("redlock:{{replay-{i}}}");
         assert!(
             !cluster[1].exists(key.as_bytes()),
             "{key} was replayed onto the restarted node"
@@ -163,7 +163,7 @@ async fn noscript_after_script_flush_recovers() {
             e.release(lock)
                 .await
                 .unwrap_or_else(|err| panic!("release after flush {round}: {err}"));
-            let gone = || cluster.iter().all(|n| !n.exists(b"redlock:flushed"));
+            let gone = || cluster.iter().all(|n| !n.exists(b"redlock:{flushed}"));
             assert!(
                 common::eventually(Duration::from_secs(1), gone).await,
                 "released after flush {round}"

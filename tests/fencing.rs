@@ -56,7 +56,7 @@ async fn counters_above_the_clock_are_respected_and_losing_them_does_not_repeat_
     for node in &cluster[..2] {
         node.cmd(&[
             b"SET",
-            b"redlock:seeded:fence",
+            b"redlock:{seeded}:fence",
             format!("{high:020}").as_bytes(),
         ]);
     }

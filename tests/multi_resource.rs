@@ -20,7 +20,7 @@ async fn all_or_none_on_every_node() {
             vec![&b"acct:1"[..], b"acct:2"]
         );
         for node in &cluster {
-            assert!(node.exists(b"redlock:acct:1") && node.exists(b"redlock:acct:2"));
+            assert!(node.exists(b"redlock:{acct:1}") && node.exists(b"redlock:{acct:2}"));
         }
         // overlapping sets and singles are refused, and leave nothing behind
         let err = e
@@ -31,13 +31,13 @@ async fn all_or_none_on_every_node() {
         assert!(e.try_acquire(b"acct:1", TTL).await.is_err());
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
-            cluster.iter().all(|n| !n.exists(b"redlock:acct:3")),
+            cluster.iter().all(|n| !n.exists(b"redlock:{acct:3}")),
             "no half lock on acct:3"
         );
 
         e.extend(&mut both, Duration::from_secs(20)).await.unwrap();
         for node in &cluster {
-            for key in [&b"redlock:acct:1"[..], b"redlock:acct:2"] {
+            for key in [&b"redlock:{acct:1}"[..], b"redlock:{acct:2}"] {
                 let pttl: i64 = node.cmd(&[b"PTTL", key]).parse().unwrap();
                 assert!(pttl > 15_000, "both keys extended: {pttl}");
             }
@@ -46,7 +46,7 @@ async fn all_or_none_on_every_node() {
         let free = common::eventually(Duration::from_secs(1), || {
             cluster
                 .iter()
-                .all(|n| !n.exists(b"redlock:acct:1") && !n.exists(b"redlock:acct:2"))
+                .all(|n| !n.exists(b"redlock:{acct:1}") && !n.exists(b"redlock:{acct:2}"))
         });
         assert!(free.await);
         let other = e.acquire_many(&[b"acct:2", b"acct:3"], TTL).await.unwrap();

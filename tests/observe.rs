@@ -44,7 +44,7 @@ async fn rounds_are_counted_and_traced_without_the_lock_value() {
         .acquire(b"observed", Duration::from_secs(5))
         .await
         .unwrap();
-    let value = cluster[0].cmd(&[b"GET", b"redlock:observed"]);
+    let value = cluster[0].cmd(&[b"GET", b"redlock:{observed}"]);
     e.extend(&mut lock, Duration::from_secs(5)).await.unwrap();
     e.release(lock).await.unwrap();
 

@@ -48,7 +48,7 @@ async fn young_nodes_do_not_vote_until_old_enough() {
         other => panic!("fresh nodes must not vote: {other:?}"),
     }
     assert!(
-        cluster.iter().all(|n| !n.exists(b"redlock:young")),
+        cluster.iter().all(|n| !n.exists(b"redlock:{young}")),
         "commands still sent, and released"
     );
     tokio::time::sleep(MAX_LIFETIME + Duration::from_millis(1100)).await;

@@ -75,17 +75,17 @@ async fn losing_the_majority_tells_the_holder_at_once() {
             .unwrap();
         // Another owner's value replaces ours on a majority (as after an expiry + takeover).
         for node in &cluster[..2] {
-            node.cmd(&[b"SET", b"redlock:fragile", b"intruder", b"PX", b"10000"]);
+            node.cmd(&[b"SET", b"redlock:{fragile}", b"intruder", b"PX", b"10000"]);
         }
         let noticed = tokio::time::timeout(TTL, lock.lost()).await;
         assert!(noticed.is_ok(), "lost() must fire at the next renewal");
         assert!(lock.is_lost());
         // release still cleans our key off the third node, and says the lock is someone else's now
         assert!(matches!(lock.release().await, Err(LockError::NotOwner)));
-        assert!(!cluster[2].exists(b"redlock:fragile"));
+        assert!(!cluster[2].exists(b"redlock:{fragile}"));
         for node in &cluster[..2] {
-            assert_eq!(node.cmd(&[b"GET", b"redlock:fragile"]), "intruder");
-            node.cmd(&[b"DEL", b"redlock:fragile"]);
+            assert_eq!(node.cmd(&[b"GET", b"redlock:{fragile}"]), "intruder");
+            node.cmd(&[b"DEL", b"redlock:{fragile}"]);
         }
     }
     // Nodes dying: two of three killed, the next renewal cannot win.
@@ -136,7 +136,7 @@ async fn dropping_a_renewed_lock_stops_renewal_and_releases() {
         .unwrap();
     drop(lock);
     let gone = common::eventually(Duration::from_millis(200), || {
-        cluster.iter().all(|n| !n.exists(b"redlock:dropped"))
+        cluster.iter().all(|n| !n.exists(b"redlock:{dropped}"))
     });
     assert!(gone.await, "released in the background on drop");
 }
@@ -152,7 +152,7 @@ async fn bad_renewal_policies_are_rejected() {
         assert!(matches!(r, Err(LockError::InvalidInput(_))), "{every:?}");
     }
     assert!(
-        !cluster[0].exists(b"redlock:p"),
+        !cluster[0].exists(b"redlock:{p}"),
         "nothing acquired on bad input"
     );
 }
@@ -172,7 +172,7 @@ async fn with_lock_runs_renews_and_releases_even_on_panic() {
     assert_eq!(out, 42);
     assert!(
         common::eventually(Duration::from_millis(200), || !cluster[0]
-            .exists(b"redlock:scoped"))
+            .exists(b"redlock:{scoped}"))
         .await
     );
 
@@ -193,7 +193,7 @@ async fn with_lock_runs_renews_and_releases_even_on_panic() {
     let result = e
         .with_lock(b"scoped", TTL, |ctx| async move {
             for node in &cluster[..2] {
-                node.cmd(&[b"SET", b"redlock:scoped", b"intruder", b"PX", b"10000"]);
+                node.cmd(&[b"SET", b"redlock:{scoped}", b"intruder", b"PX", b"10000"]);
             }
             tokio::time::timeout(TTL, ctx.lost()).await.is_ok()
         })

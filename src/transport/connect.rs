@@ -39,6 +39,14 @@ impl std::fmt::Debug for TlsSettings {
     }
 }
 
+impl TlsSettings {
+    /// The connector, for the fred transport (same rustls settings on both transports).
+    #[cfg(feature = "fred")]
+    pub(crate) fn connector(&self) -> TlsConnector {
+        self.0.clone()
+    }
+}
+
 /// Builds the TLS client settings: the CA certificates in `ca_file` (PEM), or the Mozilla roots.
 pub(crate) fn tls_connector(ca_file: Option<&std::path::Path>) -> Result<TlsSettings, String> {
     let mut roots = RootCertStore::empty();

@@ -2,7 +2,8 @@
 //!
 //! - [`pipeline`]: the engine's own connection (default). One TCP connection per node; every queued request
 //!   is written with the others in one write, replies complete requests in FIFO order.
-//! - `fred` (feature `fred`): the fred client, for comparison and, later, Cluster/Sentinel node sets.
+//! - `fred` (feature `fred`): the fred client, for comparison and for Cluster/Sentinel node sets (a
+//!   node URL `redis-cluster://` or `redis-sentinel://` always uses it, whatever [`Transport`] says).
 //!
 //! The contract both keep, because the lock's safety depends on it:
 //! - [`NodeClient::send`] queues the command **now**; the returned [`Pending`] only waits for the reply.
@@ -200,7 +201,8 @@ pub enum Transport {
     /// The engine's own pipelined connection per node (the fast path). Default.
     #[default]
     Pipeline,
-    /// The fred client (feature `fred`): for comparison, and later for Cluster/Sentinel node sets.
+    /// The fred client (feature `fred`) for every node: for comparison. Cluster and Sentinel nodes
+    /// use fred under either setting.
     #[cfg(feature = "fred")]
     Fred,
 }
@@ -228,6 +230,11 @@ pub(crate) async fn connect(
     addr: crate::addr::NodeAddr,
     opts: &ConnectOptions,
 ) -> std::sync::Arc<dyn NodeClient> {
+    // A cluster or Sentinel node set needs a client that follows the topology: fred's.
+    #[cfg(feature = "fred")]
+    if !addr.topology.is_standalone() {
+        return std::sync::Arc::new(fred::FredNode::connect(addr, opts).await);
+    }
     match kind {
         Transport::Pipeline => {
             std::sync::Arc::new(pipeline::PipelineNode::connect(addr, opts).await)

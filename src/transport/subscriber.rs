@@ -19,7 +19,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::connect::{jitter, open, Stream};
 use super::resp::encode_args;
 use super::ConnectOptions;
-use crate::addr::NodeAddr;
+use crate::addr::{NodeAddr, Topology};
 
 /// The engine's notification hub: the channel registry and one connection task per node.
 #[derive(Debug)]
@@ -58,10 +58,15 @@ pub(crate) struct Subscription {
 
 impl Notifier {
     /// Starts one subscriber connection per node (they idle until a channel is wanted).
+    ///
+    /// A cluster node set is subscribed through its first listed member: Redis Cluster forwards a
+    /// `PUBLISH` to every member. A Sentinel-managed node has none (its address is a Sentinel): waiters
+    /// hear releases from the other nodes, or wait out their pause.
     pub(crate) fn start(addrs: &[NodeAddr], opts: &ConnectOptions) -> Self {
         let stop = CancellationToken::new();
         let conns: Vec<Arc<Conn>> = addrs
             .iter()
+            .filter(|addr| !matches!(addr.topology, Topology::Sentinel { .. }))
             .map(|addr| {
                 Arc::new(Conn {
                     addr: addr.clone(),

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use redlock_engine::{Redlock, Transport};
 
+pub mod topology;
+
 /// One redis-server process without persistence.
 #[derive(Debug)]
 pub struct RedisNode {

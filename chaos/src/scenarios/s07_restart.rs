@@ -145,7 +145,7 @@ async fn finish(
 
 /// Which nodes hold the same value for the resource's key, e.g. `{0,3,4} {1,2}`.
 fn key_owners(env: &Env) -> String {
-    let key = format!("redlock:{RESOURCE}");
+    let key = format!("redlock:{{{RESOURCE}}}");
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, node) in env.nodes.iter().enumerate() {
         let value = node.try_cmd(&[b"GET", key.as_bytes()]).unwrap_or_default();

@@ -113,7 +113,7 @@ async fn vanished_round(
         .await
         .map_err(|e| format!("A: {e}"))?
         .lock;
-    let key = format!("redlock:{resource}");
+    let key = format!("redlock:{{{resource}}}");
     env.on_all_nodes(&[b"DEL", key.as_bytes()]);
     let fresh = acquire_within(b, resource, LONG_TTL, WITHIN)
         .await
@@ -142,7 +142,7 @@ fn count(t: &mut Tally, outcome: Outcome) {
 
 /// `(value, PTTL)` of the resource's key on every node.
 fn snapshot(env: &Env, resource: &str) -> Vec<(String, i64)> {
-    let key = format!("redlock:{resource}");
+    let key = format!("redlock:{{{resource}}}");
     env.nodes
         .iter()
         .map(|n| {

@@ -21,17 +21,16 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use ::fred::prelude::{
-    Client, ClientLike, Config, ConnectionConfig, Error as FredError, ErrorKind, EventInterface,
-    Expiration, Key, KeysInterface, LuaInterface, PerformanceConfig, ReconnectPolicy, Server,
-    ServerConfig, SetOptions, TcpConfig, Value,
+    Client, ClientLike, Error as FredError, ErrorKind, EventInterface, Expiration, Key,
+    KeysInterface, LuaInterface, SetOptions, Value,
 };
-use ::fred::types::{ConnectHandle, InfoKind, RespVersion};
+use ::fred::types::{ConnectHandle, InfoKind};
 use bytes::Bytes;
 
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending, Reply};
-use crate::addr::NodeAddr;
+use crate::addr::{NodeAddr, Topology};
 use crate::error::NodeError;
-use crate::quarantine::{parse_info, Quarantine};
+use crate::quarantine::Quarantine;
 
 /// One node reached through a fred client.
 pub(crate) struct FredNode {
@@ -44,6 +43,8 @@ pub(crate) struct FredNode {
     max_pending: usize,
     /// fred's per-command deadline (also the connect and handshake bound).
     bound: Duration,
+    /// A Redis Cluster: scripts are loaded on every master.
+    clustered: bool,
     /// Set when the address cannot be served by fred at all; every command fails with it.
     unusable: Option<NodeError>,
     /// Whether this node votes; fed by `INFO server` after the first connect and every reconnect.
@@ -56,127 +57,63 @@ impl FredNode {
     /// Starts the client and waits at most `connect_timeout` for the first connect. Never fails: an
     /// unreachable node starts disconnected and fred keeps reconnecting in the background.
     pub(crate) async fn connect(addr: NodeAddr, opts: &ConnectOptions) -> Self {
-        // Zero would mean "no timeout" to fred.
-        let bound = opts.connect_timeout.max(Duration::from_millis(1));
-        // fred resolves `format!("{host}:{port}")`, so an IPv6 literal needs its brackets back.
-        let host = if addr.host.contains(':') {
-            format!("[{}]", addr.host)
-        } else {
-            addr.host.clone()
-        };
-        // fred's `database` is a u8; silently using another database would be a correctness bug.
-        let database = u8::try_from(addr.db).ok();
-        let unusable = if addr.tls {
-            // Not wired yet (fred's rustls feature); say so instead of talking plain TCP to a TLS port.
-            Some(NodeError::Connect(format!(
-                "{addr}: rediss:// is not supported on the fred transport yet"
-            )))
-        } else {
-            database.is_none().then(|| {
-                NodeError::Connect(format!("database {} is above fred's limit of 255", addr.db))
-            })
-        };
-        let config = Config {
-            // With fail_fast a failed first connect ends the client for good; we want background reconnects.
-            fail_fast: false,
-            // RESP2: nil stays nil and no HELLO handshake is needed.
-            version: RespVersion::RESP2,
-            username: addr.username.clone(),
-            password: addr.password.clone(),
-            database: database.filter(|&db| db != 0),
-            server: ServerConfig::Centralized {
-                server: Server::new(host, addr.port),
-            },
-            ..Config::default()
-        };
-        let perf = PerformanceConfig {
-            default_command_timeout: bound,
-            ..PerformanceConfig::default()
-        };
-        let connection = ConnectionConfig {
-            connection_timeout: bound,
-            internal_command_timeout: bound,
-            max_command_attempts: 1, // the one write; never again after a reconnect
-            tcp: TcpConfig {
-                nodelay: Some(true),
-                ..TcpConfig::default()
-            },
-            ..ConnectionConfig::default()
-        };
-        let ms = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX).max(1);
-        let min = ms(opts.reconnect_min);
-        let max = ms(opts.reconnect_max).max(min);
-        // 0 attempts: retry forever. Without fail_fast fred runs even the first connect through this policy,
-        // so the first attempt starts after `reconnect_min` plus jitter (20–40 ms with the defaults).
-        let mut policy = ReconnectPolicy::new_exponential(0, min, max, 2);
-        policy.set_jitter(min);
-        let client = Client::new(config, Some(perf), Some(connection), Some(policy));
-
-        let task = if unusable.is_none() {
-            // Subscribe before connecting so the first attempt's failure cannot be missed.
-            let mut errors = client.error_rx();
-            let task = client.connect();
-            let first_attempt = async {
-                // `wait_for_connect` checks the state, then subscribes: a connect landing in between is
-                // only seen by re-checking, hence the short tick.
-                while !client.is_connected() {
-                    tokio::select! {
-                        _ = client.wait_for_connect() => return,
-                        _ = errors.recv() => return, // failed; reconnects continue in the background
-                        _ = tokio::time::sleep(Duration::from_millis(10)) => {}
-                    }
-                }
-            };
-            let _ = tokio::time::timeout(bound, first_attempt).await;
-            Some(task)
-        } else {
-            None
-        };
+        let bound = settings::bound(opts);
+        let clustered = addr.topology == Topology::Cluster;
         let quarantine = Arc::new(Quarantine::new(opts.quarantine));
-        // fred reconnects on its own, so the identity is read after the fact: a restarted node may
-        // answer for the moment between its reconnect and this INFO (the engine's own transport reads
-        // it inside the handshake, before the connection is used).
-        let mut identity_tasks = Vec::new();
-        if opts.quarantine.is_some() {
-            // A drop suspends the vote at once; it comes back only once the new connection's
-            // INFO has been read (and passes the quarantine).
-            let q = quarantine.clone();
-            identity_tasks.push(client.on_error(move |_| {
-                q.suspend();
-                async { Ok(()) }
-            }));
-            let (q, c) = (quarantine.clone(), client.clone());
-            identity_tasks.push(client.on_reconnect(move |_| {
-                let (q, c) = (q.clone(), c.clone());
-                async move {
-                    read_identity(&c, &q).await;
-                    Ok(())
-                }
-            }));
-        }
-        if opts.quarantine.is_some() && client.is_connected() {
-            read_identity(&client, &quarantine).await;
-        }
-        Self {
-            client,
+        let mut node = Self {
+            client: Client::default(),
             addr,
-            task,
+            task: None,
             in_flight: Arc::default(),
             max_pending: opts.max_pending.max(1),
             bound,
-            unusable,
+            clustered,
+            unusable: None,
             quarantine,
-            identity_tasks,
+            identity_tasks: Vec::new(),
+        };
+        let settings = match settings::for_node(&node.addr, opts) {
+            Ok(settings) => settings,
+            Err(unusable) => {
+                // Never connected: every command fails with why.
+                node.unusable = Some(unusable);
+                return node;
+            }
+        };
+        let client = Client::new(
+            settings.config,
+            Some(settings.perf),
+            Some(settings.connection),
+            Some(settings.policy),
+        );
+        // Subscribe before connecting so the first attempt's failure cannot be missed.
+        let mut errors = client.error_rx();
+        node.task = Some(client.connect());
+        let first_attempt = async {
+            // `wait_for_connect` checks the state, then subscribes: a connect landing in between is
+            // only seen by re-checking, hence the short tick.
+            while !client.is_connected() {
+                tokio::select! {
+                    _ = client.wait_for_connect() => return,
+                    _ = errors.recv() => return, // failed; reconnects continue in the background
+                    _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
+        };
+        let _ = tokio::time::timeout(bound, first_attempt).await;
+        if client.is_connected() {
+            // Like the engine's own handshake: acquire-side scripts are never sent as EVAL (see
+            // `Script::resend`), so without this a node's first use of each would fail once.
+            load_scripts(&client, clustered, bound).await;
         }
-    }
-}
-
-/// Reads `INFO server` and feeds the quarantine; a node that will not say who it is stays as it was.
-async fn read_identity(client: &Client, quarantine: &Quarantine) {
-    if let Ok(Value::String(info)) = client.info::<Value>(Some(InfoKind::Server)).await {
-        if let Some(identity) = parse_info(info.as_bytes()) {
-            quarantine.on_connect(&identity);
+        if opts.quarantine.is_some() {
+            node.identity_tasks = identity::watch(&client, &node.quarantine, clustered);
+            if client.is_connected() {
+                identity::read_all(&client, &node.quarantine, clustered).await;
+            }
         }
+        node.client = client;
+        node
     }
 }
 
@@ -194,13 +131,13 @@ impl NodeClient for FredNode {
         let Some(slot) = Slot::take(&self.in_flight, self.max_pending) else {
             return Pending::ready(Err(NodeError::Backpressure));
         };
-        let (client, cmd) = (self.client.clone(), cmd.clone());
+        let (client, cmd, clustered) = (self.client.clone(), cmd.clone(), self.clustered);
         // fred's own deadline fires first (at most twice with the EVAL fallback); this one only guarantees
         // the spawned task ends whatever happens inside fred.
         let safety_net = self.bound.saturating_mul(3);
         let mut fut = Box::pin(async move {
             let _slot = slot;
-            tokio::time::timeout(safety_net, run(client, cmd))
+            tokio::time::timeout(safety_net, run(client, cmd, clustered))
                 .await
                 .unwrap_or(Err(NodeError::Timeout))
         });
@@ -227,8 +164,33 @@ impl NodeClient for FredNode {
     }
 }
 
+/// Loads every lock script (on every master of a cluster), each bounded by `bound`.
+async fn load_scripts(client: &Client, clustered: bool, bound: Duration) {
+    for script in crate::scripts::ALL {
+        let load = async {
+            if clustered {
+                client.script_load_cluster::<Value, _>(script.source).await
+            } else {
+                client.script_load::<Value, _>(script.source).await
+            }
+        };
+        let _ = tokio::time::timeout(bound, load).await;
+    }
+}
+
 /// Runs one command to its reply; `EVALSHA` falls back to `EVAL` once on `NOSCRIPT`.
-async fn run(client: Client, cmd: Cmd) -> NodeResult {
+async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
+    // On a cluster a script is loaded on every master, whichever the key's slot picks next time.
+    let load = |script: &'static crate::scripts::Script| {
+        let client = client.clone();
+        async move {
+            if clustered {
+                client.script_load_cluster::<Value, _>(script.source).await
+            } else {
+                client.script_load::<Value, _>(script.source).await
+            }
+        }
+    };
     match cmd {
         Cmd::SetNxPx { key, value, ttl_ms } => {
             let ttl = i64::try_from(ttl_ms)
@@ -275,13 +237,13 @@ async fn run(client: Client, cmd: Cmd) -> NodeResult {
                         .await,
                 ),
                 Err(e) if e.details().starts_with("NOSCRIPT") => {
-                    let _ = client.script_load::<Value, _>(script.source).await;
+                    let _ = load(script).await;
                     reply(Err(e))
                 }
                 other => reply(other),
             }
         }
-        Cmd::ScriptLoad(script) => reply(client.script_load::<Value, _>(script.source).await),
+        Cmd::ScriptLoad(script) => reply(load(script).await),
         Cmd::InfoServer => reply(client.info::<Value>(Some(InfoKind::Server)).await),
     }
 }
@@ -377,5 +339,7 @@ impl fmt::Debug for FredNode {
     }
 }
 
+mod identity;
+mod settings;
 #[cfg(test)]
 mod tests;
