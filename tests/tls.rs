@@ -1,11 +1,11 @@
-//! `rediss://`: the engine's own connection over TLS to a TLS-only node with a self-signed CA made in
+//! `rediss://`: both transports over TLS to a TLS-only node with a self-signed CA made in
 //! the test setup; a wrong CA fails the handshake with a clear error, never a grant.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{free_port, tls_material, RedisNode};
+use common::{free_port, tls_material, transports, RedisNode};
 use redlock_engine::{Config, LockError, NodeError, Redlock};
 
 fn tls_node() -> (RedisNode, u16, std::path::PathBuf, std::path::PathBuf) {
@@ -29,43 +29,50 @@ fn tls_node() -> (RedisNode, u16, std::path::PathBuf, std::path::PathBuf) {
 #[tokio::test]
 async fn locks_over_tls_with_the_test_ca() {
     let (_node, port, ca, _dir) = tls_node();
-    let e = Redlock::new(Config {
-        nodes: vec![format!("rediss://127.0.0.1:{port}")],
-        tls_ca_file: Some(ca),
-        ..common::fresh_config()
-    })
-    .await
-    .unwrap();
-    assert_eq!(e.connected_nodes(), 1);
-    let mut lock = e
-        .acquire(b"over-tls", Duration::from_secs(5))
+    for transport in transports() {
+        let e = Redlock::new(Config {
+            nodes: vec![format!("rediss://127.0.0.1:{port}")],
+            tls_ca_file: Some(ca.clone()),
+            transport,
+            ..common::fresh_config()
+        })
         .await
         .unwrap();
-    e.extend(&mut lock, Duration::from_secs(5)).await.unwrap();
-    e.release(lock).await.unwrap();
+        assert_eq!(e.connected_nodes(), 1, "{transport:?}");
+        let mut lock = e
+            .acquire(b"over-tls", Duration::from_secs(5))
+            .await
+            .unwrap();
+        e.extend(&mut lock, Duration::from_secs(5)).await.unwrap();
+        e.release(lock).await.unwrap();
+    }
 }
 
 #[tokio::test]
 async fn an_untrusted_certificate_fails_the_node_not_the_caller() {
     let (_node, port, _ca, _dir) = tls_node();
-    // The default root set does not trust the test CA.
-    let e = Redlock::new(Config {
-        nodes: vec![format!("rediss://127.0.0.1:{port}")],
-        retry_count: 0,
-        ..common::fresh_config()
-    })
-    .await
-    .unwrap();
-    assert_eq!(e.connected_nodes(), 0);
-    match e.acquire(b"over-tls", Duration::from_secs(5)).await {
-        Err(LockError::QuorumNotReached { failures, .. }) => {
-            // The caller learns why: the node's address and the failed TLS handshake.
-            assert!(
-                matches!(&failures[0].1, NodeError::Connect(why) if why.contains("TLS") && why.contains("127.0.0.1")),
-                "{failures:?}"
-            )
+    for transport in transports() {
+        // The default root set does not trust the test CA.
+        let e = Redlock::new(Config {
+            nodes: vec![format!("rediss://127.0.0.1:{port}")],
+            retry_count: 0,
+            transport,
+            ..common::fresh_config()
+        })
+        .await
+        .unwrap();
+        assert_eq!(e.connected_nodes(), 0);
+        match e.acquire(b"over-tls", Duration::from_secs(5)).await {
+            Err(LockError::QuorumNotReached { failures, .. }) => {
+                // The caller learns why: the node's address and the failed certificate check.
+                assert!(
+                    matches!(&failures[0].1, NodeError::Connect(why)
+                        if why.contains("127.0.0.1") && why.to_lowercase().contains("certificate")),
+                    "{transport:?}: {failures:?}"
+                )
+            }
+            other => panic!("{transport:?}: {other:?}"),
         }
-        other => panic!("{other:?}"),
     }
 }
 

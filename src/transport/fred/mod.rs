@@ -47,10 +47,12 @@ pub(crate) struct FredNode {
     clustered: bool,
     /// Set when the address cannot be served by fred at all; every command fails with it.
     unusable: Option<NodeError>,
+    /// Why the last connect failed (names the node), for requests made while disconnected.
+    last_error: Arc<std::sync::Mutex<Option<NodeError>>>,
     /// Whether this node votes; fed by `INFO server` after the first connect and every reconnect.
     quarantine: Arc<Quarantine>,
-    /// The reconnect listener that refreshes `quarantine`; aborted on drop.
-    identity_tasks: Vec<tokio::task::JoinHandle<Result<(), FredError>>>,
+    /// The event listeners (last error, quarantine); aborted on drop.
+    listeners: Vec<tokio::task::JoinHandle<Result<(), FredError>>>,
 }
 
 impl FredNode {
@@ -69,8 +71,9 @@ impl FredNode {
             bound,
             clustered,
             unusable: None,
+            last_error: Arc::default(),
             quarantine,
-            identity_tasks: Vec::new(),
+            listeners: Vec::new(),
         };
         let settings = match settings::for_node(&node.addr, opts) {
             Ok(settings) => settings,
@@ -88,6 +91,12 @@ impl FredNode {
         );
         // Subscribe before connecting so the first attempt's failure cannot be missed.
         let mut errors = client.error_rx();
+        let (last, addr) = (node.last_error.clone(), node.addr.clone());
+        node.listeners.push(client.on_error(move |(e, _)| {
+            *last.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(NodeError::Connect(format!("{addr}: {}", e.details())));
+            async { Ok(()) }
+        }));
         node.task = Some(client.connect());
         let first_attempt = async {
             // `wait_for_connect` checks the state, then subscribes: a connect landing in between is
@@ -107,7 +116,8 @@ impl FredNode {
             load_scripts(&client, clustered, bound).await;
         }
         if opts.quarantine.is_some() {
-            node.identity_tasks = identity::watch(&client, &node.quarantine, clustered);
+            let watchers = identity::watch(&client, &node.quarantine, clustered);
+            node.listeners.extend(watchers);
             if client.is_connected() {
                 identity::read_all(&client, &node.quarantine, clustered).await;
             }
@@ -126,7 +136,12 @@ impl NodeClient for FredNode {
             return Pending::ready(Err(NodeError::Disconnected));
         };
         if !self.client.is_connected() {
-            return Pending::ready(Err(NodeError::Disconnected));
+            let last = self
+                .last_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            return Pending::ready(Err(last.unwrap_or(NodeError::Disconnected)));
         }
         let Some(slot) = Slot::take(&self.in_flight, self.max_pending) else {
             return Pending::ready(Err(NodeError::Backpressure));
@@ -310,7 +325,7 @@ impl Wake for NoopWake {
 
 impl Drop for FredNode {
     fn drop(&mut self) {
-        for listener in self.identity_tasks.drain(..) {
+        for listener in self.listeners.drain(..) {
             listener.abort();
         }
         let Some(task) = self.task.take() else { return };
