@@ -18,7 +18,7 @@ use crate::waitq::LocalHold;
 ///
 /// The lock's value (its ownership secret) is private and never printed by `Debug`.
 pub struct Lock {
-    /// `prefix + resource` (first), then the kind's other keys.
+    /// The resource's key (first; see `keys`), then the kind's other keys.
     pub(crate) keys: Keys,
     pub(crate) kind: Kind,
     pub(crate) prefix_len: usize,

@@ -9,8 +9,8 @@
 //! under a steady stream of writers, readers wait (writer preference, as in most RW locks).
 //!
 //! # Keys per node
-//! `prefix+resource` (the writer's value), `prefix+resource+":rw:readers"` (a sorted set: each reader's
-//! value scored by its expiry on the node's clock) and `prefix+resource+":rw:intent"`. A resource used
+//! `prefix{resource}` (the writer's value), `prefix{resource}:rw:readers` (a sorted set: each reader's
+//! value scored by its expiry on the node's clock) and `prefix{resource}:rw:intent`. A resource used
 //! as a read-write lock should not also be used as a plain lock.
 //!
 //! Cost: one round trip per attempt for either side, like a plain lock; release and extend one each.
