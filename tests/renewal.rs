@@ -240,3 +240,46 @@ async fn an_owner_reenters_what_it_holds_and_others_cannot() {
         a.release(b"grow").await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn an_owner_waiting_for_one_resource_can_still_release_another() {
+    // Owner a holds X and waits for Y; owner b holds Y and waits for X. a releasing X (from another
+    // task) must not queue behind a's own wait for Y, or neither owner moves until retries run out.
+    let cluster = nodes(3);
+    let e = common::builder()
+        .nodes(urls(&cluster))
+        .retry(400, Duration::from_millis(5), Duration::from_millis(5))
+        .build()
+        .await
+        .unwrap();
+    let a = std::sync::Arc::new(e.owner());
+    let b = std::sync::Arc::new(e.owner());
+    a.acquire(b"x", TTL * 20).await.unwrap();
+    b.acquire(b"y", TTL * 20).await.unwrap();
+    let started = tokio::time::Instant::now();
+    let a_wants_y = tokio::spawn({
+        let a = a.clone();
+        async move { a.acquire(b"y", TTL * 20).await }
+    });
+    let b_wants_x = tokio::spawn({
+        let b = b.clone();
+        async move {
+            b.acquire(b"x", TTL * 20).await?;
+            // b is done with both: it lets go of y, which a is waiting for.
+            b.release(b"x").await?;
+            b.release(b"y").await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(1), a.release(b"x"))
+            .await
+            .expect("a's release of x is not held up by its wait for y")
+            .unwrap(),
+        0
+    );
+    b_wants_x.await.unwrap().unwrap();
+    assert_eq!(a_wants_y.await.unwrap().unwrap(), 1);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(a.release(b"y").await.unwrap(), 0);
+}
