@@ -48,6 +48,12 @@ impl Redlock {
             let round = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl);
             Instant::now().checked_add(round.saturating_mul(s.retry.count.saturating_add(1)))
         });
+        // A writer that gives up, or whose caller drops this future mid-wait, must not keep readers
+        // out with its intent until the intent's TTL runs out.
+        let give_up = GiveUpOnDrop {
+            nodes: self.nodes(),
+            cmd: target.kind.give_up_cmd(&target.keys, LockValue::ZERO),
+        };
         let result = loop {
             attempts += 1;
             // Armed before the attempt, so a release that lands while it runs still wakes us.
@@ -106,11 +112,8 @@ impl Redlock {
                 None => tokio::time::sleep(pause).await,
             }
         };
-        if result.is_err() {
-            // A writer that gives up must not keep readers out with its intent.
-            if let Some(cmd) = target.kind.give_up_cmd(&target.keys, LockValue::ZERO) {
-                fire(self.nodes(), &cmd);
-            }
+        if result.is_ok() {
+            give_up.disarm();
         }
         result.map(|lock| lock.with_local(hold))
     }
@@ -318,6 +321,26 @@ impl Drop for ReleaseOnDrop<'_> {
                 value: self.value,
                 args: Args::NONE,
             };
+            fire(self.nodes, &cmd);
+        }
+    }
+}
+
+/// Withdraws a writer's intent when its acquire ends without the lock (error or cancellation).
+struct GiveUpOnDrop<'a> {
+    nodes: &'a [Arc<dyn NodeClient>],
+    cmd: Option<Cmd>,
+}
+
+impl GiveUpOnDrop<'_> {
+    fn disarm(mut self) {
+        self.cmd = None;
+    }
+}
+
+impl Drop for GiveUpOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(cmd) = self.cmd.take() {
             fire(self.nodes, &cmd);
         }
     }

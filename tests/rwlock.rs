@@ -139,3 +139,43 @@ async fn expired_readers_do_not_block_a_writer_and_a_frozen_node_does_not_block_
     e.release(lock).await.unwrap();
     cluster[4].thaw();
 }
+
+#[tokio::test]
+async fn a_cancelled_writer_withdraws_its_intent() {
+    let cluster = nodes(3);
+    for transport in transports() {
+        let e = common::builder()
+            .nodes(urls(&cluster))
+            .transport(transport)
+            .retry(1000, Duration::from_millis(5), Duration::from_millis(5))
+            .build()
+            .await
+            .unwrap();
+        let reader = e.acquire_read(b"cancel", TTL).await.unwrap();
+        let writer = tokio::spawn({
+            let e = e.clone();
+            async move { e.acquire_write(b"cancel", TTL).await }
+        });
+        // The writer's intent holds new readers back...
+        assert!(
+            common::eventually(Duration::from_secs(2), || cluster
+                .iter()
+                .all(|n| n.exists(b"redlock:{cancel}:rw:intent")))
+            .await
+        );
+        assert!(e.try_acquire_read(b"cancel", TTL).await.is_err());
+        // ...until its caller gives up on it, not until the intent's TTL (5 s) runs out.
+        writer.abort();
+        assert!(writer.await.unwrap_err().is_cancelled());
+        assert!(
+            common::eventually(Duration::from_secs(1), || cluster
+                .iter()
+                .all(|n| !n.exists(b"redlock:{cancel}:rw:intent")))
+            .await,
+            "{transport:?}: intent withdrawn"
+        );
+        let second = e.try_acquire_read(b"cancel", TTL).await.unwrap();
+        e.release(second).await.unwrap();
+        e.release(reader).await.unwrap();
+    }
+}
