@@ -89,8 +89,9 @@ impl Redlock {
                     subscription = Some(self.notifier().subscribe(key));
                 }
             }
-            // A release anywhere ends the pause early; the timer is the fallback for missed ones
-            // (including any before a fresh subscription is active).
+            // A release anywhere ends the pause early, and so does the subscription becoming active
+            // (one immediate retry covers a release that landed before it); the timer is the
+            // fallback for any other missed one.
             let fresh;
             self.metrics().retry();
             let woken = match (woken, &subscription) {

@@ -38,6 +38,9 @@ struct Hub {
 struct Channel {
     users: usize,
     notify: Arc<Notify>,
+    /// Some node confirmed the subscription. Until then a release can go unheard, so the first
+    /// confirmation also wakes the waiters: one immediate retry covers a release that landed before.
+    active: bool,
 }
 
 /// One node's subscriber connection: commands to write, and the signal to write them.
@@ -98,6 +101,7 @@ impl Notifier {
             Channel {
                 users: 0,
                 notify: Arc::new(Notify::new()),
+                active: false,
             }
         });
         entry.users += 1;
@@ -234,10 +238,14 @@ fn deliver(hub: &Hub, buf: &mut BytesMut) -> bool {
                 if let [BytesFrame::BulkString(kind), BytesFrame::BulkString(channel), ..] =
                     &parts[..]
                 {
-                    if &kind[..] == b"message" {
-                        if let Some(entry) = hub.channels().get(channel) {
+                    let mut channels = hub.channels();
+                    match (&kind[..], channels.get_mut(channel)) {
+                        (b"message", Some(entry)) => entry.notify.notify_waiters(),
+                        (b"subscribe", Some(entry)) if !entry.active => {
+                            entry.active = true;
                             entry.notify.notify_waiters();
                         }
+                        _ => {}
                     }
                 }
             }
