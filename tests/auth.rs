@@ -74,12 +74,11 @@ async fn wrong_password_is_a_failed_node_not_a_panic_or_a_grant() {
                 ok: 0, failures, ..
             }) => {
                 assert_eq!(failures.len(), 1);
+                // Why, and which node: the address (never the password) and the server's answer.
                 assert!(
-                    matches!(
-                        failures[0].1,
-                        NodeError::Disconnected | NodeError::Connect(_)
-                    ),
-                    "{:?}",
+                    matches!(&failures[0].1, NodeError::Connect(why)
+                        if why.contains(&format!("127.0.0.1:{}", node.port)) && !why.contains("wrong")),
+                    "{transport:?}: {:?}",
                     failures[0]
                 );
             }
@@ -103,5 +102,65 @@ async fn database_number_in_the_url_is_selected() {
         ]);
         assert_eq!(in_db3, "1");
         e.release(lock).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_missing_acl_permission_is_a_clear_refusal_not_a_grant() {
+    let node = RedisNode::start_with(&[
+        // `nokeys` may run everything a lock needs, but only on `other:*` keys.
+        "--user",
+        "nokeys",
+        "on",
+        ">pw",
+        "~other:*",
+        "+set",
+        "+get",
+        "+del",
+        "+pexpire",
+        "+exists",
+        "+eval",
+        "+evalsha",
+        "+script|load",
+        "+info",
+        "+ping",
+        // `noscript` may write lock keys but not load or run the scripts that release them.
+        "--user",
+        "noscript",
+        "on",
+        ">pw",
+        "~redlock:*",
+        "+set",
+        "+get",
+        "+info",
+        "+ping",
+    ]);
+    for transport in transports() {
+        for (user, refused_at_connect) in [("nokeys", false), ("noscript", true)] {
+            let url = format!("redis://{user}:pw@127.0.0.1:{}", node.port);
+            let e = engine(url, transport).await;
+            match e.acquire(b"guarded", TTL).await {
+                Err(LockError::QuorumNotReached {
+                    ok: 0, failures, ..
+                }) => {
+                    let why = match &failures[0].1 {
+                        // A user who could take locks but not release them is refused at connect,
+                        // naming the node and the missing permission.
+                        NodeError::Connect(why) if refused_at_connect => {
+                            assert!(why.contains(&format!("127.0.0.1:{}", node.port)), "{why}");
+                            why
+                        }
+                        NodeError::Server(why) if !refused_at_connect => why,
+                        other => panic!("{transport:?} {user}: {other:?}"),
+                    };
+                    assert!(why.contains("NOPERM"), "{transport:?} {user}: {why}");
+                }
+                other => panic!("{transport:?} {user}: {other:?}"),
+            }
+            assert!(
+                !node.exists(b"redlock:{guarded}"),
+                "{user}: nothing written"
+            );
+        }
     }
 }

@@ -5,15 +5,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{free_port, tls_material, transports, RedisNode};
+use common::{tls_material, transports, RedisNode};
 use redlock_engine::{Config, LockError, NodeError, Redlock};
 
 fn tls_node() -> (RedisNode, u16, std::path::PathBuf, std::path::PathBuf) {
     let (dir, ca, cert, key) = tls_material();
-    let port = free_port();
-    let node = RedisNode::start_with(&[
-        "--tls-port",
-        &port.to_string(),
+    // TLS only: no plain-text port at all.
+    let node = RedisNode::start_tls_only(&[
         "--tls-cert-file",
         &cert.to_string_lossy(),
         "--tls-key-file",
@@ -23,6 +21,7 @@ fn tls_node() -> (RedisNode, u16, std::path::PathBuf, std::path::PathBuf) {
         "--tls-auth-clients",
         "no",
     ]);
+    let port = node.port;
     (node, port, ca, dir)
 }
 

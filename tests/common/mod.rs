@@ -74,16 +74,43 @@ impl RedisNode {
                     return false; // exited, e.g. the port was taken
                 }
             }
-            // PONG, or NOAUTH from a node that requires a password: either way it is up.
-            if self
-                .try_cmd(&[b"PING"])
-                .is_some_and(|r| r == "PONG" || r.starts_with("NOAUTH"))
-            {
+            // PONG, or NOAUTH from a node that requires a password: either way it is up. A TLS-only
+            // node cannot answer a plain PING: a TCP connect is all we can check.
+            let up = if self.tls_only() {
+                TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            } else {
+                self.try_cmd(&[b"PING"])
+                    .is_some_and(|r| r == "PONG" || r.starts_with("NOAUTH"))
+            };
+            if up {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
         false
+    }
+
+    /// Starts a node that speaks only TLS on its port (`--port 0 --tls-port <port>`) with the given
+    /// certificate arguments. `cmd` does not work on it (plain RESP).
+    pub fn start_tls_only(cert_args: &[&str]) -> Self {
+        for _ in 0..20 {
+            let port = free_port();
+            let mut extra: Vec<String> = ["--port", "0", "--tls-port", &port.to_string()]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            extra.extend(cert_args.iter().map(|s| s.to_string()));
+            if let Some(node) = Self::try_start_on(port, &extra) {
+                return node;
+            }
+        }
+        panic!("could not start a TLS-only redis-server on a free port after 20 tries");
+    }
+
+    fn tls_only(&self) -> bool {
+        self.extra
+            .windows(2)
+            .any(|w| w[0] == "--port" && w[1] == "0")
     }
 
     pub fn url(&self) -> String {

@@ -112,8 +112,15 @@ impl FredNode {
         let _ = tokio::time::timeout(bound, first_attempt).await;
         if client.is_connected() {
             // Like the engine's own handshake: acquire-side scripts are never sent as EVAL (see
-            // `Script::resend`), so without this a node's first use of each would fail once.
-            load_scripts(&client, clustered, bound).await;
+            // `Script::resend`), so without this a node's first use of each would fail once. A user
+            // not allowed to load them could take locks it cannot release: refuse the node, as the
+            // engine's own handshake does.
+            if let Err(refused) = load_scripts(&client, clustered, bound).await {
+                node.unusable = Some(NodeError::Connect(format!(
+                    "{}: handshake refused: {refused}",
+                    node.addr
+                )));
+            }
         }
         if opts.quarantine.is_some() {
             let watchers = identity::watch(&client, &node.quarantine, clustered);
@@ -179,8 +186,9 @@ impl NodeClient for FredNode {
     }
 }
 
-/// Loads every lock script (on every master of a cluster), each bounded by `bound`.
-async fn load_scripts(client: &Client, clustered: bool, bound: Duration) {
+/// Loads every lock script (on every master of a cluster), each bounded by `bound`. Fails only if the
+/// server refuses permission (`NOPERM`); other failures leave it to the `NOSCRIPT` path later.
+async fn load_scripts(client: &Client, clustered: bool, bound: Duration) -> Result<(), String> {
     for script in crate::scripts::ALL {
         let load = async {
             if clustered {
@@ -189,8 +197,13 @@ async fn load_scripts(client: &Client, clustered: bool, bound: Duration) {
                 client.script_load::<Value, _>(script.source).await
             }
         };
-        let _ = tokio::time::timeout(bound, load).await;
+        if let Ok(Err(e)) = tokio::time::timeout(bound, load).await {
+            if e.details().starts_with("NOPERM") {
+                return Err(e.details().to_string());
+            }
+        }
     }
+    Ok(())
 }
 
 /// Runs one command to its reply; `EVALSHA` falls back to `EVAL` once on `NOSCRIPT`.
