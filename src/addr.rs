@@ -33,7 +33,12 @@ pub(crate) enum Topology {
     /// A Redis Cluster: the key's hash slot picks the master (keys of one lock share a hash tag).
     Cluster,
     /// The master that Sentinels name for this service; `host:port` and `more_hosts` are Sentinels.
-    Sentinel { service: String },
+    /// The URL's credentials are the master's; the Sentinels' own are separate (none by default).
+    Sentinel {
+        service: String,
+        username: Option<String>,
+        password: Option<String>,
+    },
 }
 
 impl Topology {
@@ -98,7 +103,7 @@ impl NodeAddr {
             }
         };
         let mut more_hosts = Vec::new();
-        let mut service = None;
+        let (mut service, mut sentinel_user, mut sentinel_pass) = (None, None, None);
         for pair in query.into_iter().flat_map(|q| q.split('&')) {
             match pair.split_once('=') {
                 Some(("node", hp)) if kind != "standalone" => more_hosts.push(
@@ -107,6 +112,12 @@ impl NodeAddr {
                 ),
                 Some(("sentinelServiceName", name)) if kind == "sentinel" && !name.is_empty() => {
                     service = Some(percent_decode(name))
+                }
+                Some(("sentinelUsername", user)) if kind == "sentinel" => {
+                    sentinel_user = Some(percent_decode(user))
+                }
+                Some(("sentinelPassword", pass)) if kind == "sentinel" => {
+                    sentinel_pass = Some(percent_decode(pass))
                 }
                 _ => return Err(bad(&format!("unsupported query parameter {pair:?}"))),
             }
@@ -117,6 +128,8 @@ impl NodeAddr {
             "cluster" => Topology::Cluster,
             _ => Topology::Sentinel {
                 service: service.ok_or_else(|| bad("sentinelServiceName= is required"))?,
+                username: sentinel_user,
+                password: sentinel_pass,
             },
         };
         Ok(Self {
@@ -181,8 +194,29 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The URL with any password replaced, for error messages.
+/// The URL with any password replaced, for error messages: the one before `@`, and a Sentinel
+/// password in the query.
 fn redact(url: &str) -> String {
+    let (main, query) = match url.split_once('?') {
+        Some((main, query)) => (main, Some(query)),
+        None => (url, None),
+    };
+    let mut out = redact_userinfo(main);
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some(("sentinelPassword", _)) => "sentinelPassword=***".to_string(),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
+}
+
+fn redact_userinfo(url: &str) -> String {
     // Everything before the last '@' may hold credentials, with or without a scheme in front.
     let Some(at) = url.rfind('@') else {
         return url.to_string();
@@ -210,7 +244,7 @@ impl fmt::Display for NodeAddr {
         } else {
             write!(f, "{scheme}://{}:{}/{}", self.host, self.port, self.db)?;
         }
-        if let Topology::Sentinel { service } = &self.topology {
+        if let Topology::Sentinel { service, .. } = &self.topology {
             write!(f, "?sentinelServiceName={service}")?;
         }
         Ok(())
@@ -260,12 +294,16 @@ mod tests {
             vec![("10.0.0.2".into(), 7001), ("::1".into(), 7002)]
         );
         assert_eq!(c.to_string(), "redis-cluster://10.0.0.1:7000/0");
-        let s = NodeAddr::parse("rediss-sentinel://s1/2?sentinelServiceName=locks&node=s2:26380")
-            .unwrap();
+        let s = NodeAddr::parse(
+            "rediss-sentinel://s1/2?sentinelServiceName=locks&node=s2:26380&sentinelPassword=s%40nt",
+        )
+        .unwrap();
         assert_eq!(
             s.topology,
             Topology::Sentinel {
-                service: "locks".into()
+                service: "locks".into(),
+                username: None,
+                password: Some("s@nt".into()),
             }
         );
         assert!(s.tls && s.port == 26379 && s.db == 2);
@@ -298,5 +336,12 @@ mod tests {
         assert!(!err.contains("hunter2"), "{err}");
         let err = NodeAddr::parse("default:hunter2@127.0.0.1:6379").unwrap_err();
         assert!(!err.contains("hunter2"), "{err}");
+        let err =
+            NodeAddr::parse("redis-sentinel://u:hunter2@h:1?sentinelPassword=hunter3&bogus=1")
+                .unwrap_err();
+        assert!(
+            !err.contains("hunter2") && !err.contains("hunter3"),
+            "{err}"
+        );
     }
 }

@@ -50,9 +50,15 @@ pub(super) fn for_node(addr: &NodeAddr, opts: &ConnectOptions) -> Result<Setting
             hosts,
             policy: ClusterDiscoveryPolicy::default(),
         },
-        Topology::Sentinel { service } => ServerConfig::Sentinel {
+        Topology::Sentinel {
+            service,
+            username,
+            password,
+        } => ServerConfig::Sentinel {
             hosts,
             service_name: service.clone(),
+            username: username.clone(),
+            password: password.clone(),
         },
     };
     let tls = if addr.tls {
