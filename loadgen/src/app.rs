@@ -12,8 +12,8 @@ use crate::engines::ceiling::{self, Ceiling};
 use crate::engines::rslock::RslockClient;
 use crate::engines::{EngineKind, RetrySpec, Waiting};
 use crate::machine::{Machine, Versions};
+use crate::nodes::addr::NodeUrl;
 use crate::nodes::health::Health;
-use crate::nodes::probe::NodeUrl;
 use crate::nodes::spawn::SpawnedNodes;
 use crate::report::{group, micros, Report, RunRecord};
 use crate::run::{label, run_engine, RunContext};
@@ -110,6 +110,7 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
     } else if engines.contains(&EngineKind::Ceiling) && !ceiling::available() {
         return Err(("engine ceiling needs redis-benchmark: install it with `apt-get install -y redis-tools`".into(), 1));
     }
+    notes.extend(node_set_fits(&nodes, &mut engines, plan.default_engines)?);
 
     let runtime = runtime(plan.runtime)?;
     let result = runtime.block_on(async {
@@ -132,6 +133,40 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
         report.write_dir(dir).map_err(failure(1))?;
     }
     Ok(())
+}
+
+/// Checks that every engine can use the node set: rslock, raw and the ceiling need standalone masters.
+/// Named on the command line, such an engine is an error; in the default set it is skipped with a note.
+/// Returns the notes the report gets about a Cluster or Sentinel node set.
+fn node_set_fits(
+    nodes: &[NodeUrl],
+    engines: &mut Vec<EngineKind>,
+    default_engines: bool,
+) -> Result<Vec<String>, Failure> {
+    let Some(set) = nodes.iter().find(|n| !n.is_standalone()) else {
+        return Ok(Vec::new());
+    };
+    let mut notes = Vec::new();
+    let cannot: Vec<&str> = engines
+        .iter()
+        .filter(|e| e.standalone_only())
+        .map(|e| e.name())
+        .collect();
+    if !cannot.is_empty() {
+        let why = format!(
+            "{} speak to standalone masters only, and node {} is {}",
+            cannot.join(", "),
+            set.url,
+            set.kind()
+        );
+        if !default_engines {
+            return Err((format!("{why}: use --engine redlock,redlock-fred"), 1));
+        }
+        engines.retain(|e| !e.standalone_only());
+        notes.push(format!("{why}: skipped"));
+    }
+    notes.push("nodes: a Redis Cluster or Sentinel node is reached through fred whatever the transport (the engine's own pipeline speaks to one server), so on these nodes redlock and redlock-fred run the same client; loadgen watches every cluster member the URL lists and the master the Sentinels name".into());
+    Ok(notes)
 }
 
 /// Resolves on Ctrl-C or SIGTERM with what happened.

@@ -15,7 +15,8 @@ use crate::workload::{Distribution, Scenario, Stop, Workload};
 #[derive(Parser, Debug, Clone)]
 #[command(name = "loadgen", version)]
 pub struct Options {
-    /// Existing nodes, comma-separated `redis://host:port` URLs; they are never stopped.
+    /// Existing nodes, comma-separated `redis://host:port` URLs (or `redis-cluster://host:port?node=…` and
+    /// `redis-sentinel://host:port?sentinelServiceName=…`, for redlock and redlock-fred); never stopped.
     /// Default: spawn local redis-servers.
     #[arg(long, value_delimiter = ',', value_name = "URLS")]
     pub nodes: Vec<String>,

@@ -1,5 +1,8 @@
 //! One engine on one scenario: connect, warm up (uncounted), measure with W workers, merge their records.
 //! A node lost mid-run, a worker panic, or workers that do not stop in time end the run with an error.
+//!
+//! [`run_with`] is the one place a run's workload is driven; the in-process run ([`run_engine`]) and each
+//! process of a `--processes` run ([`crate::procs`]) differ only in their [`Stages`].
 
 use std::pin::pin;
 use std::sync::atomic::Ordering;
@@ -55,10 +58,9 @@ impl RetrySpec {
     }
 }
 
-/// What to do with a connected client: the in-process run ([`run_engine`]) or one process of a
-/// `--processes` run (see [`crate::procs`]). Generic over the client, so every engine is driven by
-/// monomorphized code.
-pub trait Driver {
+/// What to do with a connected client. Generic over the client, so every engine is driven by
+/// monomorphized code; [`Measure`] is the one implementation.
+trait Driver {
     /// The result.
     type Out;
     /// Uses `client`.
@@ -70,7 +72,7 @@ pub trait Driver {
 
 /// Connects `kind` to `urls` with the workload's TTL and retry policy (and `waiting`, for redlock) and
 /// hands the client to `driver`.
-pub async fn with_client<D: Driver>(
+async fn with_client<D: Driver>(
     kind: EngineKind,
     urls: &[String],
     workload: &Workload,
@@ -107,6 +109,86 @@ pub async fn with_client<D: Driver>(
     }
 }
 
+/// What differs between the two ways a run is driven: in this process ([`run_engine`]) or as one
+/// process of a `--processes` run (see [`crate::procs`]). The workload itself (key picker, warm-up,
+/// measured phase, records) is [`run_with`]'s alone, so both measure exactly the same loop; only what
+/// happens between the phases and on the measured phase's ticks differs.
+pub trait Stages {
+    /// Once connected, before the warm-up (a child process waits here for the parent's start barrier).
+    fn connected(&mut self) -> impl std::future::Future<Output = Result<(), String>>;
+    /// After the warm-up, before measuring (the second barrier; the in-process run shows its bar).
+    fn warmed(&mut self) -> impl std::future::Future<Output = Result<(), String>>;
+    /// Every 100 ms of the measured phase, with the shared control and the time since its start.
+    fn tick(&mut self, ctl: &Control, elapsed: Duration);
+    /// After the measured phase, whether it succeeded or not.
+    fn finished(&mut self) {}
+}
+
+/// Connects `kind` and drives one run on `scenario`: warm-up (uncounted), then the measured phase, with
+/// `stages` called between them. `tag` names this run's keys apart from the others'.
+pub async fn run_with<S: Stages>(
+    kind: EngineKind,
+    waiting: Option<Waiting>,
+    ctx: &RunContext<'_>,
+    scenario: &Scenario,
+    tag: &str,
+    stages: S,
+) -> Result<RunOutput, String> {
+    let measure = Measure {
+        ctx,
+        scenario,
+        tag,
+        stages,
+    };
+    with_client(kind, ctx.urls, ctx.workload, waiting, measure).await
+}
+
+/// [`run_with`]'s body once the client is connected.
+struct Measure<'a, 'b, S> {
+    ctx: &'a RunContext<'b>,
+    scenario: &'a Scenario,
+    tag: &'a str,
+    stages: S,
+}
+
+impl<S: Stages> Driver for Measure<'_, '_, S> {
+    type Out = RunOutput;
+
+    async fn drive<C: LockClient>(self, client: Arc<C>) -> Result<RunOutput, String> {
+        let Self {
+            ctx,
+            scenario,
+            tag,
+            mut stages,
+        } = self;
+        let w = ctx.workload;
+        // One picker for both phases: the zipf sampler's setup is paid once.
+        let picker = Arc::new(KeyPicker::new(
+            w.distribution,
+            scenario.keys,
+            w.zipf_exponent,
+        ));
+        stages.connected().await?;
+        if !w.warmup.is_zero() {
+            let warmup = Stop::Duration(w.warmup);
+            phase(&client, ctx, scenario, &picker, tag, warmup, &mut |_, _| {}).await?;
+        }
+        stages.warmed().await?;
+        let out = phase(
+            &client,
+            ctx,
+            scenario,
+            &picker,
+            tag,
+            w.stop,
+            &mut |ctl, elapsed| stages.tick(ctl, elapsed),
+        )
+        .await;
+        stages.finished();
+        out
+    }
+}
+
 /// Runs `kind` on `scenario` in this process; `tag` names this run's keys apart from the others'.
 pub async fn run_engine(
     kind: EngineKind,
@@ -115,13 +197,14 @@ pub async fn run_engine(
     scenario: &Scenario,
     tag: &str,
 ) -> Result<RunOutput, String> {
-    let driver = InProcess {
+    let stages = InProcess {
         label: label(kind, waiting),
-        ctx,
+        quiet: ctx.quiet,
+        stop: ctx.workload.stop,
         scenario,
-        tag,
+        bar: None,
     };
-    with_client(kind, ctx.urls, ctx.workload, waiting, driver).await
+    run_with(kind, waiting, ctx, scenario, tag, stages).await
 }
 
 /// `redlock`, or `redlock[plain]` for the plain-backoff variant.
@@ -132,61 +215,46 @@ pub fn label(kind: EngineKind, waiting: Option<Waiting>) -> String {
     }
 }
 
-struct InProcess<'a, 'b> {
+/// The in-process run's stages: no barriers, a progress bar over the measured phase.
+struct InProcess<'a> {
     label: String,
-    ctx: &'a RunContext<'b>,
+    quiet: bool,
+    stop: Stop,
     scenario: &'a Scenario,
-    tag: &'a str,
+    /// Made once the warm-up is over, so its clock starts with the measured phase.
+    bar: Option<ProgressBar>,
 }
 
-impl Driver for InProcess<'_, '_> {
-    type Out = RunOutput;
+impl Stages for InProcess<'_> {
+    async fn connected(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 
-    async fn drive<C: LockClient>(self, client: Arc<C>) -> Result<RunOutput, String> {
-        let Self {
-            label,
-            ctx,
-            scenario,
-            tag,
-        } = self;
-        let w = ctx.workload;
-        let picker = Arc::new(KeyPicker::new(
-            w.distribution,
-            scenario.keys,
-            w.zipf_exponent,
+    async fn warmed(&mut self) -> Result<(), String> {
+        self.bar = Some(progress_bar(
+            self.quiet,
+            self.stop,
+            &self.label,
+            self.scenario,
         ));
-        if !w.warmup.is_zero() {
-            phase(
-                &client,
-                ctx,
-                scenario,
-                &picker,
-                tag,
-                Stop::Duration(w.warmup),
-                &mut |_, _| {},
-            )
-            .await?;
+        Ok(())
+    }
+
+    fn tick(&mut self, ctl: &Control, elapsed: Duration) {
+        let Some(bar) = &self.bar else { return };
+        // Acquire calls made so far: what a --cycles budget counts down.
+        let calls = match self.stop {
+            Stop::Cycles(n) => n - ctl.budget.load(Ordering::Relaxed).min(n),
+            Stop::Duration(_) => 0,
+        };
+        let done = ctl.done.load(Ordering::Relaxed);
+        show_progress(bar, self.stop, elapsed, done, calls);
+    }
+
+    fn finished(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
         }
-        let bar = progress_bar(ctx.quiet, w.stop, &label, scenario);
-        let stop = w.stop;
-        let out = phase(
-            &client,
-            ctx,
-            scenario,
-            &picker,
-            tag,
-            stop,
-            &mut |ctl, elapsed| {
-                let calls = match stop {
-                    Stop::Cycles(n) => n - ctl.budget.load(Ordering::Relaxed).min(n),
-                    Stop::Duration(_) => 0,
-                };
-                show_progress(&bar, stop, elapsed, ctl.done.load(Ordering::Relaxed), calls);
-            },
-        )
-        .await;
-        bar.finish_and_clear();
-        out
     }
 }
 
@@ -233,7 +301,7 @@ pub fn grace(w: &Workload) -> Duration {
 
 /// One phase (warm-up or measured): `scenario.concurrency` workers until `stop`; `tick` is called every
 /// 100 ms with the shared control and the time since the start.
-pub async fn phase<C: LockClient>(
+async fn phase<C: LockClient>(
     client: &Arc<C>,
     ctx: &RunContext<'_>,
     scenario: &Scenario,

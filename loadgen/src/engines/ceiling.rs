@@ -11,7 +11,8 @@ use std::time::Duration;
 use redlock_engine::__private::scripts;
 use tokio::process::Command;
 
-use crate::nodes::probe::{Conn, NodeUrl, Reply};
+use crate::nodes::addr::NodeUrl;
+use crate::nodes::probe::{Conn, Reply};
 
 /// Pipeline depth per redis-benchmark connection.
 pub const PIPELINE: usize = 16;
@@ -53,6 +54,14 @@ pub fn available() -> bool {
 pub async fn measure(nodes: &[NodeUrl], ttl: Duration, round: Duration) -> Result<Ceiling, String> {
     if !available() {
         return Err("engine ceiling needs redis-benchmark: install it with `apt-get install -y redis-tools`".into());
+    }
+    if let Some(node) = nodes.iter().find(|n| !n.is_standalone()) {
+        // redis-benchmark drives one server per node; app.rs keeps the ceiling off other node sets.
+        return Err(format!(
+            "ceiling: node {} is {}, not a standalone master",
+            node.url,
+            node.kind()
+        ));
     }
     let (source, sha) = scripts()[0];
     for node in nodes {

@@ -39,6 +39,13 @@ impl EngineKind {
         matches!(self, Self::Redlock | Self::RedlockFred)
     }
 
+    /// Whether it can only use standalone masters (`redis://` nodes). rslock (redis-rs), the raw
+    /// engine's per-node commands and redis-benchmark each talk to one server per node; only the engine
+    /// follows a Redis Cluster or Sentinel (through fred).
+    pub fn standalone_only(self) -> bool {
+        matches!(self, Self::Rslock | Self::Raw | Self::Ceiling)
+    }
+
     /// The name used on the command line and in the reports.
     pub fn name(self) -> &'static str {
         match self {

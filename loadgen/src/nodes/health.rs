@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::probe::{Conn, NodeUrl, Reply};
+use super::addr::NodeUrl;
+use super::probe::{self, Conn, Reply};
 
 /// How often each node is pinged.
 const INTERVAL: Duration = Duration::from_millis(200);
@@ -25,11 +26,14 @@ pub struct Health {
 }
 
 impl Health {
-    /// Opens one connection per node and starts watching.
+    /// Opens one connection per server behind the nodes (see [`probe::servers`]) and starts watching.
     pub fn start(nodes: &[NodeUrl]) -> Result<Self, String> {
         let mut conns = Vec::with_capacity(nodes.len());
         for node in nodes {
-            conns.push((node.clone(), Conn::open(node, PING_TIMEOUT)?));
+            for server in probe::servers(node, PING_TIMEOUT)? {
+                let conn = Conn::open(&server, PING_TIMEOUT)?;
+                conns.push((server, conn));
+            }
         }
         let (tx, lost) = watch::channel(None);
         let stop = Arc::new(AtomicBool::new(false));

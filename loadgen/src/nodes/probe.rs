@@ -1,78 +1,13 @@
-//! A tiny blocking Redis client for the few commands loadgen itself sends (PING, INFO, SCRIPT LOAD):
-//! reachability checks before a run, the health monitor during it, and script loading for the ceiling.
-//! Kept apart from the engines under test so it adds nothing to their measurements.
+//! A tiny blocking Redis client for the few commands loadgen itself sends (PING, INFO, SCRIPT LOAD, and
+//! CLUSTER INFO / SENTINEL to find the servers behind a node URL): reachability checks before a run, the
+//! health monitor during it, and script loading for the ceiling. Kept apart from the engines under test
+//! so it adds nothing to their measurements.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-/// A parsed `redis://[user[:password]@]host:port[/db]` URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeUrl {
-    /// The URL as given.
-    pub url: String,
-    /// Host name or address.
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
-    /// ACL user, if any.
-    pub user: Option<String>,
-    /// Password, if any.
-    pub password: Option<String>,
-    /// Database index.
-    pub db: u32,
-}
-
-impl NodeUrl {
-    /// Parses a node URL; the error names the URL.
-    pub fn parse(url: &str) -> Result<Self, String> {
-        let bad = |why: &str| format!("bad node URL `{url}`: {why} (expected redis://host:port)");
-        let rest = url
-            .strip_prefix("redis://")
-            .ok_or_else(|| bad("only redis:// URLs are supported"))?;
-        let (auth, rest) = match rest.rsplit_once('@') {
-            Some((auth, rest)) => (Some(auth), rest),
-            None => (None, rest),
-        };
-        let (hostport, db) = match rest.split_once('/') {
-            Some((hp, "")) => (hp, 0),
-            Some((hp, db)) => (
-                hp,
-                db.parse()
-                    .map_err(|_| bad("the database is not a number"))?,
-            ),
-            None => (rest, 0),
-        };
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| bad("the port is not a number"))?,
-            ),
-            None => (hostport, 6379),
-        };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        if host.is_empty() {
-            return Err(bad("no host"));
-        }
-        let (user, password) = match auth {
-            None => (None, None),
-            Some(a) => match a.split_once(':') {
-                Some(("", p)) => (None, Some(p.to_string())),
-                Some((u, p)) => (Some(u.to_string()), Some(p.to_string())),
-                None => (Some(a.to_string()), None),
-            },
-        };
-        Ok(Self {
-            url: url.to_string(),
-            host: host.to_string(),
-            port,
-            user,
-            password,
-            db,
-        })
-    }
-}
+use super::addr::{NodeUrl, Topology};
 
 /// A reply, reduced to what loadgen reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,8 +18,10 @@ pub enum Reply {
     Error(String),
     /// `:1`.
     Int(i64),
-    /// A bulk string (`None` for nil).
+    /// A bulk string (`None` for nil, and for a nil array: RESP2's two nils are one here).
     Bulk(Option<Vec<u8>>),
+    /// `*2 …`.
+    Array(Vec<Reply>),
 }
 
 /// One blocking connection with read and write timeouts.
@@ -95,7 +32,8 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connects (bounded by `timeout`), authenticates and selects the database.
+    /// Connects (bounded by `timeout`), authenticates and selects the database. `node` is one server:
+    /// a standalone URL, or one from [`servers`] or [`NodeUrl::server`].
     pub fn open(node: &NodeUrl, timeout: Duration) -> Result<Self, String> {
         let addrs = (node.host.as_str(), node.port)
             .to_socket_addrs()
@@ -178,6 +116,9 @@ fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, String> {
     let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
         return Ok(None);
     };
+    if end == 0 {
+        return Err("a reply line without a type".into());
+    }
     let line = String::from_utf8_lossy(&buf[1..end]).into_owned();
     let after = end + 2;
     let reply = match buf[0] {
@@ -203,12 +144,131 @@ fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, String> {
                 stop + 2,
             )));
         }
+        b'*' => {
+            let len: i64 = line
+                .parse()
+                .map_err(|_| format!("bad array length `{line}`"))?;
+            if len < 0 {
+                return Ok(Some((Reply::Bulk(None), after)));
+            }
+            let mut items = Vec::new();
+            let mut at = after;
+            for _ in 0..len {
+                let Some((item, used)) = parse(&buf[at..])? else {
+                    return Ok(None);
+                };
+                items.push(item);
+                at += used;
+            }
+            return Ok(Some((Reply::Array(items), at)));
+        }
         other => return Err(format!("unexpected reply type `{}`", other as char)),
     };
     Ok(Some((reply, after)))
 }
 
-/// Checks that `node` answers PING; returns its `redis_version`.
+/// The servers behind `node` that loadgen itself checks before a run and watches during it, each as a
+/// standalone URL with `node`'s credentials:
+/// - a standalone node is itself;
+/// - a cluster is every member the URL lists (not the members found by discovery: those the user named),
+///   once the first says `cluster_state:ok`;
+/// - a Sentinel node is the master the first answering Sentinel names now (asked with the Sentinels' own
+///   credentials, as the engine does), so a failover mid-run shows as that master lost, like a standalone
+///   node going away.
+pub fn servers(node: &NodeUrl, timeout: Duration) -> Result<Vec<NodeUrl>, String> {
+    match &node.topology {
+        Topology::Standalone => Ok(vec![node.clone()]),
+        Topology::Cluster => {
+            let members: Vec<NodeUrl> = node.hosts().map(|(h, p)| node.server(h, p, 0)).collect();
+            cluster_ok(&members[0], timeout)?;
+            Ok(members)
+        }
+        Topology::Sentinel { service, .. } => {
+            let mut last = String::new();
+            for (host, port) in node.hosts() {
+                match sentinel_master(&node.sentinel(host, port), service, timeout) {
+                    Ok((host, port)) => return Ok(vec![node.server(&host, port, node.db)]),
+                    Err(e) => last = e,
+                }
+            }
+            Err(last)
+        }
+    }
+}
+
+/// Checks that `member` is in cluster mode and its cluster serves every slot.
+fn cluster_ok(member: &NodeUrl, timeout: Duration) -> Result<(), String> {
+    let mut conn = Conn::open(member, timeout)?;
+    let text = match conn.cmd(&[b"CLUSTER", b"INFO"]) {
+        Ok(Reply::Bulk(Some(text))) => String::from_utf8_lossy(&text).into_owned(),
+        Ok(Reply::Error(e)) => {
+            return Err(format!("node {} is not a cluster member: {e}", member.url))
+        }
+        Ok(other) => {
+            return Err(format!(
+                "node {} answered CLUSTER INFO with {other:?}",
+                member.url
+            ))
+        }
+        Err(e) => {
+            return Err(format!(
+                "node {} did not answer CLUSTER INFO: {e}",
+                member.url
+            ))
+        }
+    };
+    match info_field(&text, "cluster_state") {
+        Some("ok") => Ok(()),
+        state => Err(format!(
+            "node {}: the cluster's state is {}",
+            member.url,
+            state.unwrap_or("unknown")
+        )),
+    }
+}
+
+/// The `host:port` of the master `service` that `sentinel` names.
+fn sentinel_master(
+    sentinel: &NodeUrl,
+    service: &str,
+    timeout: Duration,
+) -> Result<(String, u16), String> {
+    let mut conn = Conn::open(sentinel, timeout)?;
+    let ask = [
+        &b"SENTINEL"[..],
+        b"get-master-addr-by-name",
+        service.as_bytes(),
+    ];
+    let who = &sentinel.url;
+    match conn.cmd(&ask) {
+        Ok(Reply::Array(items)) => match items.as_slice() {
+            [Reply::Bulk(Some(host)), Reply::Bulk(Some(port))] => {
+                let host = String::from_utf8_lossy(host).into_owned();
+                let port = String::from_utf8_lossy(port);
+                let port = port
+                    .parse()
+                    .map_err(|_| format!("Sentinel {who} named master port `{port}`"))?;
+                Ok((host, port))
+            }
+            _ => Err(format!(
+                "Sentinel {who} answered {items:?} for master `{service}`"
+            )),
+        },
+        Ok(Reply::Bulk(None)) => Err(format!("Sentinel {who} knows no master named `{service}`")),
+        Ok(Reply::Error(e)) => Err(format!("node {who} is not a Sentinel: {e}")),
+        Ok(other) => Err(format!("Sentinel {who} answered {other:?}")),
+        Err(e) => Err(format!("Sentinel {who} did not answer: {e}")),
+    }
+}
+
+/// A `name:value` line of an INFO-style reply.
+fn info_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+/// Checks that `node` (one server) answers PING; returns its `redis_version`.
 pub fn check(node: &NodeUrl, timeout: Duration) -> Result<String, String> {
     let mut conn = Conn::open(node, timeout)?;
     match conn.cmd(&[b"PING"]) {
@@ -220,34 +280,12 @@ pub fn check(node: &NodeUrl, timeout: Duration) -> Result<String, String> {
         Ok(Reply::Bulk(Some(text))) => String::from_utf8_lossy(&text).into_owned(),
         _ => String::new(),
     };
-    Ok(info
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .map_or_else(|| "unknown".into(), |v| v.trim().to_string()))
+    Ok(info_field(&info, "redis_version").map_or_else(|| "unknown".into(), str::to_string))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls() {
-        let u = NodeUrl::parse("redis://127.0.0.1:7101").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.db), ("127.0.0.1", 7101, 0));
-        let u = NodeUrl::parse("redis://me:secret@localhost:7000/2").unwrap();
-        assert_eq!(
-            (u.user.as_deref(), u.password.as_deref(), u.db),
-            (Some("me"), Some("secret"), 2)
-        );
-        let u = NodeUrl::parse("redis://:pw@h").unwrap();
-        assert_eq!(
-            (u.user, u.password.as_deref(), u.port),
-            (None, Some("pw"), 6379)
-        );
-        assert!(NodeUrl::parse("http://x:1").is_err());
-        assert!(NodeUrl::parse("redis://x:port").is_err());
-        assert!(NodeUrl::parse("redis://:1").is_err());
-    }
 
     #[test]
     fn replies() {
@@ -262,6 +300,22 @@ mod tests {
             Some((Reply::Bulk(Some(b"ab".to_vec())), 8))
         );
         assert_eq!(parse(b"$-1\r\n").unwrap(), Some((Reply::Bulk(None), 5)));
-        assert!(parse(b"*1\r\n").is_err());
+        assert_eq!(parse(b"*2\r\n$1\r\na\r\n").unwrap(), None);
+        assert_eq!(
+            parse(b"*2\r\n$1\r\na\r\n:7\r\n").unwrap(),
+            Some((
+                Reply::Array(vec![Reply::Bulk(Some(b"a".to_vec())), Reply::Int(7)]),
+                15
+            ))
+        );
+        assert_eq!(parse(b"*-1\r\n").unwrap(), Some((Reply::Bulk(None), 5)));
+        assert!(parse(b"~1\r\n").is_err());
+        assert_eq!(
+            info_field(
+                "# Server\r\nredis_version:7.0.15\r\nredis_mode:cluster\r\n",
+                "redis_version"
+            ),
+            Some("7.0.15")
+        );
     }
 }

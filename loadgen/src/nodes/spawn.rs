@@ -11,7 +11,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::probe::{self, NodeUrl};
+use super::addr::NodeUrl;
+use super::probe;
 
 /// What to tell a user without redis-server.
 pub const INSTALL_HINT: &str =

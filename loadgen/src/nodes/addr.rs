@@ -1,0 +1,455 @@
+//! Node URLs as loadgen reads them, for its own probes and for choosing the engines that can use them.
+//!
+//! The grammar is the library's (`src/addr.rs`, private), so every URL the engine accepts means the same
+//! servers here:
+//!
+//! - `redis://[user[:password]@]host[:port][/db]`: one standalone master;
+//! - `redis-cluster://[user[:password]@]host[:port][?node=host:port&...]`: a Redis Cluster, through any of
+//!   the listed members;
+//! - `redis-sentinel://[user[:password]@]host[:port][/db]?sentinelServiceName=name[&node=host:port...]`:
+//!   the master that these Sentinels name. The URL's credentials are the master's; the Sentinels get none
+//!   unless `sentinelUsername=` / `sentinelPassword=` give theirs.
+//!
+//! User names, passwords and the service name are percent-decoded, as the engine does. The TLS schemes
+//! (`rediss://` and its cluster and Sentinel forms) are refused: loadgen's probe, rslock and
+//! redis-benchmark all speak plain TCP here, so a TLS node could not be checked or compared.
+//!
+//! The library's parser is not public; parsing is repeated here rather than using the `url` crate (in the
+//! tree through fred) so the accepted forms match the engine's exactly: `url` would decode `+` as a space
+//! in the query, accept port 0 and know nothing of the per-scheme defaults and rules.
+
+/// What stands behind one node URL. Whatever the kind, it is one vote in the quorum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Topology {
+    /// One standalone master.
+    Standalone,
+    /// A Redis Cluster; `host:port` and `more_hosts` are members.
+    Cluster,
+    /// The master that Sentinels name for `service`; `host:port` and `more_hosts` are Sentinels.
+    Sentinel {
+        /// The name the Sentinels know the master by.
+        service: String,
+        /// The Sentinels' own ACL user (`sentinelUsername=`), if any.
+        username: Option<String>,
+        /// The Sentinels' own password (`sentinelPassword=`), if any.
+        password: Option<String>,
+    },
+}
+
+/// A parsed node URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeUrl {
+    /// The URL as given with any password (the master's, and a Sentinel password in the query) replaced by
+    /// `***`: what messages show.
+    pub url: String,
+    /// What stands behind it.
+    pub topology: Topology,
+    /// Host name or address of the server, first cluster member or first Sentinel.
+    pub host: String,
+    /// Its TCP port.
+    pub port: u16,
+    /// More cluster members or Sentinels (`?node=host:port`).
+    pub more_hosts: Vec<(String, u16)>,
+    /// ACL user, if any.
+    pub user: Option<String>,
+    /// Password, if any.
+    pub password: Option<String>,
+    /// Database index (always 0 for a cluster).
+    pub db: u32,
+}
+
+impl NodeUrl {
+    /// Parses a node URL; the error names the URL (without its password) and what is wrong with it.
+    pub fn parse(url: &str) -> Result<Self, String> {
+        let shown = redact(url);
+        let bad = |why: &str| format!("bad node URL `{shown}`: {why}");
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad("expected a URL like redis://host:port"))?;
+        let kind = match scheme {
+            "redis" => Kind::Standalone,
+            "redis-cluster" => Kind::Cluster,
+            "redis-sentinel" => Kind::Sentinel,
+            "rediss" | "rediss-cluster" | "rediss-sentinel" => return Err(bad(
+                "TLS nodes are not supported by loadgen (its probe, rslock and redis-benchmark \
+                     speak plain TCP); use redis://, redis-cluster:// or redis-sentinel://",
+            )),
+            _ => {
+                return Err(bad(
+                    "the scheme must be redis://, redis-cluster:// or redis-sentinel://",
+                ))
+            }
+        };
+        let (rest, query) = match rest.split_once('?') {
+            Some((rest, query)) => (rest, Some(query)),
+            None => (rest, None),
+        };
+        // The last '@': a password may contain one.
+        let (auth, rest) = match rest.rsplit_once('@') {
+            Some((auth, rest)) => (Some(auth), rest),
+            None => (None, rest),
+        };
+        let (hostport, db) = match rest.split_once('/') {
+            Some((hp, "")) => (hp, 0),
+            Some((hp, db)) => (
+                hp,
+                db.parse()
+                    .map_err(|_| bad("the database is not a number"))?,
+            ),
+            None => (rest, 0),
+        };
+        // Sentinels listen on 26379 by default, servers on 6379.
+        let default_port = if kind == Kind::Sentinel { 26379 } else { 6379 };
+        let (host, port) =
+            split_host_port(hostport, default_port).ok_or_else(|| bad("expected host:port"))?;
+        let (user, password) = match auth {
+            None => (None, None),
+            Some(auth) => {
+                let (user, pass) = match auth.split_once(':') {
+                    Some((u, p)) => (u, Some(p)),
+                    None => (auth, None),
+                };
+                let user = (!user.is_empty()).then(|| percent_decode(user));
+                (user, pass.map(percent_decode))
+            }
+        };
+        let mut more_hosts = Vec::new();
+        let (mut service, mut sentinel_user, mut sentinel_pass) = (None, None, None);
+        for pair in query.into_iter().flat_map(|q| q.split('&')) {
+            match pair.split_once('=') {
+                Some(("node", hp)) if kind != Kind::Standalone => more_hosts.push(
+                    split_host_port(hp, default_port)
+                        .ok_or_else(|| bad("node= expects host:port"))?,
+                ),
+                Some(("sentinelServiceName", name))
+                    if kind == Kind::Sentinel && !name.is_empty() =>
+                {
+                    service = Some(percent_decode(name))
+                }
+                Some(("sentinelUsername", user)) if kind == Kind::Sentinel => {
+                    sentinel_user = Some(percent_decode(user))
+                }
+                Some(("sentinelPassword", pass)) if kind == Kind::Sentinel => {
+                    sentinel_pass = Some(percent_decode(pass))
+                }
+                _ => {
+                    // A misplaced parameter may hold a password.
+                    let pair = redact_pair(pair);
+                    return Err(bad(&format!("unsupported query parameter `{pair}`")));
+                }
+            }
+        }
+        let topology = match kind {
+            Kind::Standalone => Topology::Standalone,
+            Kind::Cluster if db != 0 => return Err(bad("a Redis Cluster has only database 0")),
+            Kind::Cluster => Topology::Cluster,
+            Kind::Sentinel => Topology::Sentinel {
+                service: service.ok_or_else(|| bad("sentinelServiceName= is required"))?,
+                username: sentinel_user,
+                password: sentinel_pass,
+            },
+        };
+        Ok(Self {
+            url: shown,
+            topology,
+            host,
+            port,
+            more_hosts,
+            user,
+            password,
+            db,
+        })
+    }
+
+    /// Whether this is one standalone master: what rslock, the raw engine and redis-benchmark can use.
+    pub fn is_standalone(&self) -> bool {
+        self.topology == Topology::Standalone
+    }
+
+    /// What stands behind the URL, for messages: "a standalone master", "a Redis Cluster", …
+    pub fn kind(&self) -> String {
+        match &self.topology {
+            Topology::Standalone => "a standalone master".into(),
+            Topology::Cluster => "a Redis Cluster".into(),
+            Topology::Sentinel { service, .. } => {
+                format!("the Sentinel-managed master `{service}`")
+            }
+        }
+    }
+
+    /// Every `host:port` the URL lists: the server, the cluster members, or the Sentinels.
+    pub fn hosts(&self) -> impl Iterator<Item = (&str, u16)> {
+        std::iter::once((self.host.as_str(), self.port))
+            .chain(self.more_hosts.iter().map(|(h, p)| (h.as_str(), *p)))
+    }
+
+    /// One data server of this node's set (a cluster member, the master a Sentinel named) as a standalone
+    /// URL with this node's credentials and `db`, named after the set in messages
+    /// (`redis://10.0.0.2:7001 (of redis-cluster://…)`).
+    pub fn server(&self, host: &str, port: u16, db: u32) -> NodeUrl {
+        let (user, password) = (self.user.clone(), self.password.clone());
+        self.member(host, port, db, user, password)
+    }
+
+    /// One Sentinel of this node's set as a URL to connect to, with the Sentinels' own credentials
+    /// (none unless the query gives them, like the engine) and no database to select.
+    pub fn sentinel(&self, host: &str, port: u16) -> NodeUrl {
+        let (user, password) = match &self.topology {
+            Topology::Sentinel {
+                username, password, ..
+            } => (username.clone(), password.clone()),
+            _ => (None, None),
+        };
+        self.member(host, port, 0, user, password)
+    }
+
+    fn member(
+        &self,
+        host: &str,
+        port: u16,
+        db: u32,
+        user: Option<String>,
+        password: Option<String>,
+    ) -> NodeUrl {
+        let at = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        NodeUrl {
+            url: format!("redis://{at} (of {})", self.url),
+            topology: Topology::Standalone,
+            host: host.to_string(),
+            port,
+            more_hosts: Vec::new(),
+            user,
+            password,
+            db,
+        }
+    }
+}
+
+/// The scheme's family, before the query is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Standalone,
+    Cluster,
+    Sentinel,
+}
+
+/// `host:port`, `host` (the default port) or `[v6]:port`; `None` for an empty host or a port that is
+/// not 1..=65535.
+fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match s.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    if host.is_empty() {
+        return None;
+    }
+    let port = match port {
+        Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0)?,
+        None => default_port,
+    };
+    Some((host.to_string(), port))
+}
+
+/// `%XX` escapes decoded; anything else (a lone `%` included) kept as is, like the engine.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The URL with any password replaced by `***`, so no message or report shows it: the one before the
+/// last `@`, and a Sentinel password in the query.
+fn redact(url: &str) -> String {
+    let (main, query) = match url.split_once('?') {
+        Some((main, query)) => (main, Some(query)),
+        None => (url, None),
+    };
+    let mut out = match main.rfind('@') {
+        Some(at) => {
+            let start = main.find("://").map_or(0, |s| s + 3).min(at);
+            match main[start..at].split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &main[..start], &main[at..]),
+                None => main.to_string(),
+            }
+        }
+        None => main.to_string(),
+    };
+    if let Some(query) = query {
+        let pairs: Vec<&str> = query.split('&').map(redact_pair).collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
+}
+
+/// One `name=value` query pair, a Sentinel password replaced by `***`.
+fn redact_pair(pair: &str) -> &str {
+    match pair.split_once('=') {
+        Some(("sentinelPassword", _)) => "sentinelPassword=***",
+        _ => pair,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standalone() {
+        let u = NodeUrl::parse("redis://127.0.0.1:7101").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.db), ("127.0.0.1", 7101, 0));
+        assert!(u.is_standalone());
+        let u = NodeUrl::parse("redis://me:secret@localhost:7000/2").unwrap();
+        assert_eq!(
+            (u.user.as_deref(), u.password.as_deref(), u.db),
+            (Some("me"), Some("secret"), 2)
+        );
+        assert_eq!(u.url, "redis://me:***@localhost:7000/2");
+        let u = NodeUrl::parse("redis://:pw@h").unwrap();
+        assert_eq!(
+            (u.user, u.password.as_deref(), u.port),
+            (None, Some("pw"), 6379)
+        );
+        // Percent-decoded like the engine does, so AUTH sends the same password.
+        let u = NodeUrl::parse("redis://us%65r:p%40ss@[::1]/").unwrap();
+        assert_eq!(
+            (u.user.as_deref(), u.password.as_deref()),
+            (Some("user"), Some("p@ss"))
+        );
+        assert_eq!((u.host.as_str(), u.port, u.db), ("::1", 6379, 0));
+    }
+
+    #[test]
+    fn cluster_and_sentinel() {
+        let c =
+            NodeUrl::parse("redis-cluster://u:p@10.0.0.1:7000?node=10.0.0.2:7001&node=[::1]:7002")
+                .unwrap();
+        assert_eq!(c.topology, Topology::Cluster);
+        assert!(!c.is_standalone());
+        assert_eq!(
+            c.hosts().collect::<Vec<_>>(),
+            [("10.0.0.1", 7000), ("10.0.0.2", 7001), ("::1", 7002)]
+        );
+        assert_eq!(
+            c.url,
+            "redis-cluster://u:***@10.0.0.1:7000?node=10.0.0.2:7001&node=[::1]:7002"
+        );
+        let m = c.server("::1", 7002, 0);
+        assert!(m.is_standalone());
+        assert_eq!(
+            (m.user.as_deref(), m.password.as_deref()),
+            (Some("u"), Some("p"))
+        );
+        assert!(
+            m.url
+                .starts_with("redis://[::1]:7002 (of redis-cluster://u:***@"),
+            "{}",
+            m.url
+        );
+        let s = NodeUrl::parse(
+            "redis-sentinel://m:pw@s1/2?sentinelServiceName=lo%63ks&node=s2:26380&sentinelPassword=s%40nt",
+        )
+        .unwrap();
+        assert_eq!(
+            s.topology,
+            Topology::Sentinel {
+                service: "locks".into(),
+                username: None,
+                password: Some("s@nt".into()),
+            }
+        );
+        assert_eq!((s.port, s.db), (26379, 2));
+        assert_eq!(
+            s.hosts().collect::<Vec<_>>(),
+            [("s1", 26379), ("s2", 26380)]
+        );
+        assert_eq!(
+            s.url,
+            "redis-sentinel://m:***@s1/2?sentinelServiceName=lo%63ks&node=s2:26380&sentinelPassword=***"
+        );
+        // The master gets the URL's credentials and database; a Sentinel its own, and no SELECT.
+        let master = s.server("10.0.0.9", 6379, s.db);
+        assert_eq!(
+            (
+                master.user.as_deref(),
+                master.password.as_deref(),
+                master.db
+            ),
+            (Some("m"), Some("pw"), 2)
+        );
+        let sentinel = s.sentinel("s2", 26380);
+        assert_eq!(
+            (sentinel.user, sentinel.password.as_deref(), sentinel.db),
+            (None, Some("s@nt"), 0)
+        );
+        let bare = NodeUrl::parse("redis-sentinel://m:pw@s1?sentinelServiceName=x").unwrap();
+        assert_eq!(
+            (
+                bare.sentinel("s1", 26379).user,
+                bare.sentinel("s1", 26379).password
+            ),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn rejects_what_the_engine_rejects_and_tls() {
+        for bad in [
+            "http://x:1",
+            "redis://x:port",
+            "redis://:1",
+            "redis://h:0",
+            "redis://h:99999",
+            "redis://h:1/x",
+            "",
+            "redis://h:1?node=h:2",
+            "redis-cluster://h:1/3",
+            "redis-cluster://h:1?nodes=h:2",
+            "redis-sentinel://h:1",
+            "redis-sentinel://h:1?sentinelServiceName=",
+            "unix:///tmp/redis.sock",
+            "rediss://h:1",
+            "rediss-cluster://h:1",
+            "rediss-sentinel://h:1?sentinelServiceName=m",
+        ] {
+            let err = NodeUrl::parse(bad).unwrap_err();
+            assert!(err.starts_with("bad node URL"), "{bad}: {err}");
+        }
+        let err = NodeUrl::parse("redis://u:hunter2@h:1/x").unwrap_err();
+        assert!(!err.contains("hunter2"), "{err}");
+        let err = NodeUrl::parse("redis-sentinel://u:hunter2@h:1?sentinelPassword=hunter3&bogus=1")
+            .unwrap_err();
+        assert!(
+            !err.contains("hunter2") && !err.contains("hunter3"),
+            "{err}"
+        );
+        let err = NodeUrl::parse("redis://h:1?sentinelPassword=hunter3").unwrap_err();
+        assert!(!err.contains("hunter3"), "{err}");
+        let err = NodeUrl::parse("rediss://:hunter2@h:1").unwrap_err();
+        assert!(err.contains("TLS") && !err.contains("hunter2"), "{err}");
+    }
+}
