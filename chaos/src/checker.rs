@@ -3,13 +3,23 @@
 //! - **overlap**: a grant of a resource that returned before an earlier grant of the same resource
 //!   stopped being relied on. A holder relies on its lock from the acquire's return until
 //!   `min(valid_until, release start)`: after starting the release it no longer claims the resource.
+//!   A multi-resource grant holds each of its resources, so it is checked on each. Two reader grants
+//!   of a read-write lock may overlap; a reader and a writer, or any other two grants, may not. Tasks
+//!   of one process are holders like any other (a local hand-off must not overlap either).
 //! - **overrun**: a critical section that ended after its own `valid_until` (a paused process).
 //! - **validity lie**: `valid_until` later than `fp + TTL - drift`, where `fp` is when the acquire's
 //!   first poll returned (after an extend: the extend's). The engine's own start, and every SET it
 //!   sends, come no earlier, so an honest engine never crosses this bound; one that forgot the elapsed
 //!   time or the drift does. (Against the caller's own start the bound would be tighter, but the
 //!   caller's start precedes the engine's by however long the thread was preempted in between.)
+//!   For a waiting acquire `fp` is the end of its last poll but one (see [`crate::clock::with_polls`]).
+//!   A lock **handed over** by a local holder was measured by an earlier grant: it may claim up to
+//!   the `valid_until` that holder released it with (the grant of the same process and resource whose
+//!   release started last before this one returned), or more only through an extend on take-over,
+//!   whose start precedes `fp`.
 //! - **expired at grant**: a lock returned with `valid_until` not after the return itself.
+//! - **torn reads**: a read-write lock's holder saw the counter and its mirror differ, or (a reader)
+//!   saw them change under its lock, while the lock was still valid (see [`crate::section`]).
 //!
 //! - **stale writes accepted**: fenced-store writes the store accepted although a write with a higher
 //!   token had been accepted before (in the store's own order, the sequence number it returns). It
@@ -26,7 +36,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::record::{Fenced, Grant, Outcome, Record, Wrote};
+use crate::record::{Fenced, Grant, LockKind, Outcome, Record, Seen, Via, Wrote};
 
 /// Slack for converting `Instant`s to raw nanoseconds (the conversion is exact to tens of ns).
 const TOLERANCE_NS: u64 = 1_000;
@@ -130,6 +140,12 @@ pub struct Summary {
     pub stale_rejected: usize,
     /// Fenced grants whose token did not exceed that of a grant which ended before they started.
     pub token_order_violations: usize,
+    /// Grants whose holder checked the counter against its mirror (read-write locks).
+    pub checked_reads: usize,
+    /// Of those, the ones that saw a torn or changing pair under a valid lock.
+    pub torn_reads: usize,
+    /// Grants handed over by a local holder (with or without an extend on take-over).
+    pub handoffs: usize,
 }
 
 /// Checks every grant of `logs`.
@@ -141,26 +157,42 @@ pub fn summarize(logs: &Logs) -> Summary {
     let lat = logs.latencies_within(0, u64::MAX);
     s.p99_ns = percentile(&lat, 0.99);
 
+    let handed = handed_over_until(&logs.grants);
     let mut by_resource: BTreeMap<&str, Vec<&Grant>> = BTreeMap::new();
-    for g in &logs.grants {
-        by_resource.entry(&g.resource).or_default().push(g);
+    for (g, handed_until) in logs.grants.iter().zip(handed) {
+        for r in g.resources() {
+            by_resource.entry(r).or_default().push(g);
+        }
         if g.cs_end > g.vu {
             s.overruns += 1;
             if g.wrote == Wrote::Yes {
                 s.overruns_written += 1;
             }
         }
-        if lies(g) {
+        if lies(g, handed_until) {
             s.validity_lies += 1;
         }
         if g.vu0 <= g.t1 {
             s.expired_at_grant += 1;
         }
         if g.wrote == Wrote::Yes {
-            *s.completed.entry(g.resource.clone()).or_default() += 1;
+            for r in g.resources() {
+                *s.completed.entry(r.to_string()).or_default() += 1;
+            }
         }
         if g.ext != Outcome::None {
             s.extends += 1;
+        }
+        match g.seen {
+            Seen::Clean => s.checked_reads += 1,
+            Seen::Torn => {
+                s.checked_reads += 1;
+                s.torn_reads += 1;
+            }
+            Seen::None | Seen::Late => {}
+        }
+        if matches!(g.via, Via::Handoff | Via::HandoffExtended) {
+            s.handoffs += 1;
         }
     }
     let (accepted, stale) = stale_accepted(&logs.grants);
@@ -176,29 +208,63 @@ pub fn summarize(logs: &Logs) -> Summary {
         .values()
         .map(|grants| token_order_violations(grants))
         .sum();
-    for (resource, mut grants) in by_resource {
-        grants.sort_by_key(|g| g.t1);
-        let mut latest: Option<&Grant> = None;
-        for g in grants {
-            if let Some(prev) = latest {
-                if g.t1 < prev.end() {
-                    s.overlaps += 1;
-                    if s.overlap_examples.len() < 3 {
-                        s.overlap_examples.push(format!(
-                            "{resource}: {} was granted while {} still held it ({:.1} ms before its release or validity end)",
-                            g.holder,
-                            prev.holder,
-                            ms(prev.end() - g.t1)
-                        ));
-                    }
-                }
-            }
-            if latest.is_none_or(|p| g.end() > p.end()) {
-                latest = Some(g);
+    for (resource, grants) in by_resource {
+        for (g, prev) in overlaps(grants) {
+            s.overlaps += 1;
+            if s.overlap_examples.len() < 3 {
+                let same = if g.process() == prev.process() {
+                    "; same process"
+                } else {
+                    ""
+                };
+                s.overlap_examples.push(format!(
+                    "{resource}: {} was granted while {} still held it ({:.1} ms before its release or validity end{same})",
+                    describe(g),
+                    describe(prev),
+                    ms(prev.end() - g.t1),
+                ));
             }
         }
     }
     s
+}
+
+/// The overlaps among the grants of one resource: each grant that returned while an earlier one (by
+/// return time) still held it, paired with that earlier one. Readers may share: a reader conflicts
+/// only with a non-reader, any other grant with every grant.
+fn overlaps(mut grants: Vec<&Grant>) -> Vec<(&Grant, &Grant)> {
+    grants.sort_by_key(|g| g.t1);
+    // Among the grants so far, the one held longest, and the one held longest that excludes others.
+    let mut latest: Option<&Grant> = None;
+    let mut latest_exclusive: Option<&Grant> = None;
+    let mut found = Vec::new();
+    for g in grants {
+        let rival = if g.kind.shared() {
+            latest_exclusive
+        } else {
+            latest
+        };
+        if let Some(prev) = rival.filter(|p| g.t1 < p.end()) {
+            found.push((g, prev));
+        }
+        if latest.is_none_or(|p| g.end() > p.end()) {
+            latest = Some(g);
+        }
+        if !g.kind.shared() && latest_exclusive.is_none_or(|p| g.end() > p.end()) {
+            latest_exclusive = Some(g);
+        }
+    }
+    found
+}
+
+/// A holder for an overlap report: `c1.2`, with the lock kind unless plain exclusive.
+fn describe(g: &Grant) -> String {
+    match g.kind {
+        LockKind::Exclusive => g.holder.clone(),
+        LockKind::Many => format!("{} (holding {})", g.holder, g.resource),
+        LockKind::Read => format!("{} (reader)", g.holder),
+        LockKind::Write => format!("{} (writer)", g.holder),
+    }
 }
 
 /// Accepted fenced writes, and how many of them had a token below one the store accepted before them
@@ -255,12 +321,38 @@ fn token_order_violations(grants: &[&Grant]) -> usize {
     violations
 }
 
-/// Whether `g` claims more validity than its own measurements allow.
-fn lies(g: &Grant) -> bool {
+/// For each grant, if it was handed over, the `valid_until` its previous local holder ended with: the
+/// grant of the same process and resource whose release started last before it returned.
+fn handed_over_until(grants: &[Grant]) -> Vec<Option<u64>> {
+    let mut released: BTreeMap<(&str, &str), Vec<(u64, u64)>> = BTreeMap::new();
+    for g in grants.iter().filter(|g| g.rel_start > 0) {
+        let key = (g.process(), g.resource.as_str());
+        released.entry(key).or_default().push((g.rel_start, g.vu));
+    }
+    for list in released.values_mut() {
+        list.sort_unstable();
+    }
+    grants
+        .iter()
+        .map(|g| {
+            if !matches!(g.via, Via::Handoff | Via::HandoffExtended) {
+                return None;
+            }
+            let list = released.get(&(g.process(), g.resource.as_str()))?;
+            let before = list.partition_point(|&(rel, _)| rel < g.t1);
+            list.get(before.checked_sub(1)?).map(|&(_, vu)| vu)
+        })
+        .collect()
+}
+
+/// Whether `g` claims more validity than its own measurements allow; `handed_until`: the validity its
+/// previous local holder released it with, if it was handed over.
+fn lies(g: &Grant, handed_until: Option<u64>) -> bool {
     let ttl_ns = g.ttl_ms * 1_000_000;
     let bound = |start: u64| (start + ttl_ns).saturating_sub(g.drift_ns) + TOLERANCE_NS;
+    let at_grant = bound(g.fp).max(handed_until.map_or(0, |u| u + TOLERANCE_NS));
     let after_extend = g.ext == Outcome::Ok && g.ext_fp > 0;
-    g.vu0 > bound(g.fp) || (after_extend && g.vu > bound(g.ext_fp))
+    g.vu0 > at_grant || (after_extend && g.vu > bound(g.ext_fp))
 }
 
 /// The `p` quantile (0..=1) of sorted values; 0 when empty.
@@ -301,7 +393,26 @@ mod tests {
             rel: Outcome::Ok,
             token: None,
             fenced: Fenced::None,
+            kind: LockKind::Exclusive,
+            via: Via::Nodes(1),
+            seen: Seen::None,
         }
+    }
+
+    /// A grant of `kind` on `resource` by `holder`, held from `t1` until its release at `rel_start`.
+    fn held(holder: &str, resource: &str, kind: LockKind, t1: u64, rel_start: u64) -> Grant {
+        Grant {
+            resource: resource.into(),
+            kind,
+            ..grant(holder, t1, 900_000, rel_start)
+        }
+    }
+
+    fn overlaps_of(grants: &[Grant]) -> Summary {
+        summarize(&Logs {
+            grants: grants.to_vec(),
+            ..Logs::default()
+        })
     }
 
     #[test]
@@ -344,11 +455,143 @@ mod tests {
     }
 
     #[test]
+    fn a_pair_holds_each_of_its_resources() {
+        use LockKind::{Exclusive, Many};
+        // {A,B} then {B,C} after its release, {C,A} after that, and C alone while {A,B} is held: fine.
+        let fine = [
+            held("c0.0", "A+B", Many, 100, 200),
+            held("c1.0", "B+C", Many, 300, 400),
+            held("c2.0", "A+C", Many, 500, 600),
+            held("c3.0", "C", Exclusive, 150, 250),
+        ];
+        let s = overlaps_of(&fine);
+        assert_eq!(s.overlaps, 0, "{:?}", s.overlap_examples);
+        // Each pair's counter write counts on both of its resources.
+        assert_eq!(s.completed["A"], 2);
+        assert_eq!(s.completed["B"], 2);
+        assert_eq!(s.completed["C"], 3);
+
+        // {B,C} while {A,B} still holds B: an overlap on B only.
+        let s = overlaps_of(&[
+            held("c0.0", "A+B", Many, 100, 200),
+            held("c1.0", "B+C", Many, 150, 400),
+        ]);
+        assert_eq!(s.overlaps, 1);
+        assert!(s.overlap_examples[0].starts_with("B: c1.0 (holding B+C)"));
+        // B alone while {A,B} holds it, and {A,B} while C alone... holds only C: one overlap.
+        let s = overlaps_of(&[
+            held("c0.0", "A+B", Many, 100, 200),
+            held("c3.0", "B", Exclusive, 199, 300),
+            held("c2.0", "C", Exclusive, 50, 500),
+        ]);
+        assert_eq!(s.overlaps, 1);
+        assert!(s.overlap_examples[0].starts_with("B: c3.0 was granted while c0.0"));
+    }
+
+    #[test]
+    fn readers_share_but_never_with_a_writer() {
+        use LockKind::{Read, Write};
+        let readers = [
+            held("c0.0", "w", Read, 100, 300),
+            held("c1.0", "w", Read, 150, 400),
+            held("c2.0", "w", Read, 200, 250),
+            held("c0.1", "w", Write, 400, 500),
+            held("c1.1", "w", Read, 500, 600),
+        ];
+        assert_eq!(overlaps_of(&readers).overlaps, 0);
+        for (extra, what) in [
+            (held("c3.0", "w", Write, 350, 390), "writer among readers"),
+            (held("c3.0", "w", Read, 450, 460), "reader inside a writer"),
+            (
+                held("c3.0", "w", Read, 90, 410),
+                "reader still in when the writer came",
+            ),
+            (held("c3.0", "w", Write, 420, 430), "writer inside a writer"),
+        ] {
+            let mut grants = readers.to_vec();
+            grants.push(extra);
+            let s = overlaps_of(&grants);
+            assert_eq!(s.overlaps, 1, "{what}: {:?}", s.overlap_examples);
+        }
+        // A writer on another resource overlaps nobody here.
+        let mut grants = readers.to_vec();
+        grants.push(held("c3.0", "v", Write, 120, 600));
+        assert_eq!(overlaps_of(&grants).overlaps, 0);
+    }
+
+    #[test]
+    fn torn_reads_are_counted_late_ones_are_not() {
+        let mut grants = Vec::new();
+        for (i, seen) in [Seen::Clean, Seen::Torn, Seen::Late, Seen::None]
+            .into_iter()
+            .enumerate()
+        {
+            let mut g = held(
+                "c0.0",
+                "w",
+                LockKind::Read,
+                100 * i as u64,
+                100 * i as u64 + 50,
+            );
+            g.seen = seen;
+            grants.push(g);
+        }
+        let s = overlaps_of(&grants);
+        assert_eq!((s.checked_reads, s.torn_reads, s.overlaps), (2, 1, 0));
+    }
+
+    #[test]
+    fn tasks_of_one_process_may_not_overlap_but_may_hand_over() {
+        // c0.1 takes over c0.0's lock when c0.0 releases it (same validity end): no overlap.
+        let first = held("c0.0", "q", LockKind::Exclusive, 100, 200);
+        let mut next = held("c0.1", "q", LockKind::Exclusive, 201, 300);
+        next.via = Via::Handoff;
+        let s = overlaps_of(&[first.clone(), next]);
+        assert_eq!((s.overlaps, s.handoffs), (0, 1));
+        // A second task of the same process inside c0.0's critical section: an overlap, so marked.
+        let s = overlaps_of(&[first, held("c0.2", "q", LockKind::Exclusive, 150, 300)]);
+        assert_eq!(s.overlaps, 1);
+        assert!(s.overlap_examples[0].ends_with("; same process)"));
+    }
+
+    #[test]
     fn validity_beyond_ttl_minus_drift_is_a_lie() {
         let mut g = grant("a", 0, 1_000_000, 10);
-        assert!(!lies(&g));
+        assert!(!lies(&g, None));
         g.vu0 = 1_000_000 + TOLERANCE_NS + 1;
-        assert!(lies(&g));
+        assert!(lies(&g, None));
+    }
+
+    #[test]
+    fn a_handed_over_lock_may_claim_what_its_previous_holder_had_and_no_more() {
+        // c0.0 acquired at 0 (valid until 1 ms) and hands over at 500 µs to c0.1, whose last poll but
+        // one ended at 100 µs, long before: its own bound would be 1.1 ms, the hand-over's 1 ms.
+        let ttl = 1_000_000;
+        let first = grant("c0.0", 0, ttl, 500_000);
+        let next = |vu0: u64| {
+            let mut g = grant("c0.1", 500_100, vu0, 600_000);
+            g.fp = 100_000;
+            g.via = Via::Handoff;
+            g
+        };
+        let lies_in = |grants: Vec<Grant>| {
+            summarize(&Logs {
+                grants,
+                ..Logs::default()
+            })
+            .validity_lies
+        };
+        assert_eq!(lies_in(vec![first.clone(), next(ttl)]), 0);
+        // Later than the previous holder's end, and than its own poll bound: extended from nowhere.
+        assert_eq!(
+            lies_in(vec![first.clone(), next(ttl + 100_000 + 2 * TOLERANCE_NS)]),
+            1
+        );
+        // A holder of another process, or of another resource, did not hand it over.
+        let mut other = first.clone();
+        other.holder = "c1.0".into();
+        other.vu = 3 * ttl;
+        assert_eq!(lies_in(vec![first.clone(), other, next(2 * ttl)]), 1);
     }
 
     #[test]

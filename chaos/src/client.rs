@@ -10,6 +10,11 @@
 //! writes to the fenced store with the lock's token, after the counter write and **whether or not the
 //! lock is still valid**: the store, not the client's clock, decides. A late holder's write is rejected
 //! once a later holder's has been accepted.
+//!
+//! `--lock` picks the lock kind ([`LockMode`]): one attempt of an exclusive lock (the default, above),
+//! or the waiting calls — `acquire_many` on a pair of resources, `acquire_read`/`acquire_write`, or
+//! `acquire` with the local queue and release notifications. Their critical sections are in
+//! [`crate::section`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,11 +22,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use redlock_engine::{Config, Lock, Redlock};
+use std::collections::HashMap;
+use std::sync::Mutex;
 
-use crate::clock::{mono_ns, wall_ns, with_first_poll, InstantMap};
+use redlock_engine::{Config, Lock, LockError, Redlock};
+
+use crate::clock::{mono_ns, wall_ns, with_first_poll, with_polls, InstantMap};
 use crate::counter::Counter;
-use crate::record::{Fenced, Grant, Log, Outcome, Wrote};
+use crate::record::{LockKind, Log, Outcome, Via, RESOURCE_SEPARATOR};
+use crate::section::{hold, Held};
 
 /// Upper bound on rounds per task, so no loop is unbounded even if the stop signal never comes.
 const MAX_ROUNDS: u64 = 10_000_000;
@@ -38,9 +47,24 @@ pub struct ClientArgs {
     /// Port of the storage node with the counters; without it the critical section writes nothing.
     #[arg(long)]
     pub storage: Option<u16>,
-    /// Resources to lock, comma-separated; each round picks one at random.
+    /// Resources to lock, comma-separated; each round picks one at random (`--lock many`: a pair of
+    /// neighbours, `i` and `i + 1`, wrapping around).
     #[arg(long, value_delimiter = ',', required = true)]
     pub resources: Vec<String>,
+    /// Which lock each round takes.
+    #[arg(long, value_enum, default_value_t = LockMode::Exclusive)]
+    pub lock: LockMode,
+    /// `retry_count` of the engine: 0 for one attempt per call; the waiting modes want more.
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// `--lock rw`: the fraction of rounds that take the writer's lock.
+    #[arg(long, default_value_t = 0.25)]
+    pub write_ratio: f64,
+    /// Task 0 keeps every n-th lock it gets from the nodes until only 40% of the TTL is left (0:
+    /// never), so the local waiter it is handed to must extend it on take-over. (From the nodes: such a
+    /// lock starts a hand-off streak, so its release does hand it over if a local task waits.)
+    #[arg(long, default_value_t = 0)]
+    pub linger_every: u64,
     /// Concurrent tasks (holders) in this process.
     #[arg(long, default_value_t = 4)]
     pub tasks: usize,
@@ -89,6 +113,10 @@ impl ClientArgs {
             format!("--id={}", self.id),
             format!("--nodes={}", self.nodes.join(",")),
             format!("--resources={}", self.resources.join(",")),
+            format!("--lock={}", self.lock.name()),
+            format!("--retries={}", self.retries),
+            format!("--write-ratio={}", self.write_ratio),
+            format!("--linger-every={}", self.linger_every),
             format!("--tasks={}", self.tasks),
             format!("--ttl-ms={}", self.ttl_ms),
             format!("--node-timeout-ms={}", self.node_timeout_ms),
@@ -116,6 +144,30 @@ impl ClientArgs {
     }
 }
 
+/// The lock a client's rounds take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LockMode {
+    /// One attempt (`try_acquire`, fenced with a storage node) on one resource.
+    Exclusive,
+    /// `acquire_many` on a pair of neighbouring resources.
+    Many,
+    /// `acquire_read`, or `acquire_write` in a `--write-ratio` of the rounds.
+    Rw,
+    /// `acquire`: waits in the local queue, wakes on release notifications, takes hand-offs.
+    Wait,
+}
+
+impl LockMode {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Exclusive => "exclusive",
+            Self::Many => "many",
+            Self::Rw => "rw",
+            Self::Wait => "wait",
+        }
+    }
+}
+
 /// Runs the client; non-zero exit on any setup or storage error.
 pub fn main(args: ClientArgs) -> ExitCode {
     // One thread per process: parallelism comes from several processes, as in a real deployment.
@@ -132,14 +184,20 @@ pub fn main(args: ClientArgs) -> ExitCode {
     }
 }
 
-struct Ctx {
-    args: ClientArgs,
-    redlock: Redlock,
-    log: Log,
-    map: InstantMap,
+/// What every task of the process shares.
+pub struct Ctx {
+    pub args: ClientArgs,
+    pub redlock: Redlock,
+    pub log: Log,
+    pub map: InstantMap,
     stop: AtomicBool,
-    ttl: Duration,
-    drift_ns: u64,
+    pub ttl: Duration,
+    pub drift_ns: u64,
+    /// `valid_until` (raw ns) of the lock each resource's last local holder released: a lock handed
+    /// over with a later one was extended on take-over. (Only the local queue's head holds a lock, so
+    /// the entry is the hand-off's own, except after a holder's validity ran out; then it is a figure
+    /// off by one, never a check.)
+    pub released_until: Mutex<HashMap<String, u64>>,
 }
 
 async fn run(args: ClientArgs) -> Result<(), String> {
@@ -150,8 +208,8 @@ async fn run(args: ClientArgs) -> Result<(), String> {
         nodes: args.nodes.clone(),
         node_timeout: Some(Duration::from_millis(args.node_timeout_ms)),
         min_validity_factor: args.min_validity,
-        // One attempt per call: each logged attempt is one validity measurement.
-        retry_count: 0,
+        // 0 (the default): one attempt per call, so each logged call is one validity measurement.
+        retry_count: args.retries,
         connect_timeout: Duration::from_secs(1),
         // With the quarantine, a restarted node must not vote for as long as any lock of ours can live.
         quarantine: args.quarantine,
@@ -174,6 +232,7 @@ async fn run(args: ClientArgs) -> Result<(), String> {
         stop: AtomicBool::new(false),
         ttl,
         drift_ns: drift.as_nanos() as u64,
+        released_until: Mutex::default(),
         args,
     });
     let watcher = tokio::spawn(watch_stop(ctx.clone()));
@@ -219,34 +278,55 @@ async fn worker(ctx: Arc<Ctx>, index: usize) -> Result<(), String> {
         ),
         None => None,
     };
-    let mut grants = 0u64;
+    let (mut grants, mut from_nodes) = (0u64, 0u64);
     for _ in 0..MAX_ROUNDS {
         if ctx.stop.load(Ordering::Relaxed) {
             break;
         }
-        let resource = &ctx.args.resources[fastrand::usize(..ctx.args.resources.len())];
         let t0 = mono_ns();
-        // Fenced when there is a store to fence: every grant then carries a token.
-        let (result, fp) = if counter.is_some() {
-            with_first_poll(ctx.redlock.try_acquire_fenced(resource.as_bytes(), ctx.ttl)).await
-        } else {
-            with_first_poll(ctx.redlock.try_acquire(resource.as_bytes(), ctx.ttl)).await
-        };
+        let Call {
+            kind,
+            resources,
+            result,
+            fp,
+        } = acquire(&ctx, counter.is_some()).await;
         let t1 = mono_ns();
         ctx.log.attempt(t0, t1, Outcome::of(&result));
         if let Ok(lock) = result {
             grants += 1;
-            let grant = hold(
-                &ctx,
-                &holder,
-                resource,
+            let label = label(&resources);
+            let vu0 = ctx.map.to_ns(lock.valid_until());
+            let via = match lock.attempts() {
+                0 => {
+                    let released = ctx.released_until.lock().map(|m| m.get(&label).copied());
+                    match released {
+                        Ok(Some(until)) if vu0 > until => Via::HandoffExtended,
+                        _ => Via::Handoff,
+                    }
+                }
+                n => Via::Nodes(n),
+            };
+            if matches!(via, Via::Nodes(_)) {
+                from_nodes += 1;
+            }
+            let linger = index == 0
+                && ctx.args.linger_every > 0
+                && matches!(via, Via::Nodes(_))
+                && from_nodes.is_multiple_of(ctx.args.linger_every);
+            let held = Held {
+                holder: &holder,
+                label,
+                resources,
+                kind,
                 lock,
-                [t0, fp, t1],
-                counter.as_mut(),
-                grants,
-            )
-            .await
-            .map_err(|e| format!("{holder}: storage: {e}"))?;
+                times: [t0, fp, t1],
+                via,
+                nth: grants,
+                linger,
+            };
+            let grant = hold(&ctx, held, counter.as_mut())
+                .await
+                .map_err(|e| format!("{holder}: storage: {e}"))?;
             ctx.log.grant(&grant);
         }
         let pause = fastrand::u64(..=ctx.args.pause_us);
@@ -255,84 +335,75 @@ async fn worker(ctx: Arc<Ctx>, index: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The critical section and the release; returns the grant to log.
-async fn hold(
-    ctx: &Ctx,
-    holder: &str,
-    resource: &str,
-    mut lock: Lock,
-    [t0, fp, t1]: [u64; 3],
-    mut counter: Option<&mut Counter>,
-    nth: u64,
-) -> std::io::Result<Grant> {
-    let vu0 = ctx.map.to_ns(lock.valid_until());
-    let cs_start = mono_ns();
-    ctx.log.begin(holder, resource, cs_start);
-    let key = format!("counter:{resource}");
-    let read = match counter.as_deref_mut() {
-        Some(c) => Some(c.get(&key).await?),
-        None => None,
-    };
-    tokio::time::sleep(Duration::from_micros(ctx.args.cs_sleep_us)).await;
-    let (mut ext, mut ext_fp) = (Outcome::None, 0);
-    if ctx.args.extend_every > 0 && nth.is_multiple_of(ctx.args.extend_every) && lock.is_valid() {
-        let ext_start = mono_ns();
-        let (r, fp) = with_first_poll(ctx.redlock.extend(&mut lock, ctx.ttl)).await;
-        (ext, ext_fp) = (Outcome::of(&r), fp);
-        if let Err(e) = r {
-            ctx.log.error(holder, "extend", mono_ns() - ext_start, &e);
+/// One acquire call.
+struct Call {
+    kind: LockKind,
+    resources: Vec<String>,
+    result: Result<Lock, LockError>,
+    /// The bound on the engine's start of the winning round (see [`crate::clock::with_polls`]).
+    fp: u64,
+}
+
+/// One acquire call of the client's [`LockMode`].
+async fn acquire(ctx: &Ctx, fenced: bool) -> Call {
+    let all = &ctx.args.resources;
+    let i = fastrand::usize(..all.len());
+    let one = vec![all[i].clone()];
+    let (r, ttl) = (all[i].as_bytes(), ctx.ttl);
+    match ctx.args.lock {
+        LockMode::Exclusive => {
+            // Fenced when there is a store to fence: every grant then carries a token.
+            let (result, fp) = if fenced {
+                with_first_poll(ctx.redlock.try_acquire_fenced(r, ttl)).await
+            } else {
+                with_first_poll(ctx.redlock.try_acquire(r, ttl)).await
+            };
+            Call::new(LockKind::Exclusive, one, result, fp)
+        }
+        LockMode::Many => {
+            let mut pair = vec![all[i].clone(), all[(i + 1) % all.len()].clone()];
+            // Either order: the engine must not care (no lock-ordering deadlock, same keys).
+            if fastrand::bool() {
+                pair.reverse();
+            }
+            let keys: Vec<&[u8]> = pair.iter().map(|r| r.as_bytes()).collect();
+            let (result, polls) = with_polls(ctx.redlock.acquire_many(&keys, ttl)).await;
+            Call::new(LockKind::Many, pair, result, polls.before_last)
+        }
+        LockMode::Rw if fastrand::f64() < ctx.args.write_ratio => {
+            let (result, polls) = with_polls(ctx.redlock.acquire_write(r, ttl)).await;
+            Call::new(LockKind::Write, one, result, polls.before_last)
+        }
+        LockMode::Rw => {
+            let (result, polls) = with_polls(ctx.redlock.acquire_read(r, ttl)).await;
+            Call::new(LockKind::Read, one, result, polls.before_last)
+        }
+        LockMode::Wait => {
+            let (result, polls) = with_polls(ctx.redlock.acquire(r, ttl)).await;
+            Call::new(LockKind::Exclusive, one, result, polls.before_last)
         }
     }
-    // Check before writing: past `valid_until` another client may hold the lock.
-    let valid = lock.is_valid();
-    if !valid && ext == Outcome::None {
-        // Woke up (or was slow) past validity: extend must refuse, and we log what it said.
-        let (r, fp) = with_first_poll(ctx.redlock.extend(&mut lock, ctx.ttl)).await;
-        (ext, ext_fp) = (Outcome::of(&r), fp);
-    }
-    let wrote = match (counter.as_deref_mut(), read) {
-        (Some(c), Some(v)) if valid => {
-            c.set(&key, v + 1).await?;
-            Wrote::Yes
+}
+
+impl Call {
+    fn new(
+        kind: LockKind,
+        resources: Vec<String>,
+        result: Result<Lock, LockError>,
+        fp: u64,
+    ) -> Self {
+        Self {
+            kind,
+            resources,
+            result,
+            fp,
         }
-        (Some(_), _) => Wrote::Skipped,
-        _ => Wrote::NoCounter,
-    };
-    // The fenced write goes out even past validity: fencing is what must stop a late holder.
-    let token = lock.fencing_token();
-    let fenced = match (counter, token) {
-        (Some(c), Some(t)) => match c.fenced_write(resource, t).await? {
-            Some(seq) => Fenced::Accepted(seq),
-            None => Fenced::Rejected,
-        },
-        _ => Fenced::None,
-    };
-    let cs_end = mono_ns();
-    let vu = ctx.map.to_ns(lock.valid_until());
-    let rel_start = mono_ns();
-    let released = ctx.redlock.release(lock).await;
-    let rel = Outcome::of(&released);
-    if let Some(e) = released.as_ref().err().filter(|_| cs_end <= vu) {
-        ctx.log.error(holder, "release", mono_ns() - rel_start, e);
     }
-    Ok(Grant {
-        holder: holder.to_string(),
-        resource: resource.to_string(),
-        ttl_ms: ctx.args.ttl_ms,
-        drift_ns: ctx.drift_ns,
-        t0,
-        fp,
-        t1,
-        vu0,
-        vu,
-        ext_fp,
-        cs_start,
-        cs_end,
-        rel_start,
-        wrote,
-        ext,
-        rel,
-        token,
-        fenced,
-    })
+}
+
+/// The `resource` field of a grant: its resources, sorted, joined (`m0+m1`).
+fn label(resources: &[String]) -> String {
+    let mut sorted: Vec<&str> = resources.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    sorted.join(&RESOURCE_SEPARATOR.to_string())
 }

@@ -30,15 +30,47 @@ pub fn mono_ns() -> u64 {
 /// thread was preempted around the call — unlike the caller's own start time, which precedes the
 /// engine's by a preemption now and then (milliseconds on a loaded machine).
 pub async fn with_first_poll<F: Future>(fut: F) -> (F::Output, u64) {
+    let (out, polls) = with_polls(fut).await;
+    (out, polls.first)
+}
+
+/// When the polls of one future ended (raw ns).
+#[derive(Debug, Clone, Copy)]
+pub struct Polls {
+    /// The end of the first poll.
+    pub first: u64,
+    /// The end of the last poll but one; the first poll's end if there was only one.
+    pub before_last: u64,
+}
+
+/// Runs `fut` and records when its polls ended: see [`Polls`].
+///
+/// `before_last` bounds a **waiting** acquire, whose winning round may start long after the first
+/// poll (after a wait in the local queue, failed rounds, pauses). The engine takes a round's start
+/// inside some poll and queues its commands in that same poll; the replies that win it come from each
+/// connection's own task, which cannot run during that poll on this single-threaded runtime, so they
+/// are read in a later poll. The round's start therefore precedes the end of the last poll but one.
+/// The same holds for the extend a local take-over may do. A lock handed over without an extend
+/// carries an older start still.
+pub async fn with_polls<F: Future>(fut: F) -> (F::Output, Polls) {
     let mut fut = pin!(fut);
-    let mut first = None;
+    let (mut first, mut last, mut before_last) = (None, None, None);
     let out = poll_fn(|cx| {
         let r = fut.as_mut().poll(cx);
-        first.get_or_insert_with(mono_ns);
+        let now = mono_ns();
+        first.get_or_insert(now);
+        before_last = last.replace(now);
         r
     })
     .await;
-    (out, first.unwrap_or_else(mono_ns))
+    let first = first.unwrap_or_else(mono_ns);
+    (
+        out,
+        Polls {
+            first,
+            before_last: before_last.unwrap_or(first),
+        },
+    )
 }
 
 /// Wall-clock nanoseconds since the Unix epoch (what libfaketime shifts); negative before 1970.
@@ -82,5 +114,28 @@ impl InstantMap {
             Some(after) => self.base_ns + after.as_nanos() as u64,
             None => self.base_ns - (self.base - t).as_nanos() as u64,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn polls_are_timed_in_order() {
+        let before = mono_ns();
+        let ((), polls) = with_polls(async {
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+        })
+        .await;
+        let after = mono_ns();
+        assert!(
+            before <= polls.first && polls.first <= polls.before_last && polls.before_last <= after
+        );
+        // Three polls: the one but last is not the first.
+        assert!(polls.first < polls.before_last);
+        let ((), once) = with_polls(async {}).await;
+        assert_eq!(once.first, once.before_last);
     }
 }

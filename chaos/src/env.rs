@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::checker::Logs;
-use crate::client::ClientArgs;
+use crate::client::{ClientArgs, LockMode};
 use crate::node::RedisNode;
 use crate::procs::Proc;
 use crate::proxy::Proxy;
@@ -108,6 +108,10 @@ impl Env {
             nodes: self.node_urls(),
             storage: Some(self.storage.port),
             resources: RESOURCES.iter().map(|r| r.to_string()).collect(),
+            lock: LockMode::Exclusive,
+            retries: 0,
+            write_ratio: 0.25,
+            linger_every: 0,
             tasks: 4,
             ttl_ms: TTL_MS,
             node_timeout_ms: NODE_TIMEOUT_MS,

@@ -7,8 +7,10 @@
 //! - `suite`: the orchestrator — settings, the run over scenarios, the summary and exit status.
 //! - `scenarios`: one file per scenario, and the runner that judges each one's logs.
 //! - `env`: one scenario's processes (nodes, storage, proxies, clients) and their teardown.
-//! - `client`: the client process — acquire, critical section on the counter, release, logging.
-//! - `checker`: overlaps, overruns, validity lies, latency percentiles from the logs.
+//! - `client`: the client process — the acquire loop of each lock kind, logging.
+//! - `section`: the critical section of each lock kind on the counter (and its mirror), and the release.
+//! - `checker`: overlaps (per resource, readers may share), overruns, validity lies, torn reads,
+//!   latency percentiles from the logs.
 //! - `record`: the log format shared by writers and the checker.
 //! - `node`, `proxy`, `procs`: redis-server processes, the fault-injecting TCP proxy, process guards.
 //! - `counter`, `resp`: the storage counter client and a one-shot RESP client.
@@ -26,6 +28,7 @@ mod proxy;
 mod record;
 mod resp;
 mod scenarios;
+mod section;
 mod suite;
 
 use std::process::ExitCode;

@@ -1,16 +1,19 @@
 //! The log format shared by clients (writers) and the checker (reader): one text line per event, all
 //! times in `CLOCK_MONOTONIC` nanoseconds, so logs of different processes line up.
 //!
-//! - `A t0 t1 outcome` — one acquire attempt (`try_acquire`), whatever its outcome.
+//! - `A t0 t1 outcome` — one acquire call (`try_acquire`, or a waiting `acquire*` with its retries and
+//!   its wait in the local queue), whatever its outcome.
 //! - `B holder resource cs_start` — a critical section begins (scenario 5 freezes the holder on it).
-//! - `G holder resource ttl_ms drift_ns t0 fp t1 vu0 vu ext_fp cs_start cs_end rel_start wrote ext rel`
-//!   — one grant: attempt start, end of the attempt's first poll (`fp`, see
-//!   [`crate::clock::with_first_poll`]) and return; `valid_until` at grant (`vu0`) and at the end (`vu`,
-//!   after any extend, whose first poll ended at `ext_fp`, 0 if none); the critical section; when
-//!   release started (0 if never); whether the counter write happened (`1`), was skipped because the
-//!   lock was no longer valid (`0`) or there is no counter (`-`); the extend and release outcomes;
-//!   then `token fenced`: the lock's fencing token (`-` if unfenced) and the fenced store's answer to
-//!   the write with it (`r` rejected, the store's sequence number of the accepted write, `-` none).
+//! - `G holder resource ttl_ms drift_ns t0 fp t1 vu0 vu ext_fp cs_start cs_end rel_start wrote ext rel
+//!   token fenced kind via seen` — one grant: call start, `fp` (an upper bound on when the engine took
+//!   the start of the round that won, see [`crate::clock::with_polls`]) and return; `valid_until` at
+//!   grant (`vu0`) and at the end (`vu`, after any extend, whose first poll ended at `ext_fp`, 0 if
+//!   none); the critical section; when release started (0 if never); whether the counter write
+//!   happened (`1`), was skipped because the lock was no longer valid (`0`) or there is none (`-`); the
+//!   extend and release outcomes; `token fenced`: the lock's fencing token (`-` if unfenced) and the
+//!   fenced store's answer to the write with it (`r` rejected, the store's sequence number of the
+//!   accepted write, `-` none); `kind` ([`LockKind`]), `via` ([`Via`]) and `seen` ([`Seen`]).
+//!   A multi-resource grant's `resource` is its resources joined by `+` (`m0+m1`).
 //! - `W wall_ns mono_ns` — a wall-clock sample (scenario 10 shows the client's wall clock jumping).
 //! - `E holder op took_ns message` — a release or extend of a still-valid lock failed: why, for the
 //!   report.
@@ -127,6 +130,102 @@ impl Fenced {
     }
 }
 
+/// What kind of lock a grant is: the checker's overlap rule depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    /// `x`: exclusive, one resource (`try_acquire`, `try_acquire_fenced`, `acquire`).
+    Exclusive,
+    /// `m`: exclusive on several resources at once (`acquire_many`).
+    Many,
+    /// `r`: a shared (reader) hold of a read-write lock.
+    Read,
+    /// `w`: the exclusive (writer) hold of a read-write lock.
+    Write,
+}
+
+impl LockKind {
+    /// Whether holds of this kind may overlap each other (never one of another kind).
+    pub fn shared(self) -> bool {
+        self == Self::Read
+    }
+
+    /// The letter in the log.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Exclusive => "x",
+            Self::Many => "m",
+            Self::Read => "r",
+            Self::Write => "w",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [Self::Exclusive, Self::Many, Self::Read, Self::Write]
+            .into_iter()
+            .find(|k| k.code() == s)
+    }
+}
+
+/// How a grant reached its holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// From the nodes, after this many attempts (`Lock::attempts`).
+    Nodes(u32),
+    /// `h`: handed over by the previous local holder, without a round trip.
+    Handoff,
+    /// `he`: handed over, and extended on take-over (too little validity was left).
+    HandoffExtended,
+}
+
+impl Via {
+    fn code(self) -> String {
+        match self {
+            Self::Nodes(n) => n.to_string(),
+            Self::Handoff => "h".into(),
+            Self::HandoffExtended => "he".into(),
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "h" => Some(Self::Handoff),
+            "he" => Some(Self::HandoffExtended),
+            n => n.parse().ok().map(Self::Nodes),
+        }
+    }
+}
+
+/// What a read-write lock's holder saw of the counter and its mirror (a writer writes the counter,
+/// then the mirror: in between, the pair is torn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// `-`: not a read-write lock.
+    None,
+    /// `ok`: counter and mirror equal, and (for a reader) unchanged across its critical section.
+    Clean,
+    /// `torn`: they differed, or changed under a reader's lock, while the lock was still valid.
+    Torn,
+    /// `late`: the lock was no longer valid after the reads, so they prove nothing.
+    Late,
+}
+
+impl Seen {
+    fn code(self) -> &'static str {
+        match self {
+            Self::None => "-",
+            Self::Clean => "ok",
+            Self::Torn => "torn",
+            Self::Late => "late",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [Self::None, Self::Clean, Self::Torn, Self::Late]
+            .into_iter()
+            .find(|k| k.code() == s)
+    }
+}
+
 /// One grant, start to release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
@@ -149,9 +248,25 @@ pub struct Grant {
     /// The lock's fencing token, if fenced.
     pub token: Option<u64>,
     pub fenced: Fenced,
+    pub kind: LockKind,
+    pub via: Via,
+    pub seen: Seen,
 }
 
+/// Separates the resources of a multi-resource grant in its `resource` field.
+pub const RESOURCE_SEPARATOR: char = '+';
+
 impl Grant {
+    /// The resources this grant holds: one, or several for a multi-resource lock.
+    pub fn resources(&self) -> impl Iterator<Item = &str> {
+        self.resource.split(RESOURCE_SEPARATOR)
+    }
+
+    /// The client process of the holder (`c1` of `c1.3`).
+    pub fn process(&self) -> &str {
+        self.holder.split('.').next().unwrap_or_default()
+    }
+
     /// When the holder stopped relying on the lock: its validity end, or the start of its release.
     pub fn end(&self) -> u64 {
         if self.rel_start > 0 {
@@ -168,7 +283,7 @@ impl Grant {
             Wrote::NoCounter => "-",
         };
         format!(
-            "G {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
+            "G {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
             self.holder,
             self.resource,
             self.ttl_ms,
@@ -187,6 +302,9 @@ impl Grant {
             self.rel.code(),
             self.token.map_or("-".into(), |t| t.to_string()),
             self.fenced.code(),
+            self.kind.code(),
+            self.via.code(),
+            self.seen.code(),
         )
     }
 }
@@ -221,7 +339,7 @@ impl Record {
                 wall_ns: f[1].parse().ok()?,
                 mono_ns: n(2)?,
             }),
-            (Some("G"), 19) => Some(Self::Grant(Grant {
+            (Some("G"), 22) => Some(Self::Grant(Grant {
                 holder: f[1].to_string(),
                 resource: f[2].to_string(),
                 ttl_ms: n(3)?,
@@ -248,6 +366,9 @@ impl Record {
                     t => Some(t.parse().ok()?),
                 },
                 fenced: Fenced::parse(f[18])?,
+                kind: LockKind::parse(f[19])?,
+                via: Via::parse(f[20])?,
+                seen: Seen::parse(f[21])?,
             })),
             _ => None,
         }
@@ -328,6 +449,9 @@ mod tests {
             rel: Outcome::NotOwner,
             token: Some(u64::MAX),
             fenced: Fenced::Accepted(7),
+            kind: LockKind::Write,
+            via: Via::HandoffExtended,
+            seen: Seen::Torn,
         };
         let line = g.line();
         assert_eq!(
@@ -336,5 +460,18 @@ mod tests {
         );
         assert_eq!(Record::parse(&line[..line.len() / 2]), None);
         assert_eq!(g.end(), 5);
+        let many = Grant {
+            resource: "m2+m0".into(),
+            kind: LockKind::Many,
+            via: Via::Nodes(3),
+            seen: Seen::None,
+            ..g
+        };
+        assert_eq!(
+            Record::parse(many.line().trim_end()),
+            Some(Record::Grant(many.clone()))
+        );
+        assert_eq!(many.resources().collect::<Vec<_>>(), ["m2", "m0"]);
+        assert_eq!(many.process(), "c1");
     }
 }

@@ -22,6 +22,14 @@ fn the_short_suite_passes() {
     let (ok, text) = chaos(&["--short"]);
     assert!(ok, "chaos --short failed:\n{text}");
     assert!(text.contains("scenario 7-restart-without-persistence: grants"));
+    // The other lock kinds under faults: multi-resource, read-write, waiting with local hand-off.
+    for name in [
+        "12-multi-resource-faults",
+        "13-rwlock-faults",
+        "14-waiting-handoff-faults",
+    ] {
+        assert!(text.contains(&format!("scenario {name}: grants")), "{name}");
+    }
 }
 
 #[test]

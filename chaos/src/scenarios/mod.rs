@@ -1,12 +1,15 @@
-//! The ten scenarios of issue 5 and scenario 11 (issue 7: a majority restart under quarantine), one
-//! file each, and the runner that turns a scenario's logs into its
-//! summary line and verdict.
+//! The ten scenarios of issue 5, scenario 11 (issue 7: a majority restart under quarantine) and
+//! scenarios 12-14 (the multi-resource, read-write and waiting locks under the faults of
+//! `mixed_faults`), one file each, and the runner that turns a scenario's logs into its summary line
+//! and verdict.
 //!
 //! A scenario starts its background clients, plays its fault timeline, stops the clients and returns
 //! [`Findings`]: the logs plus its own figures and expectations. The runner adds what every scenario
 //! shares: the checker's counts, lost updates from the storage node, the model's expectations (inside
-//! Redlock's model: no overlap, no lost update; scenario 7: an overlap must show), and the leak check.
+//! Redlock's model: no overlap, no lost update, no torn read; scenario 7: an overlap must show), and
+//! the leak check.
 
+mod mixed_faults;
 mod s01_contention;
 mod s02_kill_nodes;
 mod s03_majority_loss;
@@ -18,6 +21,9 @@ mod s08_stale_owner;
 mod s09_script_flush;
 mod s10_clock_jump;
 mod s11_majority_restart;
+mod s12_multi_resource;
+mod s13_rwlock;
+mod s14_waiting;
 mod support;
 
 use crate::checker::{self, Logs};
@@ -43,7 +49,7 @@ pub struct Scenario {
 }
 
 /// Every scenario, in order.
-pub const ALL: [Scenario; 11] = [
+pub const ALL: [Scenario; 14] = [
     scenario(1, "1-no-fault"),
     scenario(2, "2-kill-nodes"),
     scenario(3, "3-majority-loss"),
@@ -59,6 +65,9 @@ pub const ALL: [Scenario; 11] = [
     scenario(9, "9-script-flush"),
     scenario(10, "10-client-clock-jump"),
     scenario(11, "11-majority-restart-quarantine"),
+    scenario(12, "12-multi-resource-faults"),
+    scenario(13, "13-rwlock-faults"),
+    scenario(14, "14-waiting-handoff-faults"),
 ];
 
 const fn scenario(number: u8, name: &'static str) -> Scenario {
@@ -170,6 +179,9 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
         9 => s09_script_flush::run(&mut env, &ctx).await?,
         10 => s10_clock_jump::run(&mut env, &ctx).await?,
         11 => s11_majority_restart::run(&mut env, &ctx).await?,
+        12 => s12_multi_resource::run(&mut env, &ctx).await?,
+        13 => s13_rwlock::run(&mut env, &ctx).await?,
+        14 => s14_waiting::run(&mut env, &ctx).await?,
         n => return Err(format!("no scenario {n}")),
     };
     let s = checker::summarize(&f.logs);
@@ -198,6 +210,10 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
                 "the fenced store accepted a stale write inside the model",
             );
             f.expect(lost == 0, "lost update inside the model");
+            f.expect(
+                s.torn_reads == 0,
+                "a read-write lock's holder saw a torn or changing counter inside the model",
+            );
         }
         Model::RestartWithoutPersistence if ctx.expect_quarantine => {
             f.expect(
@@ -230,6 +246,12 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
         line.push_str(&format!(
             ", stale writes rejected {} (fenced writes accepted {}, token order violations {})",
             s.stale_rejected, s.fenced_accepted, s.token_order_violations
+        ));
+    }
+    if s.checked_reads > 0 {
+        line.push_str(&format!(
+            ", torn reads {} (of {} checked)",
+            s.torn_reads, s.checked_reads
         ));
     }
     for extra in &f.extras {

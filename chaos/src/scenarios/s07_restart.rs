@@ -20,7 +20,7 @@ use redlock_engine::Redlock;
 use crate::clock::{mono_ns, InstantMap};
 use crate::counter::Counter;
 use crate::env::{Ctx, Env};
-use crate::record::{Fenced, Grant, Log, Outcome, Wrote};
+use crate::record::{Fenced, Grant, LockKind, Log, Outcome, Seen, Via, Wrote};
 
 use super::support::{acquire_within, engine_with, wait, Acquired};
 use super::Findings;
@@ -140,6 +140,9 @@ async fn finish(
         rel,
         token: None,
         fenced: Fenced::None,
+        kind: LockKind::Exclusive,
+        via: Via::Nodes(1),
+        seen: Seen::None,
     })
 }
 
