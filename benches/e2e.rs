@@ -12,7 +12,7 @@
 //! - `e2e_extend`: extending a held lock (one owner-checked script round).
 //! - `e2e_observe`: `e2e_acquire_release` on `pipeline_n3` with nothing installed (`none`), then with a
 //!   metrics recorder and a DEBUG `tracing` subscriber installed (`recorder_subscriber`, both scoped to
-//!   this benchmark): observability's share of a real lock cycle. `benches/observe.rs` measures the
+//!   this benchmark), then nothing again (`none_again`): observability's share of a real lock cycle. `benches/observe.rs` measures the
 //!   observe calls alone, precisely; see `results/benches/observe.md`.
 //!
 //! Everything runs on a tokio current-thread runtime, as a latency-minded client would, so the numbers
@@ -202,6 +202,13 @@ fn bench_observe(c: &mut Criterion, rt: &Runtime, urls: &[String]) {
             |b, engine| b.to_async(rt).iter(|| cycle(engine, b"bench:observe")),
         );
     });
+    // Nothing installed again (A-B-A): on a shared machine the load drifts between benchmarks, and the
+    // two plain runs bracket the observed one.
+    group.bench_with_input(
+        BenchmarkId::new("none_again", config),
+        &plain,
+        |b, engine| b.to_async(rt).iter(|| cycle(engine, b"bench:observe")),
+    );
     group.finish();
 }
 

@@ -16,6 +16,8 @@
 //!   formatted to `io::sink`), `both` (recorder + `subscriber_debug`), and `none_after_scoped` (nothing
 //!   installed again, after the scoped subscribers have come and gone). Votes: `all_yes` (the happy
 //!   path), `one_timeout` (one node timed out in both rounds: one more counter, a non-empty failure list).
+//! - `observe_no_clock`: the same two calls with fixed durations (no clock read), `none` and `recorder`,
+//!   `all_yes`: what `Metrics::round` itself costs.
 //! - `observe_clock`: the cycle's two extra clock reads alone, on `tokio::time::Instant` (what the engine
 //!   uses) and `std::time::Instant`. The benches build tokio with `test-util` (a dev-dependency), whose
 //!   `Instant::now` first checks for a paused clock; the library alone does not.
@@ -38,11 +40,13 @@ use tracing::Level;
 /// Nodes per engine: the usual N = 3.
 const NODES: usize = 3;
 
-/// Every benchmark here takes nanoseconds: short runs keep the target near 30 s.
+/// Every benchmark here takes nanoseconds: short runs, and no plots (on a loaded 2-core machine drawing
+/// them took longer than measuring), keep the whole target under a minute.
 fn criterion() -> Criterion {
     Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_millis(1500))
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1))
+        .without_plots()
 }
 
 /// What is installed while a benchmark runs.
@@ -137,12 +141,7 @@ fn cycle(observe: &Observe, acquire: &Tally, release: &Tally, start: tokio::time
 fn bench_cycle(c: &mut Criterion) {
     let mut group = c.benchmark_group("observe_cycle");
     for setting in SETTINGS {
-        // Handles are registered once, when the engine is built: with the recorder in place, or not.
-        let observe = if setting.recorder() {
-            metrics::with_local_recorder(&support::AtomicRecorder, || Observe::new(NODES))
-        } else {
-            Observe::new(NODES)
-        };
+        let observe = observe(setting);
         for votes in [Votes::AllYes, Votes::OneTimeout] {
             let (acquire, release) = votes.tallies();
             let start = tokio::time::Instant::now();
@@ -163,6 +162,32 @@ fn bench_cycle(c: &mut Criterion) {
                 None => run(),
             }
         }
+    }
+    group.finish();
+}
+
+/// Registers the handles as building an engine does: with the recorder in place, or not.
+fn observe(setting: Setting) -> Observe {
+    if setting.recorder() {
+        metrics::with_local_recorder(&support::AtomicRecorder, || Observe::new(NODES))
+    } else {
+        Observe::new(NODES)
+    }
+}
+
+fn bench_no_clock(c: &mut Criterion) {
+    let mut group = c.benchmark_group("observe_no_clock");
+    let (acquire, release) = Votes::AllYes.tallies();
+    let took = Duration::from_micros(80);
+    for setting in [Setting::None, Setting::Recorder] {
+        let observe = observe(setting);
+        group.bench_function(BenchmarkId::new(setting.to_string(), Votes::AllYes), |b| {
+            b.iter(|| {
+                let observe = black_box(&observe);
+                observe.acquire_round(black_box(&acquire), black_box(took));
+                observe.release_round(black_box(&release), black_box(took));
+            })
+        });
     }
     group.finish();
 }
@@ -189,6 +214,6 @@ fn bench_clock(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = criterion();
-    targets = bench_clock, bench_cycle
+    targets = bench_clock, bench_no_clock, bench_cycle
 }
 criterion_main!(benches);
