@@ -154,7 +154,7 @@ fn node_set_fits(
         .collect();
     if !cannot.is_empty() {
         let why = format!(
-            "{} speak to standalone masters only, and node {} is {}",
+            "{} can use standalone masters only, and node {} is {}",
             cannot.join(", "),
             set.url,
             set.kind()

@@ -255,6 +255,12 @@ fn sentinel_master(
             )),
         },
         Ok(Reply::Bulk(None)) => Err(format!("Sentinel {who} knows no master named `{service}`")),
+        // The URL's credentials are the master's: a Sentinel that wants its own refuses without them.
+        Ok(Reply::Error(e)) if ["NOAUTH", "WRONGPASS", "NOPERM"].iter().any(|c| e.starts_with(c)) => {
+            Err(format!(
+                "Sentinel {who} refused: {e} (the Sentinels' own credentials go in sentinelUsername= and sentinelPassword=)"
+            ))
+        }
         Ok(Reply::Error(e)) => Err(format!("node {who} is not a Sentinel: {e}")),
         Ok(other) => Err(format!("Sentinel {who} answered {other:?}")),
         Err(e) => Err(format!("Sentinel {who} did not answer: {e}")),
