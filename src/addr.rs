@@ -119,7 +119,11 @@ impl NodeAddr {
                 Some(("sentinelPassword", pass)) if kind == "sentinel" => {
                     sentinel_pass = Some(percent_decode(pass))
                 }
-                _ => return Err(bad(&format!("unsupported query parameter {pair:?}"))),
+                // The name only: the value may be a password meant for another kind of URL.
+                _ => {
+                    let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+                    return Err(bad(&format!("unsupported query parameter {name:?}")));
+                }
             }
         }
         let topology = match kind {
