@@ -4,9 +4,9 @@
 //! Four resources in a ring, `m0`..`m3`; each round of a pair client locks a pair of neighbours
 //! (`{m0,m1}`, `{m1,m2}`, `{m2,m3}`, `{m3,m0}`, in a random order) and does the lost-update probe on
 //! both counters. Neighbouring pairs share a resource and must exclude each other; opposite pairs
-//! share none and may hold at the same time. A fourth process takes single resources of the same
-//! ring with `try_acquire_fenced`: a single-resource lock and a pair that includes it must exclude
-//! each other as well (they use the same key). The checker treats a pair's grant as a critical
+//! share none and may hold at the same time. A fourth process (2 tasks, 20 ms pauses) takes single
+//! resources of the same ring with `try_acquire_fenced`: a single-resource lock and a pair that
+//! includes it must exclude each other as well (they use the same key). The checker treats a pair's grant as a critical
 //! section on each of its resources.
 
 use std::time::Duration;
@@ -22,6 +22,9 @@ use super::Findings;
 const RING: [&str; 4] = ["m0", "m1", "m2", "m3"];
 /// Processes locking pairs; one more locks single resources.
 const PAIR_PROCS: usize = 3;
+/// Tasks of the single-resource process, and their pause after each round.
+const SINGLE_TASKS: usize = 2;
+const SINGLE_PAUSE_US: u64 = 20_000;
 /// `retry_count` of the waiting clients.
 pub const RETRIES: u32 = 10;
 
@@ -36,8 +39,12 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         args.retries = RETRIES;
         env.spawn(&args, &[])?;
     }
+    // Fewer, slower single-resource holders: one attempt each, they would otherwise keep a resource of
+    // most pairs busy, and the pairs, waiting 50-100 ms between attempts, would mostly lose to them.
     let mut single = client_args(env, "s0", restart);
     single.resources = ring;
+    single.tasks = SINGLE_TASKS;
+    single.pause_us = SINGLE_PAUSE_US;
     env.spawn(&single, &[])?;
     let windows = mixed_faults::play(env, ctx, restart, Duration::ZERO).await;
     env.top_up(ctx).await;
