@@ -11,7 +11,11 @@
 //!   polled. [`FredNode::send`] polls it once on the spot (which puts the command on fred's queue), then spawns
 //!   it so `NOSCRIPT` fallback and completion happen even if the caller drops the reply.
 //! - **Fail fast while disconnected**, like the pipeline transport: commands are not parked in fred's queue
-//!   during a reconnect.
+//!   during a reconnect; they fail with the last connect error, which names the node.
+//!
+//! Files: this one (the [`NodeClient`] implementation), `settings` (fred's configuration per node kind:
+//! one master, a Redis Cluster, a Sentinel-managed master; TLS), `identity` (the quarantine fed from
+//! fred's connection and topology events).
 
 use std::fmt;
 use std::future::Future;
