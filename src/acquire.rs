@@ -12,7 +12,7 @@ use crate::error::LockError;
 use crate::fanout::fan_out;
 use crate::lock::Lock;
 use crate::observe::Op;
-use crate::quorum::Tally;
+use crate::quorum::{Tally, Vote};
 use crate::redlock::{millis, Target};
 use crate::transport::subscriber::Subscription;
 use crate::transport::{Args, Cmd, NodeClient};
@@ -54,8 +54,14 @@ impl Redlock {
             nodes: self.nodes(),
             cmd: target.kind.give_up_cmd(&target.keys, LockValue::ZERO),
         };
+        // Once we wait on another process, every attempt is preceded by our waiter mark on each
+        // connection: a release that beats the attempt then still finds the mark and publishes.
+        let mut mark_ahead: Option<Cmd> = None;
         let result = loop {
             attempts += 1;
+            if let Some(mark) = &mark_ahead {
+                fire(self.nodes(), mark);
+            }
             // Armed before the attempt, so a release that lands while it runs still wakes us.
             let notify = subscription.as_ref().map(Subscription::notify);
             let mut woken = notify.as_ref().map(|n| Box::pin(n.notified()));
@@ -84,10 +90,25 @@ impl Redlock {
                 // local hand-off streak ends (see `Redlock::release`).
                 let key = &target.keys.as_slice()[0];
                 let mark_for = pause + s.timing.node_timeout(ttl) * 2;
-                fire(self.nodes(), &mark_waiting_cmd(key, mark_for));
+                let mark = mark_waiting_cmd(key, mark_for);
                 if subscription.is_none() {
                     subscription = Some(self.notifier().subscribe(key));
                 }
+                if mark_ahead.is_none() {
+                    // The first loss: the holder may have released between our attempt and our
+                    // mark, unheard. Wait only for the mark to land, then try again at once (free).
+                    let marked = fan_out(
+                        self.nodes(),
+                        &mark,
+                        Instant::now() + s.timing.node_timeout(ttl),
+                        Vote::of_script,
+                    );
+                    marked.await;
+                    mark_ahead = Some(mark);
+                    counted -= 1;
+                    continue;
+                }
+                mark_ahead = Some(mark);
             }
             // A release anywhere ends the pause early, and so does the subscription becoming active
             // (one immediate retry covers a release that landed before it); the timer is the
