@@ -11,23 +11,28 @@ use std::fmt;
 
 /// Where one Redis node is and how to log in.
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct NodeAddr {
-    pub(crate) host: String,
-    pub(crate) port: u16,
-    pub(crate) db: u32,
-    pub(crate) username: Option<String>,
-    pub(crate) password: Option<String>,
+pub struct NodeAddr {
+    /// Host name or address: the server, the first cluster member, or the first Sentinel.
+    pub host: String,
+    /// Its TCP port.
+    pub port: u16,
+    /// Database index (always 0 for a cluster).
+    pub db: u32,
+    /// ACL user (the data servers'), if any.
+    pub username: Option<String>,
+    /// Password (the data servers'), if any. Never printed.
+    pub password: Option<String>,
     /// `rediss://`: the connection runs over TLS.
-    pub(crate) tls: bool,
+    pub tls: bool,
     /// What stands behind the address: one master, a cluster, or a Sentinel-managed master.
-    pub(crate) topology: Topology,
+    pub topology: Topology,
     /// More members of the cluster, or more Sentinels (`?node=host:port`), after `host:port`.
-    pub(crate) more_hosts: Vec<(String, u16)>,
+    pub more_hosts: Vec<(String, u16)>,
 }
 
 /// What one lock "node" is made of. Every kind gives one vote in the quorum.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Topology {
+pub enum Topology {
     /// One standalone master.
     Standalone,
     /// A Redis Cluster: the key's hash slot picks the master (keys of one lock share a hash tag).
@@ -35,15 +40,18 @@ pub(crate) enum Topology {
     /// The master that Sentinels name for this service; `host:port` and `more_hosts` are Sentinels.
     /// The URL's credentials are the master's; the Sentinels' own are separate (none by default).
     Sentinel {
+        /// The name the Sentinels know the master by (`sentinelServiceName=`).
         service: String,
+        /// The Sentinels' own ACL user (`sentinelUsername=`), if any.
         username: Option<String>,
+        /// The Sentinels' own password (`sentinelPassword=`), if any. Never printed.
         password: Option<String>,
     },
 }
 
 impl Topology {
     /// Whether the engine's own connection can serve this kind (it speaks to one server only).
-    pub(crate) fn is_standalone(&self) -> bool {
+    pub fn is_standalone(&self) -> bool {
         matches!(self, Self::Standalone)
     }
 }
@@ -51,7 +59,7 @@ impl Topology {
 impl NodeAddr {
     /// Parses a node URL (see the module doc). Errors name the URL (without its password) and what is
     /// wrong with it.
-    pub(crate) fn parse(url: &str) -> Result<Self, String> {
+    pub fn parse(url: &str) -> Result<Self, String> {
         let bad = |what: &str| format!("{}: {what}", redact(url));
         let (scheme, rest) = url
             .split_once("://")
@@ -200,7 +208,7 @@ fn percent_decode(s: &str) -> String {
 
 /// The URL with any password replaced, for error messages: the one before `@`, and a Sentinel
 /// password in the query.
-fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     let (main, query) = match url.split_once('?') {
         Some((main, query)) => (main, Some(query)),
         None => (url, None),

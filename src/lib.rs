@@ -74,6 +74,8 @@ pub use transport::Transport;
 #[doc(hidden)]
 /// Internals for the benches, `loadgen` and the tests. Not part of the supported API: may change at will.
 pub mod __private {
+    /// The engine's node URL parser, so loadgen reads `--nodes` exactly as the engine does.
+    pub use crate::addr::{redact as redact_node_url, NodeAddr, Topology};
     pub use crate::quorum::{quorum, Decision, Tally, Vote};
     pub use crate::raw::{encode_cycle, release_all, set_all};
     pub use crate::retry::RetryPolicy;

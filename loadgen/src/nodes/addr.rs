@@ -10,13 +10,12 @@
 //!   the master that these Sentinels name. The URL's credentials are the master's; the Sentinels get none
 //!   unless `sentinelUsername=` / `sentinelPassword=` give theirs.
 //!
-//! User names, passwords and the service name are percent-decoded, as the engine does. The TLS schemes
-//! (`rediss://` and its cluster and Sentinel forms) are refused: loadgen's probe, rslock and
-//! redis-benchmark all speak plain TCP here, so a TLS node could not be checked or compared.
-//!
-//! The library's parser is not public; parsing is repeated here rather than using the `url` crate (in the
-//! tree through fred) so the accepted forms match the engine's exactly: `url` would decode `+` as a space
-//! in the query, accept port 0 and know nothing of the per-scheme defaults and rules.
+//! Parsing is the engine's own (`redlock_engine::__private::NodeAddr`), so the accepted forms, defaults and
+//! redaction match exactly. On top of it, the TLS schemes (`rediss://` and its cluster and Sentinel
+//! forms) are refused: loadgen's probe, rslock and redis-benchmark all speak plain TCP here, so a TLS
+//! node could not be checked or compared.
+
+use redlock_engine::__private::{redact_node_url, NodeAddr, Topology as EngineTopology};
 
 /// What stands behind one node URL. Whatever the kind, it is one vote in the quorum.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,103 +60,42 @@ pub struct NodeUrl {
 impl NodeUrl {
     /// Parses a node URL; the error names the URL (without its password) and what is wrong with it.
     pub fn parse(url: &str) -> Result<Self, String> {
-        let shown = redact(url);
+        let shown = redact_node_url(url);
         let bad = |why: &str| format!("bad node URL `{shown}`: {why}");
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| bad("expected a URL like redis://host:port"))?;
-        let kind = match scheme {
-            "redis" => Kind::Standalone,
-            "redis-cluster" => Kind::Cluster,
-            "redis-sentinel" => Kind::Sentinel,
-            "rediss" | "rediss-cluster" | "rediss-sentinel" => return Err(bad(
+        let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+        if matches!(scheme, "rediss" | "rediss-cluster" | "rediss-sentinel") {
+            return Err(bad(
                 "TLS nodes are not supported by loadgen (its probe, rslock and redis-benchmark \
-                     speak plain TCP); use redis://, redis-cluster:// or redis-sentinel://",
-            )),
-            _ => {
-                return Err(bad(
-                    "the scheme must be redis://, redis-cluster:// or redis-sentinel://",
-                ))
-            }
-        };
-        let (rest, query) = match rest.split_once('?') {
-            Some((rest, query)) => (rest, Some(query)),
-            None => (rest, None),
-        };
-        // The last '@': a password may contain one.
-        let (auth, rest) = match rest.rsplit_once('@') {
-            Some((auth, rest)) => (Some(auth), rest),
-            None => (None, rest),
-        };
-        let (hostport, db) = match rest.split_once('/') {
-            Some((hp, "")) => (hp, 0),
-            Some((hp, db)) => (
-                hp,
-                db.parse()
-                    .map_err(|_| bad("the database is not a number"))?,
-            ),
-            None => (rest, 0),
-        };
-        // Sentinels listen on 26379 by default, servers on 6379.
-        let default_port = if kind == Kind::Sentinel { 26379 } else { 6379 };
-        let (host, port) =
-            split_host_port(hostport, default_port).ok_or_else(|| bad("expected host:port"))?;
-        let (user, password) = match auth {
-            None => (None, None),
-            Some(auth) => {
-                let (user, pass) = match auth.split_once(':') {
-                    Some((u, p)) => (u, Some(p)),
-                    None => (auth, None),
-                };
-                let user = (!user.is_empty()).then(|| percent_decode(user));
-                (user, pass.map(percent_decode))
-            }
-        };
-        let mut more_hosts = Vec::new();
-        let (mut service, mut sentinel_user, mut sentinel_pass) = (None, None, None);
-        for pair in query.into_iter().flat_map(|q| q.split('&')) {
-            match pair.split_once('=') {
-                Some(("node", hp)) if kind != Kind::Standalone => more_hosts.push(
-                    split_host_port(hp, default_port)
-                        .ok_or_else(|| bad("node= expects host:port"))?,
-                ),
-                Some(("sentinelServiceName", name))
-                    if kind == Kind::Sentinel && !name.is_empty() =>
-                {
-                    service = Some(percent_decode(name))
-                }
-                Some(("sentinelUsername", user)) if kind == Kind::Sentinel => {
-                    sentinel_user = Some(percent_decode(user))
-                }
-                Some(("sentinelPassword", pass)) if kind == Kind::Sentinel => {
-                    sentinel_pass = Some(percent_decode(pass))
-                }
-                _ => {
-                    // A misplaced parameter may hold a password.
-                    let pair = redact_pair(pair);
-                    return Err(bad(&format!("unsupported query parameter `{pair}`")));
-                }
-            }
+                 speak plain TCP); use redis://, redis-cluster:// or redis-sentinel://",
+            ));
         }
-        let topology = match kind {
-            Kind::Standalone => Topology::Standalone,
-            Kind::Cluster if db != 0 => return Err(bad("a Redis Cluster has only database 0")),
-            Kind::Cluster => Topology::Cluster,
-            Kind::Sentinel => Topology::Sentinel {
-                service: service.ok_or_else(|| bad("sentinelServiceName= is required"))?,
-                username: sentinel_user,
-                password: sentinel_pass,
+        // The engine's errors start with the redacted URL; keep only why.
+        let addr = NodeAddr::parse(url).map_err(|e| {
+            let prefix = format!("{shown}: ");
+            bad(e.strip_prefix(&prefix).unwrap_or(&e))
+        })?;
+        let topology = match addr.topology {
+            EngineTopology::Standalone => Topology::Standalone,
+            EngineTopology::Cluster => Topology::Cluster,
+            EngineTopology::Sentinel {
+                service,
+                username,
+                password,
+            } => Topology::Sentinel {
+                service,
+                username,
+                password,
             },
         };
         Ok(Self {
             url: shown,
             topology,
-            host,
-            port,
-            more_hosts,
-            user,
-            password,
-            db,
+            host: addr.host,
+            port: addr.port,
+            more_hosts: addr.more_hosts,
+            user: addr.username,
+            password: addr.password,
+            db: addr.db,
         })
     }
 
@@ -226,91 +164,6 @@ impl NodeUrl {
             password,
             db,
         }
-    }
-}
-
-/// The scheme's family, before the query is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Standalone,
-    Cluster,
-    Sentinel,
-}
-
-/// `host:port`, `host` (the default port) or `[v6]:port`; `None` for an empty host or a port that is
-/// not 1..=65535.
-fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
-    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
-        (host, after.strip_prefix(':'))
-    } else {
-        match s.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (s, None),
-        }
-    };
-    if host.is_empty() {
-        return None;
-    }
-    let port = match port {
-        Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0)?,
-        None => default_port,
-    };
-    Some((host.to_string(), port))
-}
-
-/// `%XX` escapes decoded; anything else (a lone `%` included) kept as is, like the engine.
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The URL with any password replaced by `***`, so no message or report shows it: the one before the
-/// last `@`, and a Sentinel password in the query.
-fn redact(url: &str) -> String {
-    let (main, query) = match url.split_once('?') {
-        Some((main, query)) => (main, Some(query)),
-        None => (url, None),
-    };
-    let mut out = match main.rfind('@') {
-        Some(at) => {
-            let start = main.find("://").map_or(0, |s| s + 3).min(at);
-            match main[start..at].split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &main[..start], &main[at..]),
-                None => main.to_string(),
-            }
-        }
-        None => main.to_string(),
-    };
-    if let Some(query) = query {
-        let pairs: Vec<&str> = query.split('&').map(redact_pair).collect();
-        out.push('?');
-        out.push_str(&pairs.join("&"));
-    }
-    out
-}
-
-/// One `name=value` query pair, a Sentinel password replaced by `***`.
-fn redact_pair(pair: &str) -> &str {
-    match pair.split_once('=') {
-        Some(("sentinelPassword", _)) => "sentinelPassword=***",
-        _ => pair,
     }
 }
 
