@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::topology::RedisCluster;
-use common::{builder, engine, eventually, nodes, urls};
+use common::{builder, engine, eventually, nodes, until_outcome, urls};
 use redlock_engine::{LockError, Transport};
 
 const TTL: Duration = Duration::from_secs(5);
@@ -140,7 +140,7 @@ async fn a_dead_master_costs_its_slots_and_a_restart_is_quarantined() {
     cluster.members[victim].restart();
     cluster.wait_ok(Duration::from_secs(20));
     assert!(
-        eventually_granted(&e, b"victim", Duration::from_secs(10)).await,
+        until_outcome(&e, b"victim", true, Duration::from_secs(10)).await,
         "the restarted master serves its slots again"
     );
 
@@ -154,59 +154,22 @@ async fn a_dead_master_costs_its_slots_and_a_restart_is_quarantined() {
         .await
         .unwrap();
     assert!(
-        eventually_granted(&guarded, other.as_bytes(), Duration::from_secs(10)).await,
+        until_outcome(&guarded, other.as_bytes(), true, Duration::from_secs(10)).await,
         "votes once every master is older than max_ttl"
     );
     cluster.members[victim].kill9();
     // The set stops voting once the drop is seen (the live masters' keys were safe meanwhile).
     assert!(
-        eventually_refused(&guarded, other.as_bytes(), Duration::from_secs(5)).await,
+        until_outcome(&guarded, other.as_bytes(), false, Duration::from_secs(5)).await,
         "a dropped master suspends the set"
     );
     cluster.members[victim].restart();
     let restarted = Instant::now();
     cluster.wait_ok(Duration::from_secs(20));
-    assert!(eventually_granted(&guarded, other.as_bytes(), Duration::from_secs(10)).await);
+    assert!(until_outcome(&guarded, other.as_bytes(), true, Duration::from_secs(10)).await);
     let first_grant = restarted.elapsed();
     assert!(
         first_grant >= Duration::from_millis(1800),
         "no vote until the restarted master is max_ttl old: first grant after {first_grant:?}"
     );
-}
-
-/// Tries every 20 ms until an attempt is refused or `within` passes.
-async fn eventually_refused(
-    e: &redlock_engine::Redlock,
-    resource: &[u8],
-    within: Duration,
-) -> bool {
-    let until = Instant::now() + within;
-    while Instant::now() < until {
-        match e.try_acquire(resource, Duration::from_secs(1)).await {
-            Ok(lock) => {
-                let _ = e.release(lock).await;
-            }
-            Err(_) => return true,
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
-}
-
-/// Tries every 20 ms until a grant (released at once) or `within` passes.
-async fn eventually_granted(
-    e: &redlock_engine::Redlock,
-    resource: &[u8],
-    within: Duration,
-) -> bool {
-    let until = Instant::now() + within;
-    while Instant::now() < until {
-        if let Ok(lock) = e.try_acquire(resource, Duration::from_secs(1)).await {
-            // May fail: the set can stop voting between the two (a restart seen meanwhile).
-            let _ = e.release(lock).await;
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
 }

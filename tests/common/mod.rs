@@ -300,6 +300,32 @@ pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bo
     }
 }
 
+/// Tries `try_acquire(resource)` every 20 ms until it is granted (`want_grant`) or refused (otherwise),
+/// or `within` passes; a grant is released at once, best effort (the node set may stop voting between
+/// the two). Whether the wanted outcome came.
+pub async fn until_outcome(
+    e: &Redlock,
+    resource: &[u8],
+    want_grant: bool,
+    within: Duration,
+) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        let granted = match e.try_acquire(resource, Duration::from_secs(1)).await {
+            Ok(lock) => {
+                let _ = e.release(lock).await;
+                true
+            }
+            Err(_) => false,
+        };
+        if granted == want_grant {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
 /// A throwaway CA and a server certificate for 127.0.0.1, made with `openssl` in a temp directory.
 /// Returns (directory, CA file, cert file, key file).
 pub fn tls_material() -> (
