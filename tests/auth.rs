@@ -9,6 +9,20 @@ use redlock_engine::{LockError, NodeError, Redlock};
 
 const TTL: Duration = Duration::from_secs(5);
 
+/// The commands of the README's minimal ACL, without the pub/sub part.
+const LOCK_COMMANDS: [&str; 10] = [
+    "+set",
+    "+get",
+    "+del",
+    "+pexpire",
+    "+exists",
+    "+eval",
+    "+evalsha",
+    "+script|load",
+    "+info",
+    "+ping",
+];
+
 async fn engine(url: String, transport: redlock_engine::Transport) -> Redlock {
     common::builder()
         .nodes([url])
@@ -22,31 +36,20 @@ async fn engine(url: String, transport: redlock_engine::Transport) -> Redlock {
 
 #[tokio::test]
 async fn password_and_acl_user_with_minimal_permissions() {
-    let node = RedisNode::start_with(&[
+    // One config line: `user locker on >pw ~redlock:* +set ...`; each word is its own argument.
+    let mut args = vec![
         "--requirepass",
         "s3cret",
-        // One config line: `user locker on >pw ~redlock:* +set ...`; each word is its own argument.
         "--user",
         "locker",
         "on",
         ">pw",
         "~redlock:*",
-        "+set",
-        "+get",
-        "+del",
-        "+pexpire",
-        "+exists",
-        "+eval",
-        "+evalsha",
-        "+script|load",
-        "+info",
-        "+ping",
-        // release notifications: releases publish on the key's name, waiters subscribe to it
-        "&redlock:*",
-        "+publish",
-        "+subscribe",
-        "+unsubscribe",
-    ]);
+    ];
+    args.extend(LOCK_COMMANDS);
+    // release notifications: releases publish on the key's name, waiters subscribe to it
+    args.extend(["&redlock:*", "+publish", "+subscribe", "+unsubscribe"]);
+    let node = RedisNode::start_with(&args);
     for transport in transports() {
         for url in [
             format!("redis://:s3cret@127.0.0.1:{}", node.port),
@@ -107,24 +110,11 @@ async fn database_number_in_the_url_is_selected() {
 
 #[tokio::test]
 async fn a_missing_acl_permission_is_a_clear_refusal_not_a_grant() {
-    let node = RedisNode::start_with(&[
-        // `nokeys` may run everything a lock needs, but only on `other:*` keys.
-        "--user",
-        "nokeys",
-        "on",
-        ">pw",
-        "~other:*",
-        "+set",
-        "+get",
-        "+del",
-        "+pexpire",
-        "+exists",
-        "+eval",
-        "+evalsha",
-        "+script|load",
-        "+info",
-        "+ping",
-        // `noscript` may write lock keys but not load or run the scripts that release them.
+    // `nokeys` may run everything a lock needs, but only on `other:*` keys.
+    let mut args = vec!["--user", "nokeys", "on", ">pw", "~other:*"];
+    args.extend(LOCK_COMMANDS);
+    // `noscript` may write lock keys but not load or run the scripts that release them.
+    args.extend([
         "--user",
         "noscript",
         "on",
@@ -135,6 +125,7 @@ async fn a_missing_acl_permission_is_a_clear_refusal_not_a_grant() {
         "+info",
         "+ping",
     ]);
+    let node = RedisNode::start_with(&args);
     for transport in transports() {
         for (user, refused_at_connect) in [("nokeys", false), ("noscript", true)] {
             let url = format!("redis://{user}:pw@127.0.0.1:{}", node.port);
