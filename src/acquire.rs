@@ -12,7 +12,7 @@ use crate::error::LockError;
 use crate::fanout::fan_out;
 use crate::lock::Lock;
 use crate::observe::Op;
-use crate::quorum::Tally;
+use crate::quorum::{Tally, Vote};
 use crate::redlock::{millis, Target};
 use crate::transport::subscriber::Subscription;
 use crate::transport::{Args, Cmd, NodeClient};
@@ -86,21 +86,29 @@ impl Redlock {
             }
             let remote = matches!(err, LockError::Contended { local: false, .. });
             if remote && s.notify_releases && target.kind.queues_locally() {
-                // Mark ourselves on the nodes: releases then publish, and the holder's process yields
-                // to us when its local hand-off streak ends (see `Redlock::release`).
+                // Tell the holder's process that someone elsewhere waits, so it yields to us when its
+                // local hand-off streak ends (see `Redlock::release`).
                 let key = &target.keys.as_slice()[0];
                 let mark_for = pause + s.timing.node_timeout(ttl) * 2;
-                let first_loss = mark_ahead.is_none();
-                mark_ahead = Some(mark_waiting_cmd(key, mark_for));
+                let mark = mark_waiting_cmd(key, mark_for);
                 if subscription.is_none() {
                     subscription = Some(self.notifier().subscribe(key));
                 }
-                if first_loss {
-                    // Not marked yet, so a release since our attempt went unheard: try again at once
-                    // (free), this time with the mark queued ahead of the SET on every connection.
+                if mark_ahead.is_none() {
+                    // The first loss: the holder may have released between our attempt and our
+                    // mark, unheard. Wait only for the mark to land, then try again at once (free).
+                    let marked = fan_out(
+                        self.nodes(),
+                        &mark,
+                        Instant::now() + s.timing.node_timeout(ttl),
+                        Vote::of_script,
+                    );
+                    marked.await;
+                    mark_ahead = Some(mark);
                     counted -= 1;
                     continue;
                 }
+                mark_ahead = Some(mark);
             }
             // A release anywhere ends the pause early, and so does the subscription becoming active
             // (one immediate retry covers a release that landed before it); the timer is the
