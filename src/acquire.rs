@@ -57,11 +57,15 @@ impl Redlock {
         // Once we wait on another process, every attempt is preceded by our waiter mark on each
         // connection: a release that beats the attempt then still finds the mark and publishes.
         let mut mark_ahead: Option<Cmd> = None;
+        // The mark just landed (first loss): the retry right after needs no second one.
+        let mut just_marked = false;
         let result = loop {
             attempts += 1;
-            if let Some(mark) = &mark_ahead {
-                fire(self.nodes(), mark);
+            match &mark_ahead {
+                Some(mark) if !just_marked => fire(self.nodes(), mark),
+                _ => {}
             }
+            just_marked = false;
             // Armed before the attempt, so a release that lands while it runs still wakes us.
             let notify = subscription.as_ref().map(Subscription::notify);
             let mut woken = notify.as_ref().map(|n| Box::pin(n.notified()));
@@ -105,6 +109,7 @@ impl Redlock {
                     );
                     marked.await;
                     mark_ahead = Some(mark);
+                    just_marked = true;
                     counted -= 1;
                     continue;
                 }

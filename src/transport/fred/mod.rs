@@ -194,14 +194,9 @@ impl NodeClient for FredNode {
 /// server refuses permission (`NOPERM`); other failures leave it to the `NOSCRIPT` path later.
 async fn load_scripts(client: &Client, clustered: bool, bound: Duration) -> Result<(), String> {
     for script in crate::scripts::ALL {
-        let load = async {
-            if clustered {
-                client.script_load_cluster::<Value, _>(script.source).await
-            } else {
-                client.script_load::<Value, _>(script.source).await
-            }
-        };
-        if let Ok(Err(e)) = tokio::time::timeout(bound, load).await {
+        if let Ok(Err(e)) =
+            tokio::time::timeout(bound, load_script(client, script, clustered)).await
+        {
             if e.details().starts_with("NOPERM") {
                 return Err(e.details().to_string());
             }
@@ -210,19 +205,21 @@ async fn load_scripts(client: &Client, clustered: bool, bound: Duration) -> Resu
     Ok(())
 }
 
+/// `SCRIPT LOAD`; on a cluster on every master, whichever the key's slot picks next time.
+async fn load_script(
+    client: &Client,
+    script: &'static crate::scripts::Script,
+    clustered: bool,
+) -> Result<Value, FredError> {
+    if clustered {
+        client.script_load_cluster::<Value, _>(script.source).await
+    } else {
+        client.script_load::<Value, _>(script.source).await
+    }
+}
+
 /// Runs one command to its reply; `EVALSHA` falls back to `EVAL` once on `NOSCRIPT`.
 async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
-    // On a cluster a script is loaded on every master, whichever the key's slot picks next time.
-    let load = |script: &'static crate::scripts::Script| {
-        let client = client.clone();
-        async move {
-            if clustered {
-                client.script_load_cluster::<Value, _>(script.source).await
-            } else {
-                client.script_load::<Value, _>(script.source).await
-            }
-        }
-    };
     match cmd {
         Cmd::SetNxPx { key, value, ttl_ms } => {
             let ttl = i64::try_from(ttl_ms)
@@ -269,13 +266,13 @@ async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
                         .await,
                 ),
                 Err(e) if e.details().starts_with("NOSCRIPT") => {
-                    let _ = load(script).await;
+                    let _ = load_script(&client, script, clustered).await;
                     reply(Err(e))
                 }
                 other => reply(other),
             }
         }
-        Cmd::ScriptLoad(script) => reply(load(script).await),
+        Cmd::ScriptLoad(script) => reply(load_script(&client, script, clustered).await),
         Cmd::InfoServer => reply(client.info::<Value>(Some(InfoKind::Server)).await),
     }
 }
