@@ -123,6 +123,24 @@ pub enum RuntimeKind {
     Multi,
 }
 
+impl RuntimeKind {
+    /// The `--runtime` value that selects it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Current => "current",
+            Self::Multi => "multi",
+        }
+    }
+
+    /// How reports name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Current => "current-thread",
+            Self::Multi => "multi-thread",
+        }
+    }
+}
+
 /// Where the nodes come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeSource {

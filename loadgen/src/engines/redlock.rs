@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use redlock_engine::{Lock, LockError, Redlock, Transport};
+use redlock_engine::{Builder, Lock, LockError, Redlock, Transport};
 
 use super::{Acquired, LockClient, RetrySpec, Waiting};
 
@@ -40,18 +40,18 @@ pub async fn build(
     retry: RetrySpec,
     waiting: Waiting,
 ) -> Result<Redlock, String> {
-    let mut config = Redlock::builder()
+    let builder = Redlock::builder()
         .nodes(urls.iter().cloned())
         .transport(transport)
         .retry(retry.retries, retry.delay, retry.jitter)
         .connect_timeout(Duration::from_secs(2))
         // A load run measures the command stream, which quarantine does not change; and spawned nodes
         // are fresh, so with it on they would not vote for the first max_ttl.
-        .quarantine(false)
-        .config()
-        .clone();
-    apply(&mut config, waiting);
-    let engine = Redlock::new(config).await.map_err(|e| e.to_string())?;
+        .quarantine(false);
+    let engine = with_waiting(builder, waiting)
+        .build()
+        .await
+        .map_err(|e| e.to_string())?;
     let (up, all) = (engine.connected_nodes(), engine.node_count());
     if up < all {
         return Err(format!(
@@ -61,8 +61,8 @@ pub async fn build(
     Ok(engine)
 }
 
-/// Sets the waiting features of `config` (the builder has no setters for them).
-pub fn apply(config: &mut redlock_engine::Config, waiting: Waiting) {
+/// Sets the engine's waiting features for `waiting`: the defaults (smart) or all off (plain).
+pub fn with_waiting(builder: Builder, waiting: Waiting) -> Builder {
     let defaults = redlock_engine::Config::default();
     let (queue, notify, handoffs) = match waiting {
         Waiting::Smart => (
@@ -72,9 +72,10 @@ pub fn apply(config: &mut redlock_engine::Config, waiting: Waiting) {
         ),
         Waiting::Plain => (false, false, 0),
     };
-    config.local_queue = queue;
-    config.notify_releases = notify;
-    config.max_local_handoffs = handoffs;
+    builder
+        .local_queue(queue)
+        .notify_releases(notify)
+        .max_local_handoffs(handoffs)
 }
 
 impl LockClient for RedlockClient {
@@ -120,13 +121,14 @@ mod tests {
 
     #[test]
     fn waiting_modes_set_the_engine_features() {
-        let mut c = redlock_engine::Config::default();
-        apply(&mut c, Waiting::Plain);
+        let b = with_waiting(Redlock::builder(), Waiting::Plain);
+        let c = b.config();
         assert_eq!(
             (c.local_queue, c.notify_releases, c.max_local_handoffs),
             (false, false, 0)
         );
-        apply(&mut c, Waiting::Smart);
+        let b = with_waiting(b, Waiting::Smart);
+        let c = b.config();
         let d = redlock_engine::Config::default();
         assert_eq!(
             (c.local_queue, c.notify_releases, c.max_local_handoffs),

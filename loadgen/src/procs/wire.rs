@@ -180,11 +180,7 @@ pub(super) fn child_args(
         "--warmup".into(),
         arg_duration(w.warmup),
         "--runtime".into(),
-        match runtime {
-            RuntimeKind::Current => "current",
-            RuntimeKind::Multi => "multi",
-        }
-        .into(),
+        runtime.name().into(),
     ];
     if let Some(waiting) = waiting {
         a.extend(["--waiting".into(), waiting.name().into()]);

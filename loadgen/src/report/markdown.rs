@@ -40,10 +40,7 @@ pub fn render(report: &Report, svg: &str) -> String {
         w.retry_delay,
         w.retry_jitter,
         w.distribution,
-        match report.runtime {
-            crate::cli::RuntimeKind::Current => "current-thread",
-            crate::cli::RuntimeKind::Multi => "multi-thread",
-        },
+        report.runtime.label(),
         w.warmup
     );
     let _ = writeln!(md, "![acquire latency by percentile]({svg})\n");

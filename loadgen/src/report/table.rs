@@ -16,10 +16,7 @@ pub fn render(report: &Report) -> String {
         report.node_source,
         report.versions.redis,
         report.machine.cores,
-        match report.runtime {
-            crate::cli::RuntimeKind::Current => "current-thread",
-            crate::cli::RuntimeKind::Multi => "multi-thread",
-        },
+        report.runtime.label(),
         w.hold,
         w.ttl,
         w.retries,
