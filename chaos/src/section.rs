@@ -38,7 +38,7 @@ pub struct Held<'a> {
 }
 
 /// The counter of `resource` on the storage node.
-fn counter_key(resource: &str) -> String {
+pub(crate) fn counter_key(resource: &str) -> String {
     format!("counter:{resource}")
 }
 

@@ -40,7 +40,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let pairs: Vec<(&str, String, String)> = RESOURCES
         .iter()
         .map(|r| {
-            let key = format!("counter:{r}");
+            let key = crate::section::counter_key(r);
             let counter = env.storage.cmd(&[b"GET", key.as_bytes()]);
             let mirror = env.storage.cmd(&[b"GET", mirror_key(r).as_bytes()]);
             (*r, counter, mirror)
