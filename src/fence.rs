@@ -128,6 +128,12 @@ impl Redlock {
 }
 
 /// The proposal above `floor`: `max(floor + 1, wall-clock ms << 16)`.
+///
+/// Why reading the wall clock here is safe: the clock only raises a proposal, it never decides a
+/// token. Monotonicity comes from the counters (`floor + 1`) and the commit's CONFLICT guard, whatever
+/// value the clock gives — a clock that is truncated to the millisecond, stepped back, or far ahead
+/// changes which token is proposed, not whether a majority must accept it above every counter it holds.
+/// The clock component only matters after a majority lost its counters (see the module doc).
 pub(crate) fn propose(floor: u64) -> u64 {
     let clock = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| {
         u64::try_from(d.as_millis()).unwrap_or(u64::MAX >> 16) << 16

@@ -37,6 +37,24 @@ pub(crate) fn parse_info(text: &[u8]) -> Option<ServerIdentity> {
     })
 }
 
+/// How much longer a node that reports `uptime` must wait before it votes, or `None` if it is old
+/// enough: `max - lower_bound(age)`.
+///
+/// Why `uptime - 1 s` is the bound (and not `uptime`): Redis computes `uptime_in_seconds` as
+/// `unixtime - stat_starttime`, two wall-clock instants each truncated to whole seconds. A server
+/// started at x.96 s already reports 1 at x+1.01 s, 0.05 s after the start. So the true age at the
+/// moment the reply was made lies in `(uptime - 1, uptime + 1)` seconds; only the lower end is safe.
+/// Its `unixtime` is a per-event-loop cache, possibly a few ms stale: that makes `uptime` smaller,
+/// never larger. The caller adds the result to an `Instant` read *after* the reply arrived, which is
+/// later than the moment the server made it, so the quarantine can only end late, never early.
+///
+/// What this cannot see: `uptime_in_seconds` follows the node's wall clock, so a node whose clock is
+/// stepped forward after a restart reports more uptime than it has and leaves quarantine early.
+pub(crate) fn young_for(max: Duration, uptime: Duration) -> Option<Duration> {
+    let at_least = uptime.saturating_sub(Duration::from_secs(1));
+    max.checked_sub(at_least).filter(|left| !left.is_zero())
+}
+
 /// One node's quarantine state, updated by its connection.
 #[derive(Debug)]
 pub(crate) struct Quarantine {
@@ -80,7 +98,7 @@ impl Quarantine {
         let mut st = self.state();
         // `max` is capped by the configuration (at most a year), so these additions cannot overflow.
         let restarted = st.run_ids.get(member).is_some_and(|old| *old != id.run_id);
-        let young_for = max.checked_sub(id.uptime).filter(|left| !left.is_zero());
+        let young_for = young_for(max, id.uptime);
         let until = if restarted {
             // A new process behind the same address: whatever its uptime claims, it lost our keys.
             Some(now + max)
@@ -164,6 +182,34 @@ mod tests {
         let info = b"# Server\r\nredis_version:7.0.15\r\nrun_id:abc123\r\ntcp_port:7001\r\nuptime_in_seconds:42\r\n";
         assert_eq!(parse_info(info), Some(id("abc123", 42)));
         assert_eq!(parse_info(b"# Server\r\nredis_version:7\r\n"), None);
+    }
+
+    #[test]
+    fn reported_uptime_counts_one_second_less() {
+        let max = Duration::from_secs(60);
+        let s = Duration::from_secs;
+        // A server started at x.99 s reports 1 at x+1.00 s: its real age may be ~0.
+        assert_eq!(young_for(max, s(0)), Some(max));
+        assert_eq!(
+            young_for(max, s(1)),
+            Some(max),
+            "1 s reported: age may be ~0"
+        );
+        assert_eq!(young_for(max, s(59)), Some(s(2)), "max - 1");
+        assert_eq!(young_for(max, s(60)), Some(s(1)), "max: age may be 59.01 s");
+        assert_eq!(young_for(max, s(61)), None, "max + 1: age > max");
+        assert_eq!(young_for(max, s(3600)), None);
+        assert_eq!(young_for(Duration::ZERO, s(0)), None);
+    }
+
+    #[test]
+    fn a_node_reporting_exactly_max_ttl_still_waits() {
+        let q = Quarantine::new(Some(Duration::from_secs(60)));
+        q.on_connect(&id("a", 60));
+        assert!(!q.votes(), "60 s reported may be 59.01 s");
+        let q = Quarantine::new(Some(Duration::from_secs(60)));
+        q.on_connect(&id("a", 61));
+        assert!(q.votes());
     }
 
     #[test]

@@ -93,6 +93,11 @@ for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ARGV[2]) end return 1",
 // the node's ms clock), [3] writer intent (the ticket of a writer waiting for readers to leave).
 // ARGV: [1] lock value, [2] TTL ms, [3] writer ticket. Readers expire per entry, by the same node clock
 // that expires PX keys; the set itself expires with its longest reader.
+// Why the node's `TIME` truncated to ms is safe: an entry scored `floor(now) + ttl` is removed once
+// `floor(later) >= score` (ZREMRANGEBYSCORE and EXTEND_READ's `<=` are inclusive), so it lives at least
+// `ttl - 1 ms` after the script ran, which is after the client's round started; the client's validity
+// is at most `ttl - drift` with `drift >= 2 ms` (`timing.rs`), so no reader trusts an entry the node has
+// dropped. PX keys have the same 1 ms granularity. A node whose wall clock jumps forward drops both early.
 
 /// Read acquire: refused while a writer holds the lock **or waits for it** (writer preference), or
 /// when `ARGV[3]` readers already hold it.

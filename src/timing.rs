@@ -3,6 +3,12 @@
 //! `validity = TTL - elapsed - drift`, with `drift = TTL x drift_factor + 2 ms`: the nodes' clocks may run
 //! a little fast, and timers have millisecond granularity. A lock is granted only if `validity` is above
 //! zero **and** at least `TTL x min_validity_factor`: a lock granted with 2 ms left cannot protect anything.
+//!
+//! Why the 2 ms: TTLs are sent in whole milliseconds rounded down (`Redlock::check_ttl`, so validity is
+//! computed from what the nodes got), and a node expires a key by its own millisecond clock read when the
+//! `SET` ran, truncated, so a key may die up to 1 ms before `grant + TTL`; elapsed time is measured from
+//! before the first byte was sent, so it only overstates the node's share. Every comparison here is on
+//! the local monotonic clock; nothing read from a server's clock enters validity.
 
 use std::time::Duration;
 

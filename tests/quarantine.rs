@@ -139,3 +139,91 @@ async fn one_server_under_two_names_is_rejected() {
         "{result:?}"
     );
 }
+
+/// Milliseconds into the current wall-clock second.
+fn subsec_ms() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_millis()
+}
+
+/// Issue 12. Redis reports `uptime_in_seconds` as the difference of two wall-clock seconds, each
+/// truncated, so a node started at x.92 s says `1` at x+1.03 s. The node is restarted just before a
+/// second boundary, a fresh engine (which never saw the old `run_id`) connects just after it, and the
+/// node must still not vote before `MAX_LIFETIME` has passed since the restart began (the restart
+/// began before the server's real start, so this bound is the weaker one: a failure is a real early
+/// vote). Returns how long after the restart the first grant came.
+async fn first_grant_after_a_restart_near_a_second_boundary(
+    transport: redlock_engine::Transport,
+) -> Duration {
+    let mut node = RedisNode::start();
+    for _attempt in 0..6 {
+        while !(880..920).contains(&subsec_ms()) {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let restarted = std::time::Instant::now();
+        node.restart();
+        // Into the next second, then check the truncation really bites: `1` reported at an age
+        // well below one second.
+        while subsec_ms() >= 500 || restarted.elapsed() < Duration::from_millis(100) {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let info = node.cmd(&[b"INFO", b"server"]);
+        let uptime = info
+            .lines()
+            .find_map(|l| l.trim_end().strip_prefix("uptime_in_seconds:"))
+            .and_then(|v| v.parse::<u64>().ok())
+            .expect("INFO server has uptime_in_seconds");
+        if uptime != 1 || restarted.elapsed() >= Duration::from_millis(700) {
+            continue; // the start slipped past the boundary (busy machine): try again
+        }
+        let e = Redlock::new(Config {
+            nodes: vec![node.url()],
+            transport,
+            quarantine: true,
+            max_ttl: MAX_LIFETIME,
+            retry_count: 0,
+            local_queue: false,
+            connect_timeout: Duration::from_millis(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let deadline = restarted + MAX_LIFETIME * 3;
+        while std::time::Instant::now() < deadline {
+            match e.try_acquire(b"boundary", TTL).await {
+                Ok(lock) => {
+                    let at = restarted.elapsed();
+                    let _ = e.release(lock).await;
+                    return at;
+                }
+                Err(LockError::QuorumNotReached { .. }) => {}
+                Err(other) => panic!("unexpected error: {other:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("no grant within {:?} of the restart", MAX_LIFETIME * 3);
+    }
+    panic!("could not place a restart just before a second boundary in 6 tries");
+}
+
+#[tokio::test]
+async fn uptime_truncation_does_not_end_quarantine_early() {
+    let at = first_grant_after_a_restart_near_a_second_boundary(Default::default()).await;
+    assert!(
+        at >= MAX_LIFETIME,
+        "the restarted node voted {at:?} after its restart, before max_ttl {MAX_LIFETIME:?}"
+    );
+}
+
+#[cfg(feature = "fred")]
+#[tokio::test]
+async fn uptime_truncation_does_not_end_quarantine_early_on_fred() {
+    let at =
+        first_grant_after_a_restart_near_a_second_boundary(redlock_engine::Transport::Fred).await;
+    assert!(
+        at >= MAX_LIFETIME,
+        "the restarted node voted {at:?} after its restart, before max_ttl {MAX_LIFETIME:?}"
+    );
+}
