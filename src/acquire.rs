@@ -72,7 +72,7 @@ impl Redlock {
             if let Some(w) = woken.as_mut() {
                 w.as_mut().enable();
             }
-            let err = match self.attempt(&target, ttl).await {
+            let err = match self.attempt(&target, ttl, budget_end).await {
                 Ok(mut lock) => {
                     lock.attempts = attempts;
                     break Ok(lock);
@@ -104,7 +104,7 @@ impl Redlock {
                     let marked = fan_out(
                         self.nodes(),
                         &mark,
-                        Instant::now() + s.timing.node_timeout(ttl),
+                        Instant::now() + self.round_timeout(ttl),
                         Vote::of_script,
                     );
                     marked.await;
@@ -200,20 +200,29 @@ impl Redlock {
         Some(lock)
     }
 
-    async fn attempt(&self, target: &Target, ttl: Duration) -> Result<Lock, LockError> {
+    /// One attempt: waits for admission until `admit_until`, then one round.
+    async fn attempt(
+        &self,
+        target: &Target,
+        ttl: Duration,
+        admit_until: Option<Instant>,
+    ) -> Result<Lock, LockError> {
         let s = self.settings();
         let value = LockValue::random().map_err(|e| LockError::Random(e.to_string()))?;
+        // Before the clock starts: time spent waiting here is this process's queue, not the nodes'.
+        let _slot = self.admit(admit_until).await?;
         let start = Instant::now();
         // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
         // releases on every node (also those that said no or timed out: their command may still land).
         let guard = ReleaseOnDrop {
-            nodes: self.nodes(),
+            engine: self,
             target,
             value,
+            ttl,
             armed: true,
         };
         let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
-        let deadline = start + s.timing.node_timeout(ttl);
+        let deadline = start + self.round_timeout(ttl);
         let tally = fan_out(self.nodes(), &cmd, deadline, target.kind.acquire_vote()).await;
         // One clock read serves the metric and the validity (a read is most of what observing costs).
         let elapsed = start.elapsed();
@@ -247,11 +256,13 @@ impl Redlock {
         }
     }
 
-    /// Queues `lock`'s release on every node without waiting (and without a notification).
+    /// Queues `lock`'s release on every node without waiting (and without a notification); copies
+    /// that do not land are sent again until the keys have expired (see `release_retry`).
     pub(crate) fn release_in_background(&self, lock: &Lock) {
-        fire(
+        self.release_retry().fire(
             self.nodes(),
             &release_cmd(lock.kind.release_script(false), lock),
+            Instant::now() + lock.ttl,
         );
     }
 }
@@ -324,11 +335,13 @@ fn fire(nodes: &[Arc<dyn NodeClient>], cmd: &Cmd) {
     }
 }
 
-/// Fires the release script at every node when dropped while armed; never waits for replies.
+/// Fires the release script at every node when dropped while armed; never waits for replies (the
+/// engine's release re-sender does, and sends again where a copy did not land).
 struct ReleaseOnDrop<'a> {
-    nodes: &'a [Arc<dyn NodeClient>],
+    engine: &'a Redlock,
     target: &'a Target,
     value: LockValue,
+    ttl: Duration,
     armed: bool,
 }
 
@@ -349,7 +362,11 @@ impl Drop for ReleaseOnDrop<'_> {
                 value: self.value,
                 args: Args::NONE,
             };
-            fire(self.nodes, &cmd);
+            // Keys this attempt set expire within one TTL of now (the SET was sent before now).
+            let until = Instant::now() + self.ttl;
+            self.engine
+                .release_retry()
+                .fire(self.engine.nodes(), &cmd, until);
         }
     }
 }

@@ -105,6 +105,18 @@ impl Builder {
         self
     }
 
+    /// See [`Config::max_in_flight`].
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.config.max_in_flight = max;
+        self
+    }
+
+    /// See [`Config::max_pending`].
+    pub fn max_pending(mut self, max: usize) -> Self {
+        self.config.max_pending = max;
+        self
+    }
+
     /// See [`Config::connect_timeout`].
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.config.connect_timeout = timeout;

@@ -30,8 +30,11 @@ pub struct Config {
     /// Clock drift allowance as a fraction of the TTL; the engine also adds 2 ms for timer granularity.
     /// Must be in `[0, 1)`. Default: `0.01`.
     pub drift_factor: f64,
-    /// Deadline for one node's reply within a round. `None` means TTL x 0.05, capped to 50 ms.
-    /// Must be below the TTL. Default: `None`.
+    /// Deadline for one node's reply within a round. `None`: fitted to the network — the larger of
+    /// TTL x 0.05 (capped to 50 ms) and the slowest voting node's measured round-trip bound (smoothed
+    /// RTT + 4 x its variation, as TCP computes its retransmission timeout), but never more than the TTL
+    /// allows (the lock must still leave `min_validity_factor` of it). An explicit value is used as it
+    /// is. Must be below the TTL. Default: `None`.
     pub node_timeout: Option<Duration>,
     /// A lock is granted only if at least this fraction of the TTL is left as validity (a lock with 2 ms
     /// left is a trap). Must be in `[0, 1)`. Default: `0.1`.
@@ -54,8 +57,15 @@ pub struct Config {
     pub max_resource_len: usize,
     /// Bound on connecting to one node (TCP + AUTH + SELECT). Default: 1 s.
     pub connect_timeout: Duration,
-    /// Requests queued or in flight per node before new ones fail fast with backpressure. Default: 65 536.
+    /// Requests queued or in flight per node before new ones fail fast with backpressure (a last
+    /// resort: `max_in_flight` keeps the queues far below it). Default: 65 536.
     pub max_pending: usize,
+    /// Admission control: most rounds (acquire attempts, releases, extends, renewals) on the nodes at
+    /// once, across every task using this engine. Past it, a round waits here, first come first
+    /// served, **before** its validity clock starts, so a burst queues and slows down instead of
+    /// turning this process's own backlog into node timeouts. A wait that outlasts the call's budget is
+    /// [`LockError::Overloaded`](crate::LockError::Overloaded). Must be above zero. Default: 1024.
+    pub max_in_flight: usize,
     /// Most readers a read-write lock admits at once (must be above zero). Default: `u32::MAX`.
     pub max_readers: u32,
     /// Tasks of this process waiting for the same resource queue locally (FIFO), so only the head
@@ -95,6 +105,7 @@ impl Default for Config {
             max_resource_len: 1024,
             connect_timeout: Duration::from_secs(1),
             max_pending: 65_536,
+            max_in_flight: 1024,
             max_readers: u32::MAX,
             tls_ca_file: None,
             local_queue: true,
@@ -120,6 +131,7 @@ pub(crate) struct Settings {
     pub(crate) local_queue: bool,
     pub(crate) notify_releases: bool,
     pub(crate) max_local_handoffs: u32,
+    pub(crate) max_in_flight: usize,
     pub(crate) connect: ConnectOptions,
 }
 
@@ -171,6 +183,13 @@ impl Config {
         }
         if self.max_pending == 0 {
             return bad("max_pending must be above zero".into());
+        }
+        // tokio's semaphore holds at most `usize::MAX >> 3` permits.
+        if self.max_in_flight == 0 || self.max_in_flight > 1 << 20 {
+            return bad(format!(
+                "max_in_flight must be in 1..=1048576, got {}",
+                self.max_in_flight
+            ));
         }
         // Durations feed `Instant` arithmetic; anything beyond a year is a mistake, not a setting.
         const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -227,11 +246,14 @@ impl Config {
             local_queue: self.local_queue,
             notify_releases: self.notify_releases,
             max_local_handoffs: self.max_local_handoffs,
+            max_in_flight: self.max_in_flight,
             connect: ConnectOptions {
                 connect_timeout: self.connect_timeout,
                 max_pending: self.max_pending,
                 reconnect_min: Duration::from_millis(20),
-                reconnect_max: Duration::from_secs(2),
+                // A node back from an outage should vote again within a fraction of a typical TTL,
+                // not after a 2 s backoff; a refused connect on a LAN costs microseconds.
+                reconnect_max: Duration::from_millis(250),
                 quarantine: self.quarantine.then_some(self.max_ttl),
                 tls,
             },

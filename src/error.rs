@@ -7,7 +7,7 @@ use std::time::Duration;
 ///
 /// Every variant says what a caller can do about it: retry later ([`Contended`](Self::Contended),
 /// [`QuorumNotReached`](Self::QuorumNotReached), [`ValidityExpired`](Self::ValidityExpired),
-/// [`Timeout`](Self::Timeout)), stop using the lock ([`NotOwner`](Self::NotOwner),
+/// [`Timeout`](Self::Timeout), [`Overloaded`](Self::Overloaded)), stop using the lock ([`NotOwner`](Self::NotOwner),
 /// [`AlreadyExpired`](Self::AlreadyExpired)), or fix the call ([`InvalidConfig`](Self::InvalidConfig),
 /// [`InvalidInput`](Self::InvalidInput)).
 #[derive(Debug)]
@@ -59,6 +59,14 @@ pub enum LockError {
         /// What went wrong.
         source: NodeError,
     },
+    /// Past capacity: this engine's own queue (admission control, see `Config::max_in_flight`) did
+    /// not let the round start within its time budget, so the nodes were **not** asked. Nothing is
+    /// wrong with the nodes or the resource; retry later, or give the call a longer budget
+    /// (`acquire_timeout`).
+    Overloaded {
+        /// How long the round waited for its turn.
+        waited: Duration,
+    },
     /// The overall acquire deadline passed before a lock was won.
     Timeout {
         /// Attempts made before the deadline.
@@ -81,6 +89,7 @@ impl LockError {
                 | Self::QuorumNotReached { .. }
                 | Self::ValidityExpired { .. }
                 | Self::FenceNotCommitted { .. }
+                | Self::Overloaded { .. }
         )
     }
 }
@@ -123,6 +132,10 @@ impl fmt::Display for LockError {
                 )
             }
             Self::Node { index, source } => write!(f, "node {index}: {source}"),
+            Self::Overloaded { waited } => write!(
+                f,
+                "overloaded: waited {waited:?} in this process's queue for a turn on the nodes                  (the nodes were not asked)"
+            ),
             Self::Timeout { attempts } => {
                 write!(f, "acquire deadline passed after {attempts} attempts")
             }

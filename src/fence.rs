@@ -98,6 +98,9 @@ impl Redlock {
         let mut rounds = 0;
         while rounds < COMMIT_ROUNDS {
             rounds += 1;
+            let Ok(_slot) = self.admit(Some(lock.valid_until)).await else {
+                break;
+            };
             let start = Instant::now();
             if start >= lock.valid_until {
                 break;
@@ -109,8 +112,7 @@ impl Redlock {
                 value: lock.value,
                 args: Args::of(&[token]),
             };
-            let deadline =
-                (start + self.settings().timing.node_timeout(lock.ttl)).min(lock.valid_until);
+            let deadline = (start + self.round_timeout(lock.ttl)).min(lock.valid_until);
             let tally = fan_out(self.nodes(), &cmd, deadline, Vote::of_fence_commit).await;
             self.metrics().round(Op::Fence, &tally, start.elapsed());
             // Usable only if the majority confirmed while the lock was still valid.

@@ -9,11 +9,20 @@
 //! - `kind`: lock kinds (exclusive, multi-resource, read, write): which command acquires, which scripts
 //!   release and extend.
 //! - `multi`, `rwlock`: the multi-resource and read-write lock APIs.
-//! - `renew`: [`RenewedLock`] and the per-engine watchdog that renews every due lock in one batch per node.
+//! - `renew`: [`RenewedLock`], [`RenewPolicy`] and each renewed lock's entry.
+//! - `watchdog`: the per-engine task that renews every due lock (a timer heap; one batch per node per
+//!   wake-up; a failed round is retried while validity remains).
 //! - `scoped`: [`Redlock::with_lock`] and its [`LockContext`].
 //! - `owner`: [`LockOwner`], reentrant holds scoped to an owner.
 //! - `waitq`: the in-process FIFO queue per resource and bounded local hand-off (cohorting).
 //! - `fanout`: the one fan-out — send to every node, decide as soon as the majority is won or lost.
+//! - `round`: what every round needs before its fan-out — a turn from admission control and a node
+//!   deadline fitted to the measured round trips.
+//! - `admission`: admission control — at most `max_in_flight` rounds on the nodes, the rest wait (FIFO).
+//! - `rtt`: a node's round-trip estimate (smoothed RTT + 4 x variation, as TCP), pure logic.
+//! - `release_retry`: releases are not dropped — re-sent in the background where they did not land.
+//! - `quarantine`: crashed-node quarantine — no vote from a node younger than `max_ttl`.
+//! - `fence`: fencing tokens ([`Redlock::acquire_fenced`]).
 //! - `quorum`: the vote tally and early decision (pure logic).
 //! - `timing`: validity = TTL − elapsed − drift, node deadlines (pure logic).
 //! - `retry`: the random pause between attempts (pure logic).
@@ -35,6 +44,7 @@
 
 mod acquire;
 mod addr;
+mod admission;
 pub mod builder;
 pub mod config;
 pub mod error;
@@ -50,8 +60,11 @@ mod quarantine;
 mod quorum;
 mod raw;
 mod redlock;
+mod release_retry;
 mod renew;
 mod retry;
+mod round;
+mod rtt;
 mod rwlock;
 mod scoped;
 mod scripts;
@@ -59,6 +72,7 @@ mod timing;
 mod transport;
 mod value;
 mod waitq;
+mod watchdog;
 
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};

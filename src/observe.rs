@@ -10,6 +10,11 @@
 //! - `redlock_round_seconds{op}` — duration of a round, from sending to the decision.
 //! - `redlock_retries_total` — acquire attempts after the first.
 //! - `redlock_node_failures_total{node, cause}` — cause: timeout | disconnected | error | quarantined.
+//! - `redlock_admission_waits_total{outcome}` and `redlock_admission_wait_seconds` — rounds that had
+//!   to wait for admission control (outcome: admitted | overloaded). Recorded only on that slow path,
+//!   so they are looked up by name there instead of registered up front.
+//! - `redlock_release_retries_total{outcome}` — background re-sends of releases that did not reach a
+//!   node (outcome: sent | done | expired).
 
 use std::time::Duration;
 
@@ -99,4 +104,25 @@ impl Metrics {
     pub(crate) fn retry(&self) {
         self.retries.increment(1);
     }
+}
+
+/// A round waited `waited` for admission and got in.
+pub(crate) fn admitted_after(waited: Duration) {
+    counter!("redlock_admission_waits_total", "outcome" => "admitted").increment(1);
+    histogram!("redlock_admission_wait_seconds").record(waited.as_secs_f64());
+}
+
+/// A round gave up waiting for admission after `waited`.
+pub(crate) fn overloaded(waited: Duration) {
+    counter!("redlock_admission_waits_total", "outcome" => "overloaded").increment(1);
+    histogram!("redlock_admission_wait_seconds").record(waited.as_secs_f64());
+    tracing::debug!(
+        waited_us = waited.as_micros() as u64,
+        "redlock round not admitted: overloaded"
+    );
+}
+
+/// A release re-send step (see `release_retry`): `sent`, `done` or `expired`.
+pub(crate) fn release_retry(outcome: &'static str) {
+    counter!("redlock_release_retries_total", "outcome" => outcome).increment(1);
 }

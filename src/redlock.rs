@@ -12,6 +12,8 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::acquire::{release_cmd, start};
+use crate::admission::Admission;
+use crate::release_retry::ReleaseRetry;
 use crate::config::{Config, Settings};
 use crate::error::LockError;
 use crate::fanout::{fan_out, release_round};
@@ -19,7 +21,7 @@ use crate::kind::Kind;
 use crate::lock::Lock;
 use crate::observe::{Metrics, Op};
 use crate::quorum::{Tally, Vote};
-use crate::renew::Watchdog;
+use crate::watchdog::Watchdog;
 use crate::transport::subscriber::Notifier;
 use crate::transport::{self, Args, Cmd, Keys, NodeClient};
 use crate::waitq::{LocalHold, LocalQueues};
@@ -38,6 +40,10 @@ pub(crate) struct Inner {
     /// Release subscribers, started on the first contended wait.
     notifier: OnceLock<Notifier>,
     metrics: Metrics,
+    /// Admission control: how many rounds may be on the nodes at once.
+    admission: Admission,
+    /// Re-sends releases that did not reach a node.
+    release_retry: ReleaseRetry,
 }
 
 /// What one acquire is for: the kind of lock and its keys (prefix included).
@@ -78,6 +84,7 @@ impl Redlock {
                 }
             }
         }
+        let settings_max_in_flight = settings.max_in_flight;
         let engine = Self {
             inner: Arc::new(Inner {
                 settings,
@@ -86,6 +93,8 @@ impl Redlock {
                 queues: Arc::default(),
                 notifier: OnceLock::new(),
                 metrics: Metrics::new(n),
+                admission: Admission::new(settings_max_in_flight),
+                release_retry: ReleaseRetry::start(),
             }),
         };
         // A lock handed to local waiters that all gave up is released, not left to its TTL.
@@ -114,6 +123,14 @@ impl Redlock {
         &self.inner.metrics
     }
 
+    pub(crate) fn admission(&self) -> &Admission {
+        &self.inner.admission
+    }
+
+    pub(crate) fn release_retry(&self) -> &ReleaseRetry {
+        &self.inner.release_retry
+    }
+
     pub(crate) fn queues(&self) -> &Arc<LocalQueues> {
         &self.inner.queues
     }
@@ -136,6 +153,17 @@ impl Redlock {
     /// Number of nodes in the set.
     pub fn node_count(&self) -> usize {
         self.inner.nodes.len()
+    }
+
+    /// The smoothed round-trip time to each node (configuration order), as this engine measures it on
+    /// its own connections: `None` before the first reply, and for nodes carried by fred. The default
+    /// node deadline follows these (see [`Config::node_timeout`]).
+    pub fn rtt_estimates(&self) -> Vec<Option<Duration>> {
+        self.inner
+            .nodes
+            .iter()
+            .map(|n| n.rtt().and_then(|r| r.smoothed()))
+            .collect()
     }
 
     /// Number of nodes whose connection is up right now.
@@ -201,7 +229,10 @@ impl Redlock {
                 return Ok(());
             }
         }
-        let timeout = s.timing.node_timeout(lock.ttl);
+        // A release is never refused for overload: it waits its turn however long that takes (each
+        // admitted round ends by its deadline, so the line moves).
+        let _slot = self.admit(None).await?;
+        let timeout = self.round_timeout(lock.ttl);
         let started = Instant::now();
         let lock_held = lock.held;
         let cmd = release_cmd(lock.kind.release_script(s.notify_releases), &lock);
@@ -223,6 +254,15 @@ impl Redlock {
         self.inner
             .metrics
             .round(Op::Release, &tally, started.elapsed());
+        // Nodes the round could not confirm get the release again in the background; the keys
+        // expire by themselves at most one TTL from now (the last grant or extend was before this).
+        let keys_expire = Instant::now() + lock.ttl;
+        for (index, cause) in &tally.failures {
+            if let Some(node) = self.nodes().get(*index) {
+                self.release_retry()
+                    .resend(node, &cmd, cause, keys_expire);
+            }
+        }
         if let Some(flag) = remote_flag {
             flag.store(tally.waiters > 0, std::sync::atomic::Ordering::Release);
         }
@@ -263,6 +303,11 @@ impl Redlock {
     /// [`LockError::InvalidInput`] for a bad `ttl`.
     pub async fn extend(&self, lock: &mut Lock, ttl: Duration) -> Result<(), LockError> {
         let ttl = self.check_ttl(ttl)?;
+        if Instant::now() >= lock.valid_until {
+            return Err(LockError::AlreadyExpired);
+        }
+        // Waiting past the validity would be pointless: nothing could extend the lock after it.
+        let _slot = self.admit(Some(lock.valid_until)).await?;
         let start = Instant::now();
         if start >= lock.valid_until {
             return Err(LockError::AlreadyExpired);
@@ -273,9 +318,8 @@ impl Redlock {
             value: lock.value,
             args: Args::of(&[millis(ttl)]),
         };
-        let timing = &self.inner.settings.timing;
         // Replies after the current validity ended prove nothing: someone else may hold it by then.
-        let deadline = (start + timing.node_timeout(ttl)).min(lock.valid_until);
+        let deadline = (start + self.round_timeout(ttl)).min(lock.valid_until);
         let tally = fan_out(self.nodes(), &cmd, deadline, Vote::of_script).await;
         self.metrics().round(Op::Extend, &tally, start.elapsed());
         self.settle_extend(lock, ttl, start, tally)

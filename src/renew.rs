@@ -1,26 +1,20 @@
-//! Watchdog renewal: locks that extend themselves while their holder works.
+//! Watchdog renewal: locks that extend themselves while their holder works — the public side
+//! ([`RenewPolicy`], [`RenewedLock`]) and each lock's [`Entry`]; the task that renews them is
+//! `crate::watchdog`.
 //!
-//! One watchdog task per engine serves every renewed lock. Each tick it extends **all** locks that are
-//! due at once: every extend round queues its command on every node before any reply is awaited, so a
-//! node's connection writes them in one batch — one pipeline per node per tick, not a timer and a round
-//! trip per lock. A renewal that does not win a majority, or a lock whose validity ends (after the
-//! renewal cap), fires the holder's [`CancellationToken`] at once and marks the lock lost: it never keeps
-//! running as if held.
+//! A lock is declared lost when its validity ends unrenewed, or when a renewal round shows a
+//! majority can no longer be won (enough nodes say the key is gone or someone else's): then the
+//! holder's [`CancellationToken`] fires at once and the lock never keeps running as if held. A round
+//! that only failed (timeouts, disconnects, overload) is retried while validity remains.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::LockError;
-use crate::fanout::fan_out;
 use crate::lock::Lock;
-use crate::observe::Op;
-use crate::quorum::Vote;
-use crate::redlock::millis;
-use crate::transport::{Args, Cmd};
 use crate::Redlock;
 
 /// How a renewed lock renews. `Default`: every third of the TTL, no cap.
@@ -68,32 +62,18 @@ pub struct RenewedLock {
 #[derive(Debug)]
 pub(crate) struct Entry {
     state: Mutex<EntryState>,
-    lost: CancellationToken,
-    every: Duration,
+    pub(crate) lost: CancellationToken,
+    pub(crate) every: Duration,
     stop_renewing_at: Option<Instant>,
     max_renewals: Option<u32>,
 }
 
 #[derive(Debug)]
-struct EntryState {
+pub(crate) struct EntryState {
     /// `None` once released.
-    lock: Option<Lock>,
-    renewals: u32,
-    next_renewal: Instant,
-}
-
-/// The engine's registry of renewed locks and its (lazily started) task.
-#[derive(Debug, Default)]
-pub(crate) struct Watchdog {
-    registry: Mutex<Registry>,
-    wake: Notify,
-}
-
-#[derive(Debug, Default)]
-struct Registry {
-    entries: Vec<Weak<Entry>>,
-    /// Whether the task runs; changed only under this lock, so a registration never misses it.
-    running: bool,
+    pub(crate) lock: Option<Lock>,
+    pub(crate) renewals: u32,
+    pub(crate) next_renewal: Instant,
 }
 
 impl Redlock {
@@ -137,7 +117,7 @@ impl Redlock {
             now,
             every,
             lock.valid_until,
-            self.settings().timing.node_timeout(lock.ttl),
+            self.round_timeout(lock.ttl),
         );
         let entry = Arc::new(Entry {
             lost: CancellationToken::new(),
@@ -151,8 +131,15 @@ impl Redlock {
                 next_renewal: first,
             }),
         });
-        if self.watchdog().register(Arc::downgrade(&entry)) {
-            tokio::spawn(run(self.downgrade()));
+        // Spread: locks taken in one burst would otherwise all renew in the same instant forever.
+        let spread = every.mul_f64(0.25 * fastrand::f64());
+        let first_at = first.checked_sub(spread).unwrap_or(first).max(now);
+        entry.lock().next_renewal = first_at;
+        if self.watchdog().register(Arc::downgrade(&entry), first_at) {
+            tokio::spawn(crate::watchdog::run(
+                self.downgrade(),
+                self.watchdog().wake_handle(),
+            ));
         }
         Ok(RenewedLock {
             engine: self.clone(),
@@ -179,7 +166,7 @@ impl Redlock {
 
 /// When to renew next after a round started at `from`: one interval later, but never later than one
 /// node timeout before the validity ends (a lock handed over with little validity left renews at once).
-fn next_renewal(
+pub(crate) fn next_renewal(
     from: Instant,
     every: Duration,
     valid_until: Instant,
@@ -232,8 +219,9 @@ impl RenewedLock {
     /// As [`Redlock::release`]: after a loss, typically [`LockError::NotOwner`] or
     /// [`LockError::AlreadyExpired`].
     pub async fn release(self) -> Result<(), LockError> {
+        // The watchdog forgets the entry when it next comes up (no wake-up: 100,000 releases must
+        // not mean 100,000 scans).
         let lock = self.entry.take();
-        self.engine.watchdog().wake.notify_one();
         match lock {
             Some(lock) => self.engine.release(lock).await,
             None => Err(LockError::AlreadyExpired),
@@ -244,7 +232,6 @@ impl RenewedLock {
 impl Drop for RenewedLock {
     fn drop(&mut self) {
         let lock = self.entry.take();
-        self.engine.watchdog().wake.notify_one();
         if let Some(lock) = lock {
             // Best effort: other clients need not wait for the TTL. Without a runtime, it just expires.
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
@@ -256,7 +243,7 @@ impl Drop for RenewedLock {
 }
 
 impl Entry {
-    fn lock(&self) -> MutexGuard<'_, EntryState> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, EntryState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -298,7 +285,7 @@ impl Entry {
 
     /// When the watchdog must next look at this entry: the next renewal, or the end of validity if
     /// renewal has stopped. `None` once released or lost.
-    fn next_event(&self) -> Option<Instant> {
+    pub(crate) fn next_event(&self) -> Option<Instant> {
         let st = self.lock();
         let lock = st.lock.as_ref()?;
         if self.lost.is_cancelled() {
@@ -310,113 +297,8 @@ impl Entry {
         Some(st.next_renewal.min(lock.valid_until))
     }
 
-    fn renews(&self, st: &EntryState) -> bool {
+    pub(crate) fn renews(&self, st: &EntryState) -> bool {
         self.max_renewals.is_none_or(|max| st.renewals < max)
             && self.stop_renewing_at.is_none_or(|at| Instant::now() < at)
-    }
-}
-
-impl Watchdog {
-    fn registry(&self) -> MutexGuard<'_, Registry> {
-        self.registry.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Adds an entry; returns whether the task must be started.
-    fn register(&self, entry: Weak<Entry>) -> bool {
-        let mut registry = self.registry();
-        registry.entries.push(entry);
-        let start = !registry.running;
-        registry.running = true;
-        drop(registry);
-        self.wake.notify_one();
-        start
-    }
-}
-
-/// The watchdog loop. Holds the engine weakly, so it never keeps it alive; ends when no entry is left
-/// (the next `renew` starts it again).
-async fn run(engine: Weak<crate::redlock::Inner>) {
-    loop {
-        let Some(engine) = Redlock::upgrade(&engine) else {
-            return;
-        };
-        let dog = engine.watchdog();
-        let now = Instant::now();
-        let mut due = Vec::new();
-        let mut next: Option<Instant> = None;
-        {
-            let mut registry = dog.registry();
-            registry.entries.retain(|weak| {
-                let Some(entry) = weak.upgrade() else {
-                    return false;
-                };
-                let Some(at) = entry.next_event() else {
-                    return false;
-                };
-                if at <= now {
-                    due.push(entry);
-                } else {
-                    next = Some(next.map_or(at, |n| n.min(at)));
-                }
-                true
-            });
-            if registry.entries.is_empty() {
-                registry.running = false;
-                return;
-            }
-        }
-        if due.is_empty() {
-            let sleep_until = next.unwrap_or(now + Duration::from_secs(1));
-            // Woken early by a new registration or a release (the latter so the engine is let go soon).
-            tokio::select! {
-                _ = tokio::time::sleep_until(sleep_until) => {}
-                _ = dog.wake.notified() => {}
-            }
-            continue;
-        }
-        // Every due lock's round starts in this one poll: each node gets all of them in one write.
-        futures::future::join_all(due.iter().map(|entry| tick(&engine, entry))).await;
-    }
-}
-
-/// Renews one due entry, or declares it lost if its validity ended.
-async fn tick(engine: &Redlock, entry: &Entry) {
-    let (cmd, ttl, valid_until) = {
-        let st = entry.lock();
-        let Some(lock) = st.lock.as_ref() else { return };
-        let now = Instant::now();
-        if now >= lock.valid_until {
-            drop(st);
-            entry.lost.cancel();
-            return;
-        }
-        if !entry.renews(&st) {
-            return;
-        }
-        let cmd = Cmd::Script {
-            script: lock.kind.extend_script(),
-            keys: lock.keys.clone(),
-            value: lock.value,
-            args: Args::of(&[millis(lock.ttl)]),
-        };
-        (cmd, lock.ttl, lock.valid_until)
-    };
-    let start = Instant::now();
-    let deadline = (start + engine.settings().timing.node_timeout(ttl)).min(valid_until);
-    let tally = fan_out(engine.nodes(), &cmd, deadline, Vote::of_script).await;
-    engine.metrics().round(Op::Renew, &tally, start.elapsed());
-    let mut st = entry.lock();
-    let Some(lock) = st.lock.as_mut() else { return };
-    match engine.settle_extend(lock, ttl, start, tally) {
-        Ok(()) => {
-            let valid_until = lock.valid_until;
-            let node_timeout = engine.settings().timing.node_timeout(ttl);
-            st.renewals += 1;
-            st.next_renewal = next_renewal(start, entry.every, valid_until, node_timeout);
-        }
-        Err(_) => {
-            drop(st);
-            entry.lost.cancel();
-        }
     }
 }

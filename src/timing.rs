@@ -41,10 +41,32 @@ impl Timing {
         }
     }
 
-    /// Deadline for each node's reply within one round of a lock with this TTL.
+    /// The least deadline for each node's reply within one round of a lock with this TTL: the
+    /// configured one, or 5 % of the TTL capped to 50 ms. Used to validate TTLs and policies (it does
+    /// not move); rounds use [`fitted_node_timeout`](Self::fitted_node_timeout).
     pub fn node_timeout(&self, ttl: Duration) -> Duration {
         self.node_timeout
             .unwrap_or_else(|| ttl.mul_f64(NODE_TIMEOUT_FACTOR).min(NODE_TIMEOUT_CAP))
+    }
+
+    /// The deadline a round actually uses, given the slowest voting node's round-trip bound `rtt`.
+    ///
+    /// A configured `node_timeout` wins. Otherwise the larger of [`node_timeout`](Self::node_timeout)
+    /// and `rtt`, but no more than the TTL allows: a lock confirmed at the deadline must still have its
+    /// minimum validity, so the deadline stays below `TTL - drift - min_validity`. Safety does not
+    /// depend on this value (validity is measured, whatever the deadline); it decides how long a slow
+    /// node is waited for.
+    pub fn fitted_node_timeout(&self, ttl: Duration, rtt: Option<Duration>) -> Duration {
+        let base = self.node_timeout(ttl);
+        if self.node_timeout.is_some() {
+            return base;
+        }
+        let Some(rtt) = rtt else { return base };
+        let cap = ttl
+            .saturating_sub(self.drift(ttl))
+            .saturating_sub(self.min_validity(ttl))
+            .max(base);
+        rtt.max(base).min(cap)
     }
 
     /// The clock-drift allowance subtracted from every validity.
@@ -118,6 +140,25 @@ mod tests {
             fixed.node_timeout(Duration::from_secs(30)),
             Duration::from_millis(7)
         );
+    }
+
+    #[test]
+    fn the_fitted_deadline_follows_the_rtt_within_what_the_ttl_allows() {
+        let t = timing();
+        let ttl = Duration::from_millis(200);
+        let ms = Duration::from_millis;
+        assert_eq!(t.fitted_node_timeout(ttl, None), ms(10), "no sample: the base");
+        assert_eq!(t.fitted_node_timeout(ttl, Some(ms(1))), ms(10), "fast node: the base");
+        assert_eq!(t.fitted_node_timeout(ttl, Some(ms(120))), ms(120), "slow link");
+        // 200 - (2 + 2) drift - 20 min validity
+        assert_eq!(t.fitted_node_timeout(ttl, Some(ms(900))), ms(176), "capped by the TTL");
+        let fixed = Timing {
+            node_timeout: Some(ms(7)),
+            ..t
+        };
+        assert_eq!(fixed.fitted_node_timeout(ttl, Some(ms(120))), ms(7), "explicit wins");
+        let _ = t.fitted_node_timeout(Duration::MAX, Some(Duration::MAX));
+        let _ = t.fitted_node_timeout(ms(1), Some(Duration::MAX));
     }
 
     #[test]

@@ -144,6 +144,12 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
 
     /// The server's `run_id`, when known (read with quarantine on).
     fn run_id(&self) -> Option<String>;
+
+    /// This node's round-trip estimate; `None` for transports that do not measure it. The default
+    /// node deadline follows its bound.
+    fn rtt(&self) -> Option<&crate::rtt::RttEstimate> {
+        None
+    }
 }
 
 /// The reply future [`NodeClient::send`] returns: a concrete type, so the hot path stays free of boxing

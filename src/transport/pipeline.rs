@@ -30,6 +30,8 @@ use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending};
 use crate::addr::NodeAddr;
 use crate::error::NodeError;
 use crate::quarantine::{Quarantine, ServerIdentity};
+use crate::rtt::RttEstimate;
+use tokio::time::Instant;
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
 #[derive(Debug)]
@@ -45,6 +47,8 @@ struct Shared {
     wake_writer: Notify,
     /// Whether this node votes, from the identity each (re)connect reads.
     quarantine: Quarantine,
+    /// Round-trip estimate: one sample per written batch (see `State::probe`).
+    rtt: RttEstimate,
     /// Cancelled when the handle is dropped: stops the reader, writer and reconnect loop.
     shutdown: CancellationToken,
 }
@@ -61,6 +65,13 @@ struct State {
     out: BytesMut,
     /// One slot per command written or queued, in wire order.
     pending: VecDeque<Slot>,
+    /// Commands ever queued / answered on this connection: positions in the wire order.
+    queued: u64,
+    answered: u64,
+    /// The RTT probe in flight: the position of the last command of a written batch and when the
+    /// batch was handed to the socket. Its reply completes the sample. One at a time: two clock reads
+    /// per batch, none per command.
+    probe: Option<(u64, Instant)>,
     /// Cancels the current connection's reader and writer.
     conn_token: CancellationToken,
 }
@@ -78,10 +89,14 @@ impl PipelineNode {
                 generation: 0,
                 out: BytesMut::with_capacity(16 * 1024),
                 pending: VecDeque::new(),
+                queued: 0,
+                answered: 0,
+                probe: None,
                 conn_token: CancellationToken::new(),
             }),
             wake_writer: Notify::new(),
             quarantine: Quarantine::new(opts.quarantine),
+            rtt: RttEstimate::default(),
             shutdown: CancellationToken::new(),
         });
         match open(&shared.addr, &shared.opts, true).await {
@@ -128,6 +143,10 @@ impl NodeClient for PipelineNode {
 
     fn run_id(&self) -> Option<String> {
         self.shared.quarantine.run_id()
+    }
+
+    fn rtt(&self) -> Option<&RttEstimate> {
+        Some(&self.shared.rtt)
     }
 }
 
@@ -220,6 +239,7 @@ impl Shared {
             None => encode_cmd(&mut st.out, cmd, eval_source),
         }
         st.pending.push_back(Slot { tx, script });
+        st.queued += 1;
         drop(st);
         // The writer takes the whole buffer each time it wakes, so only the first command of a batch
         // needs to wake it; `notify_one` keeps a permit if the writer is busy writing.
@@ -241,6 +261,9 @@ impl Shared {
             st.connected = true;
             st.last_error = None;
             st.out.clear();
+            st.probe = None;
+            st.queued = st.pending.len() as u64;
+            st.answered = 0;
             st.conn_token = token.clone();
             st.generation
         };
@@ -293,7 +316,12 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             _ = shared.wake_writer.notified() => {}
         }
         {
+            // Read before the lock: the sample then includes the whole write, never less.
+            let now = Instant::now();
             let mut st = shared.lock();
+            if st.probe.is_none() && !st.out.is_empty() {
+                st.probe = Some((st.queued, now));
+            }
             if st.generation != generation {
                 // This wake-up may have been meant for the new connection's writer: pass it on.
                 drop(st);
@@ -358,6 +386,13 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 match st.pending.pop_front() {
                     Some(tx) => slots.push(tx),
                     None => break,
+                }
+            }
+            st.answered += slots.len() as u64;
+            if let Some((last, sent)) = st.probe {
+                if st.answered >= last {
+                    st.probe = None;
+                    shared.rtt.sample(sent.elapsed());
                 }
             }
         }
