@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::error::LockError;
-use crate::fanout::fan_out;
+use crate::fanout::{fan_out, Deadline};
 use crate::lock::Lock;
 use crate::observe::Op;
 use crate::quorum::{Tally, Vote};
@@ -104,7 +104,7 @@ impl Redlock {
                     let marked = fan_out(
                         self.nodes(),
                         &mark,
-                        Instant::now() + self.round_timeout(ttl),
+                        Deadline::fixed(Instant::now() + self.round_timeout(ttl)),
                         Vote::of_script,
                     );
                     marked.await;
@@ -222,7 +222,7 @@ impl Redlock {
             armed: true,
         };
         let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
-        let deadline = start + self.round_timeout(ttl);
+        let deadline = self.round_deadline(start, ttl, None);
         let tally = fan_out(self.nodes(), &cmd, deadline, target.kind.acquire_vote()).await;
         // One clock read serves the metric and the validity (a read is most of what observing costs).
         let elapsed = start.elapsed();

@@ -58,7 +58,8 @@ pub struct Config {
     /// Bound on connecting to one node (TCP + AUTH + SELECT). Default: 1 s.
     pub connect_timeout: Duration,
     /// Requests queued or in flight per node before new ones fail fast with backpressure (a last
-    /// resort: `max_in_flight` keeps the queues far below it). Default: 65 536.
+    /// resort: admission control keeps the queues below it, admitting at most `max_pending / 4`
+    /// rounds even when `max_in_flight` is larger). Default: 65 536.
     pub max_pending: usize,
     /// Admission control: most rounds (acquire attempts, releases, extends, renewals) on the nodes at
     /// once, across every task using this engine. Past it, a round waits here, first come first
@@ -132,6 +133,7 @@ pub(crate) struct Settings {
     pub(crate) notify_releases: bool,
     pub(crate) max_local_handoffs: u32,
     pub(crate) max_in_flight: usize,
+    pub(crate) max_pending: usize,
     pub(crate) connect: ConnectOptions,
 }
 
@@ -246,7 +248,11 @@ impl Config {
             local_queue: self.local_queue,
             notify_releases: self.notify_releases,
             max_local_handoffs: self.max_local_handoffs,
-            max_in_flight: self.max_in_flight,
+            // Each admitted round queues one command per node and may leave one background release
+            // behind; admission also waits while a majority of connections are half full, so a
+            // quarter of `max_pending` keeps the hard limit out of reach (see `admission`).
+            max_in_flight: self.max_in_flight.min((self.max_pending / 4).max(1)),
+            max_pending: self.max_pending,
             connect: ConnectOptions {
                 connect_timeout: self.connect_timeout,
                 max_pending: self.max_pending,

@@ -4,11 +4,27 @@
 //! Why one timer for the round: every node's request starts at the same instant, so the per-node
 //! deadlines are the same instant too; one `sleep_until` replaces N timers. Replies still pending at the
 //! decision are dropped here, but their commands were queued and still run: release covers them.
+//!
+//! Why a node is not timed out at the first expiry (see [`Deadline`]): the deadline is there to stop
+//! waiting for a **silent** node, and safety does not depend on it (validity is measured whatever the
+//! wait). Under load, the timer and the reply can become ready in the same turn of the runtime, and
+//! this task may run before the connection's reader has handed the reply over: one short grace lets
+//! it. After that, a node whose connection delivered replies since the round started is alive and
+//! answering in order, only behind: it is waited for in further steps, up to the round's last
+//! moment; so is every node while this task itself runs late (a congested runtime delays the readers
+//! too). Only a node that said nothing while we were on time is a timeout — so our own queueing delay
+//! is not reported as a node failure.
 
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::Duration;
+
+/// The grace after the first expiry: long enough for the connection's reader to run, short enough
+/// that a dead node costs little more than its deadline.
+const GRACE_MIN: Duration = Duration::from_millis(1);
+const GRACE_MAX: Duration = Duration::from_millis(10);
 
 use tokio::time::Instant;
 
@@ -23,11 +39,43 @@ thread_local! {
         std::cell::RefCell::new(bytes::BytesMut::with_capacity(256));
 }
 
+/// How long a round waits for a node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    /// The node deadline: a node silent since the round started is a timeout here (after a grace).
+    pub(crate) first: Instant,
+    /// How much longer each further step waits for a node that is answering.
+    pub(crate) step: Duration,
+    /// Never past this (what the lock's TTL or validity allows).
+    pub(crate) last: Instant,
+}
+
+impl Deadline {
+    /// A round that started at `start` with node deadline `timeout`, extended up to `last`.
+    pub(crate) fn new(start: Instant, timeout: Duration, last: Instant) -> Self {
+        let first = (start + timeout).min(last);
+        Self {
+            first,
+            step: timeout,
+            last: last.max(first),
+        }
+    }
+
+    /// One fixed instant, no extension.
+    pub(crate) fn fixed(at: Instant) -> Self {
+        Self {
+            first: at,
+            step: Duration::ZERO,
+            last: at,
+        }
+    }
+}
+
 /// Sends `cmd` to all `nodes` and tallies `read(reply)` votes until decided or `deadline`.
 pub(crate) async fn fan_out(
     nodes: &[Arc<dyn NodeClient>],
     cmd: &Cmd,
-    deadline: Instant,
+    deadline: Deadline,
     read: fn(NodeResult) -> Vote,
 ) -> Tally {
     round(nodes, cmd, deadline, read, true).await
@@ -37,7 +85,7 @@ pub(crate) async fn fan_out(
 pub(crate) async fn release_round(
     nodes: &[Arc<dyn NodeClient>],
     cmd: &Cmd,
-    deadline: Instant,
+    deadline: Deadline,
 ) -> Tally {
     run(
         nodes,
@@ -54,7 +102,7 @@ pub(crate) async fn release_round(
 pub(crate) async fn round(
     nodes: &[Arc<dyn NodeClient>],
     cmd: &Cmd,
-    deadline: Instant,
+    deadline: Deadline,
     read: fn(NodeResult) -> Vote,
     early: bool,
 ) -> Tally {
@@ -64,7 +112,7 @@ pub(crate) async fn round(
 async fn run(
     nodes: &[Arc<dyn NodeClient>],
     cmd: &Cmd,
-    deadline: Instant,
+    deadline: Deadline,
     read: fn(NodeResult) -> Vote,
     early: bool,
     mut tally: Tally,
@@ -87,7 +135,10 @@ async fn run(
             }
         }
     });
-    let mut timer = pin!(tokio::time::sleep_until(deadline));
+    let mut timer = pin!(tokio::time::sleep_until(deadline.first));
+    let mut armed_for = deadline.first;
+    let mut graced = false;
+    let began = deadline.first.checked_sub(deadline.step);
     poll_fn(|cx| {
         let mut open = 0;
         for (index, slot) in waiting.iter_mut().enumerate() {
@@ -106,12 +157,39 @@ async fn run(
             return Poll::Ready(());
         }
         if timer.as_mut().poll(cx).is_ready() {
+            let now = Instant::now();
+            let grace = (deadline.step / 4).clamp(GRACE_MIN, GRACE_MAX);
+            // This task ran well after its timer: the runtime is congested, so the connection
+            // readers are probably behind too. Not the nodes' fault: wait another step.
+            let congested = now.saturating_duration_since(armed_for) > grace;
+            let mut still = 0;
             for (index, slot) in waiting.iter_mut().enumerate() {
-                if slot.take().is_some() {
+                if slot.is_none() {
+                    continue;
+                }
+                // A node that answered anything since the round began is alive and in order.
+                let answering = began
+                    .is_some_and(|began| nodes[index].last_reply().is_some_and(|at| at >= began));
+                if now < deadline.last && (!graced || answering || congested) {
+                    still += 1;
+                } else if slot.take().is_some() {
                     tally.record(index, Vote::Failed(NodeError::Timeout));
+                    if tally.decision() != Decision::Open && early {
+                        return Poll::Ready(());
+                    }
                 }
             }
-            return Poll::Ready(());
+            if still == 0 {
+                return Poll::Ready(());
+            }
+            let wait = if graced { deadline.step } else { grace };
+            graced = true;
+            armed_for = (now + wait).min(deadline.last);
+            timer.as_mut().reset(armed_for);
+            // Poll the new timer now so it is registered with this task's waker.
+            if timer.as_mut().poll(cx).is_ready() {
+                cx.waker().wake_by_ref();
+            }
         }
         Poll::Pending
     })

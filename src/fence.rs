@@ -112,7 +112,7 @@ impl Redlock {
                 value: lock.value,
                 args: Args::of(&[token]),
             };
-            let deadline = (start + self.round_timeout(lock.ttl)).min(lock.valid_until);
+            let deadline = self.round_deadline(start, lock.ttl, Some(lock.valid_until));
             let tally = fan_out(self.nodes(), &cmd, deadline, Vote::of_fence_commit).await;
             self.metrics().round(Op::Fence, &tally, start.elapsed());
             // Usable only if the majority confirmed while the lock was still valid.

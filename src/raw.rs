@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
-use crate::fanout::round;
+use crate::fanout::{round, Deadline};
 use crate::quorum::Vote;
 use crate::scripts::RELEASE;
 use crate::transport::{Args, Cmd, Keys};
@@ -30,7 +30,7 @@ pub async fn set_all(
     round(
         r.nodes(),
         &cmd,
-        Instant::now() + timeout,
+        Deadline::fixed(Instant::now() + timeout),
         Vote::of_set,
         false,
     )
@@ -49,7 +49,7 @@ pub async fn release_all(r: &Redlock, key: &Bytes, value: LockValue, timeout: Du
     round(
         r.nodes(),
         &cmd,
-        Instant::now() + timeout,
+        Deadline::fixed(Instant::now() + timeout),
         Vote::of_script,
         false,
     )

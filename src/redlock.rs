@@ -13,18 +13,18 @@ use tokio::time::Instant;
 
 use crate::acquire::{release_cmd, start};
 use crate::admission::Admission;
-use crate::release_retry::ReleaseRetry;
 use crate::config::{Config, Settings};
 use crate::error::LockError;
-use crate::fanout::{fan_out, release_round};
+use crate::fanout::{fan_out, release_round, Deadline};
 use crate::kind::Kind;
 use crate::lock::Lock;
 use crate::observe::{Metrics, Op};
 use crate::quorum::{Tally, Vote};
-use crate::watchdog::Watchdog;
+use crate::release_retry::ReleaseRetry;
 use crate::transport::subscriber::Notifier;
 use crate::transport::{self, Args, Cmd, Keys, NodeClient};
 use crate::waitq::{LocalHold, LocalQueues};
+use crate::watchdog::Watchdog;
 
 /// A Redlock engine over a fixed set of independent Redis masters. Cheap to clone (one `Arc`).
 #[derive(Clone)]
@@ -84,7 +84,7 @@ impl Redlock {
                 }
             }
         }
-        let settings_max_in_flight = settings.max_in_flight;
+        let admission = Admission::new(settings.max_in_flight, settings.max_pending);
         let engine = Self {
             inner: Arc::new(Inner {
                 settings,
@@ -93,7 +93,7 @@ impl Redlock {
                 queues: Arc::default(),
                 notifier: OnceLock::new(),
                 metrics: Metrics::new(n),
-                admission: Admission::new(settings_max_in_flight),
+                admission,
                 release_retry: ReleaseRetry::start(),
             }),
         };
@@ -236,7 +236,9 @@ impl Redlock {
         let started = Instant::now();
         let lock_held = lock.held;
         let cmd = release_cmd(lock.kind.release_script(s.notify_releases), &lock);
-        let mut round = pin!(release_round(self.nodes(), &cmd, started + timeout));
+        // Past one TTL the keys are gone anyway; until then a node that is answering is waited for.
+        let deadline = Deadline::new(started, timeout, started + lock.ttl);
+        let mut round = pin!(release_round(self.nodes(), &cmd, deadline));
         // The first poll queues the release on every connection; a local waiter let in after that is
         // written behind it, so its SET finds the key gone — no need to wait for our replies first.
         let early = start(round.as_mut()).await;
@@ -259,8 +261,7 @@ impl Redlock {
         let keys_expire = Instant::now() + lock.ttl;
         for (index, cause) in &tally.failures {
             if let Some(node) = self.nodes().get(*index) {
-                self.release_retry()
-                    .resend(node, &cmd, cause, keys_expire);
+                self.release_retry().resend(node, &cmd, cause, keys_expire);
             }
         }
         if let Some(flag) = remote_flag {
@@ -319,7 +320,7 @@ impl Redlock {
             args: Args::of(&[millis(ttl)]),
         };
         // Replies after the current validity ended prove nothing: someone else may hold it by then.
-        let deadline = (start + self.round_timeout(ttl)).min(lock.valid_until);
+        let deadline = self.round_deadline(start, ttl, Some(lock.valid_until));
         let tally = fan_out(self.nodes(), &cmd, deadline, Vote::of_script).await;
         self.metrics().round(Op::Extend, &tally, start.elapsed());
         self.settle_extend(lock, ttl, start, tally)

@@ -113,12 +113,7 @@ impl Redlock {
     pub fn renew(&self, lock: Lock, policy: RenewPolicy) -> Result<RenewedLock, LockError> {
         let every = self.check_policy(&policy, lock.ttl)?;
         let now = Instant::now();
-        let first = next_renewal(
-            now,
-            every,
-            lock.valid_until,
-            self.round_timeout(lock.ttl),
-        );
+        let first = next_renewal(now, every, lock.valid_until, self.round_timeout(lock.ttl));
         let entry = Arc::new(Entry {
             lost: CancellationToken::new(),
             every,

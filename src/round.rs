@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use crate::admission::Admitted;
 use crate::error::LockError;
+use crate::fanout::Deadline;
 use crate::Redlock;
 
 impl Redlock {
@@ -19,17 +20,27 @@ impl Redlock {
     /// # Errors
     /// [`LockError::Overloaded`] if `until` passes first; nothing was sent.
     pub(crate) async fn admit(&self, until: Option<Instant>) -> Result<Admitted<'_>, LockError> {
-        self.admission().enter(until).await
+        self.admission().enter(self.nodes(), until).await
+    }
+
+    /// The deadline of a round that starts at `start`: the fitted node deadline first, extended for
+    /// nodes that are answering, but never past what the TTL allows nor past `limit` (a lock's
+    /// current validity, for extends).
+    pub(crate) fn round_deadline(
+        &self,
+        start: Instant,
+        ttl: Duration,
+        limit: Option<Instant>,
+    ) -> Deadline {
+        let longest = start + self.settings().timing.longest_round(ttl);
+        let last = limit.map_or(longest, |l| l.min(longest));
+        Deadline::new(start, self.round_timeout(ttl), last)
     }
 
     /// The per-node deadline of a round of a lock with this TTL: the configured one, or fitted to the
     /// slowest node's measured round trip (see [`crate::timing::Timing::fitted_node_timeout`]).
     pub(crate) fn round_timeout(&self, ttl: Duration) -> Duration {
-        let rtt = self
-            .nodes()
-            .iter()
-            .filter_map(|n| n.rtt()?.bound())
-            .max();
+        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
         self.settings().timing.fitted_node_timeout(ttl, rtt)
     }
 }

@@ -40,6 +40,15 @@ impl RttEstimate {
         self.srtt_us.store(srtt, Ordering::Relaxed);
     }
 
+    /// A first estimate from a connect: TCP's handshake and ours are about two round trips, so half
+    /// of `connect` — used only while nothing better is known, so the first round after a connect
+    /// over a slow link does not run on the fixed default deadline.
+    pub(crate) fn seed(&self, connect: Duration) {
+        if self.srtt_us.load(Ordering::Relaxed) == 0 {
+            self.sample(connect / 2);
+        }
+    }
+
     /// `srtt + 4 x rttvar`, or `None` before the first sample.
     pub(crate) fn bound(&self) -> Option<Duration> {
         let srtt = self.srtt_us.load(Ordering::Relaxed);

@@ -62,11 +62,14 @@ impl Timing {
             return base;
         }
         let Some(rtt) = rtt else { return base };
-        let cap = ttl
-            .saturating_sub(self.drift(ttl))
+        rtt.max(base).min(self.longest_round(ttl).max(base))
+    }
+
+    /// The longest a round of a lock with this TTL can usefully last: confirmations after
+    /// `TTL - drift - min_validity` leave less than the minimum validity.
+    pub fn longest_round(&self, ttl: Duration) -> Duration {
+        ttl.saturating_sub(self.drift(ttl))
             .saturating_sub(self.min_validity(ttl))
-            .max(base);
-        rtt.max(base).min(cap)
     }
 
     /// The clock-drift allowance subtracted from every validity.
@@ -147,16 +150,36 @@ mod tests {
         let t = timing();
         let ttl = Duration::from_millis(200);
         let ms = Duration::from_millis;
-        assert_eq!(t.fitted_node_timeout(ttl, None), ms(10), "no sample: the base");
-        assert_eq!(t.fitted_node_timeout(ttl, Some(ms(1))), ms(10), "fast node: the base");
-        assert_eq!(t.fitted_node_timeout(ttl, Some(ms(120))), ms(120), "slow link");
+        assert_eq!(
+            t.fitted_node_timeout(ttl, None),
+            ms(10),
+            "no sample: the base"
+        );
+        assert_eq!(
+            t.fitted_node_timeout(ttl, Some(ms(1))),
+            ms(10),
+            "fast node: the base"
+        );
+        assert_eq!(
+            t.fitted_node_timeout(ttl, Some(ms(120))),
+            ms(120),
+            "slow link"
+        );
         // 200 - (2 + 2) drift - 20 min validity
-        assert_eq!(t.fitted_node_timeout(ttl, Some(ms(900))), ms(176), "capped by the TTL");
+        assert_eq!(
+            t.fitted_node_timeout(ttl, Some(ms(900))),
+            ms(176),
+            "capped by the TTL"
+        );
         let fixed = Timing {
             node_timeout: Some(ms(7)),
             ..t
         };
-        assert_eq!(fixed.fitted_node_timeout(ttl, Some(ms(120))), ms(7), "explicit wins");
+        assert_eq!(
+            fixed.fitted_node_timeout(ttl, Some(ms(120))),
+            ms(7),
+            "explicit wins"
+        );
         let _ = t.fitted_node_timeout(Duration::MAX, Some(Duration::MAX));
         let _ = t.fitted_node_timeout(ms(1), Some(Duration::MAX));
     }

@@ -119,8 +119,12 @@ pub(crate) async fn run(weak: Weak<crate::redlock::Inner>, wake: Arc<Notify>) {
             let now = Instant::now();
             let mut registry = dog.registry();
             while registry.heap.peek().is_some_and(|Reverse(d)| d.at <= now) {
-                let Some(Reverse(due)) = registry.heap.pop() else { break };
-                let Some(entry) = due.entry.upgrade() else { continue };
+                let Some(Reverse(due)) = registry.heap.pop() else {
+                    break;
+                };
+                let Some(entry) = due.entry.upgrade() else {
+                    continue;
+                };
                 match entry.next_event() {
                     None => {} // released or lost: forget it
                     Some(at) if at > now => registry.push(at, due.entry),
@@ -186,7 +190,7 @@ async fn renew_once(engine: &Redlock, entry: &Entry) -> Option<Instant> {
         return Some(retry_at(entry, valid_until));
     };
     let start = Instant::now();
-    let deadline = (start + timeout).min(valid_until);
+    let deadline = engine.round_deadline(start, ttl, Some(valid_until));
     let tally = fan_out(engine.nodes(), &cmd, deadline, Vote::of_script).await;
     engine.metrics().round(Op::Renew, &tally, start.elapsed());
     let hopeless = cannot_win(&tally);

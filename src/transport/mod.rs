@@ -145,6 +145,17 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
     /// The server's `run_id`, when known (read with quarantine on).
     fn run_id(&self) -> Option<String>;
 
+    /// Requests queued or in flight on this node's connection (0 for transports that do not say).
+    fn backlog(&self) -> usize {
+        0
+    }
+
+    /// When this node's connection last delivered a reply (to anyone); `None` if unknown. A round
+    /// keeps waiting past its node deadline for a node that answered since the round began.
+    fn last_reply(&self) -> Option<tokio::time::Instant> {
+        None
+    }
+
     /// This node's round-trip estimate; `None` for transports that do not measure it. The default
     /// node deadline follows its bound.
     fn rtt(&self) -> Option<&crate::rtt::RttEstimate> {

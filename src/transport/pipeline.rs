@@ -15,6 +15,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -49,6 +50,8 @@ struct Shared {
     quarantine: Quarantine,
     /// Round-trip estimate: one sample per written batch (see `State::probe`).
     rtt: RttEstimate,
+    /// `State::pending.len()`, readable without the lock (admission control looks at it per round).
+    backlog: AtomicUsize,
     /// Cancelled when the handle is dropped: stops the reader, writer and reconnect loop.
     shutdown: CancellationToken,
 }
@@ -72,6 +75,8 @@ struct State {
     /// batch was handed to the socket. Its reply completes the sample. One at a time: two clock reads
     /// per batch, none per command.
     probe: Option<(u64, Instant)>,
+    /// When the reader last handed out replies: the node is alive and answering in order.
+    last_reply: Option<Instant>,
     /// Cancels the current connection's reader and writer.
     conn_token: CancellationToken,
 }
@@ -92,15 +97,21 @@ impl PipelineNode {
                 queued: 0,
                 answered: 0,
                 probe: None,
+                last_reply: None,
                 conn_token: CancellationToken::new(),
             }),
             wake_writer: Notify::new(),
             quarantine: Quarantine::new(opts.quarantine),
             rtt: RttEstimate::default(),
+            backlog: AtomicUsize::new(0),
             shutdown: CancellationToken::new(),
         });
+        let began = Instant::now();
         match open(&shared.addr, &shared.opts, true).await {
-            Ok((stream, identity)) => shared.install(stream, identity),
+            Ok((stream, identity)) => {
+                shared.rtt.seed(began.elapsed());
+                shared.install(stream, identity)
+            }
             Err(e) => {
                 shared.lock().last_error = Some(e);
                 tokio::spawn(reconnect_loop(shared.clone()));
@@ -143,6 +154,14 @@ impl NodeClient for PipelineNode {
 
     fn run_id(&self) -> Option<String> {
         self.shared.quarantine.run_id()
+    }
+
+    fn backlog(&self) -> usize {
+        self.shared.backlog.load(Ordering::Relaxed)
+    }
+
+    fn last_reply(&self) -> Option<Instant> {
+        self.shared.lock().last_reply
     }
 
     fn rtt(&self) -> Option<&RttEstimate> {
@@ -240,6 +259,7 @@ impl Shared {
         }
         st.pending.push_back(Slot { tx, script });
         st.queued += 1;
+        self.backlog.store(st.pending.len(), Ordering::Relaxed);
         drop(st);
         // The writer takes the whole buffer each time it wakes, so only the first command of a batch
         // needs to wake it; `notify_one` keeps a permit if the writer is busy writing.
@@ -292,6 +312,7 @@ impl Shared {
             st.connected = false;
             st.out.clear();
             st.conn_token.cancel();
+            self.backlog.store(0, Ordering::Relaxed);
             std::mem::take(&mut st.pending)
         };
         for slot in drained {
@@ -378,10 +399,12 @@ async fn read_loop<R: AsyncRead + Unpin>(
             continue;
         }
         {
+            let now = Instant::now();
             let mut st = shared.lock();
             if st.generation != generation {
                 return;
             }
+            st.last_reply = Some(now);
             for _ in 0..replies.len() {
                 match st.pending.pop_front() {
                     Some(tx) => slots.push(tx),
@@ -389,10 +412,11 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 }
             }
             st.answered += slots.len() as u64;
+            shared.backlog.store(st.pending.len(), Ordering::Relaxed);
             if let Some((last, sent)) = st.probe {
                 if st.answered >= last {
                     st.probe = None;
-                    shared.rtt.sample(sent.elapsed());
+                    shared.rtt.sample(now.saturating_duration_since(sent));
                 }
             }
         }
@@ -436,9 +460,11 @@ async fn reconnect_loop(shared: Arc<Shared>) {
             _ = shared.shutdown.cancelled() => return,
             _ = tokio::time::sleep(sleep) => {}
         }
+        let began = Instant::now();
         match open(&shared.addr, &shared.opts, true).await {
             Ok((stream, identity)) if !shared.shutdown.is_cancelled() => {
-                return shared.install(stream, identity)
+                shared.rtt.seed(began.elapsed());
+                return shared.install(stream, identity);
             }
             Ok(_) => return,
             Err(e) => {
