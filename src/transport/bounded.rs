@@ -7,7 +7,7 @@
 //! headers first, iteratively (an array is a counter on a fixed stack of [`MAX_DEPTH`] counters, not a
 //! call), and checks every declared length against [`Limits::max_size`] *before* anything is buffered for
 //! it. Only a complete frame known to be within bounds is turned into a reply: directly into [`Reply`] on
-//! the lock path ([`next_reply`], no second parse), or by `redis-protocol` for the subscriber, whose
+//! the lock path ([`Framer::next_reply`], no second parse), or by `redis-protocol` for the subscriber, whose
 //! frames are arrays (its recursion is then bounded by [`MAX_DEPTH`]).
 //!
 //! What a connection buffers is bounded too: an incomplete frame is at most `max_size` bytes (longer is a
@@ -87,134 +87,189 @@ pub(crate) enum Scan {
 /// Longest header line (`$`, `*`, `:`): a sign and 19 digits, then CRLF.
 const MAX_NUMBER_LINE: usize = 20;
 
-/// Walks the first frame of `buf` without recursion or allocation. Cost: one step per frame header (bulk
-/// bodies are skipped, not read), plus a `memchr` per line.
-pub(crate) fn scan(buf: &[u8], limits: &Limits) -> Result<Scan, Violation> {
-    let too_large = Violation::TooLarge {
-        max_size: limits.max_size,
-    };
-    // Elements still expected at each open array level, innermost last.
-    let mut open = [0usize; MAX_DEPTH];
-    let mut depth = 0;
-    let mut pos = 0;
-    loop {
-        let Some(&kind) = buf.get(pos) else {
+/// Frames one connection's input: walks the first frame's headers without recursion or allocation and
+/// resumes where it stopped when more input arrives, so a reply that trickles in costs one pass over its
+/// headers in total, not one per read (bulk bodies are skipped, not read).
+#[derive(Debug, Clone)]
+pub(crate) struct Framer {
+    limits: Limits,
+    /// Elements still expected at each open array level, innermost last.
+    open: [usize; MAX_DEPTH],
+    depth: usize,
+    /// Where the first element not yet fully scanned starts.
+    pos: usize,
+    /// How much input the last incomplete scan saw.
+    seen: usize,
+    /// When the element at `pos` is a bulk string whose body is not all in: the input length it needs.
+    need: usize,
+}
+
+impl Framer {
+    pub(crate) fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            open: [0; MAX_DEPTH],
+            depth: 0,
+            pos: 0,
+            seen: 0,
+            need: 0,
+        }
+    }
+
+    /// Takes the first complete frame off `buf`, if there is one, after checking it against the
+    /// limits. `buf` must only have grown since the last call.
+    pub(crate) fn next_frame(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, Violation> {
+        match self.scan(buf)? {
+            Scan::Incomplete => Ok(None),
+            Scan::Complete(len) => Ok(Some(buf.split_to(len))),
+        }
+    }
+
+    /// Takes the first complete reply off `buf` as the algorithm sees it (the lock path: no second
+    /// parse, no frame tree). Server errors become [`NodeError::Server`].
+    pub(crate) fn next_reply(
+        &mut self,
+        buf: &mut BytesMut,
+    ) -> Result<Option<NodeResult>, Violation> {
+        Ok(self.next_frame(buf)?.map(|frame| to_reply(frame.freeze())))
+    }
+
+    /// Where the first frame of `buf` stands; resumes the previous incomplete scan.
+    pub(crate) fn scan(&mut self, buf: &[u8]) -> Result<Scan, Violation> {
+        let result = self.scan_inner(buf);
+        if !matches!(result, Ok(Scan::Incomplete)) {
+            *self = Self::new(self.limits);
+        }
+        result
+    }
+
+    fn scan_inner(&mut self, buf: &[u8]) -> Result<Scan, Violation> {
+        let max_size = self.limits.max_size;
+        let too_large = Violation::TooLarge { max_size };
+        // Resuming inside one element: a status/error line can only end with a `\n` in the new input,
+        // a bulk body only once `need` bytes are in. Anything else is rescanned (a few bytes).
+        let waiting = match buf.get(self.pos) {
+            Some(b'+' | b'-') => memchr(b'\n', &buf[self.seen.max(self.pos)..]).is_none(),
+            Some(b'$') => buf.len() < self.need,
+            _ => false,
+        };
+        if self.seen > 0 && waiting && buf.len() <= max_size {
+            self.seen = buf.len();
             return Ok(Scan::Incomplete);
-        };
-        let line_max = match kind {
-            b'+' | b'-' => limits.max_size,
-            _ => MAX_NUMBER_LINE,
-        };
-        let start = pos + 1;
-        // The line's content, then CRLF.
-        let limit = line_max.saturating_add(2);
-        let window = &buf[start..buf.len().min(start.saturating_add(limit))];
-        let Some(nl) = memchr(b'\n', window) else {
-            if window.len() >= limit {
-                return Err(if line_max == MAX_NUMBER_LINE {
-                    Violation::Malformed("length or integer too long")
-                } else {
-                    too_large
-                });
+        }
+        let mut pos = self.pos;
+        loop {
+            let at = pos;
+            let incomplete = |me: &mut Self| {
+                me.pos = at;
+                me.seen = buf.len();
+                Ok(Scan::Incomplete)
+            };
+            let Some(&kind) = buf.get(pos) else {
+                return incomplete(self);
+            };
+            let line_max = match kind {
+                b'+' | b'-' => max_size,
+                _ => MAX_NUMBER_LINE,
+            };
+            let start = pos + 1;
+            // The line's content, then CRLF.
+            let limit = line_max.saturating_add(2);
+            let window = &buf[start..buf.len().min(start.saturating_add(limit))];
+            let Some(nl) = memchr(b'\n', window) else {
+                if window.len() >= limit {
+                    return Err(if line_max == MAX_NUMBER_LINE {
+                        Violation::Malformed("length or integer too long")
+                    } else {
+                        too_large
+                    });
+                }
+                if buf.len() > max_size {
+                    return Err(too_large);
+                }
+                return incomplete(self);
+            };
+            if nl == 0 || window[nl - 1] != b'\r' {
+                return Err(Violation::Malformed("line not ended by CRLF"));
             }
-            if buf.len() > limits.max_size {
+            let line = &window[..nl - 1];
+            pos = start + nl + 1;
+            match kind {
+                // A lone CR inside the line would make readers disagree on where it ends.
+                b'+' | b'-' if memchr(b'\r', line).is_some() => {
+                    return Err(Violation::Malformed("CR inside a status or error line"))
+                }
+                b'+' | b'-' => {}
+                b':' => {
+                    parse_int(line).ok_or(Violation::Malformed("bad integer"))?;
+                }
+                b'$' => match parse_len(line)? {
+                    None => {}
+                    Some(len) => {
+                        // Checked before a byte of the body is awaited: a huge declaration fails here.
+                        let end = pos
+                            .checked_add(len)
+                            .and_then(|e| e.checked_add(2))
+                            .filter(|&e| e <= max_size)
+                            .ok_or(too_large.clone())?;
+                        if buf.len() < end {
+                            self.need = end;
+                            return incomplete(self);
+                        }
+                        if &buf[end - 2..end] != b"\r\n" {
+                            return Err(Violation::Malformed("bulk string not ended by CRLF"));
+                        }
+                        pos = end;
+                    }
+                },
+                b'*' => match parse_len(line)? {
+                    None | Some(0) => {}
+                    Some(count) => {
+                        // Every element takes at least 3 bytes (`+\r\n`).
+                        if count > max_size / 3 {
+                            return Err(too_large);
+                        }
+                        if self.depth == MAX_DEPTH {
+                            return Err(Violation::TooDeep);
+                        }
+                        self.open[self.depth] = count;
+                        self.depth += 1;
+                        if pos > max_size {
+                            return Err(too_large);
+                        }
+                        continue;
+                    }
+                },
+                b'>' | b'%' | b'~' | b'_' | b',' | b'#' | b'!' | b'=' | b'(' | b'|' => {
+                    return Err(Violation::Malformed("RESP3 type on a RESP2 connection"))
+                }
+                _ => return Err(Violation::Malformed("unknown type byte")),
+            }
+            if pos > max_size {
                 return Err(too_large);
             }
-            return Ok(Scan::Incomplete);
-        };
-        if nl == 0 || window[nl - 1] != b'\r' {
-            return Err(Violation::Malformed("line not ended by CRLF"));
-        }
-        let line = &window[..nl - 1];
-        pos = start + nl + 1;
-        match kind {
-            // A lone CR inside the line would make readers disagree on where it ends.
-            b'+' | b'-' if memchr(b'\r', line).is_some() => {
-                return Err(Violation::Malformed("CR inside a status or error line"))
-            }
-            b'+' | b'-' => {}
-            b':' => {
-                parse_int(line).ok_or(Violation::Malformed("bad integer"))?;
-            }
-            b'$' => match parse_len(line)? {
-                None => {}
-                Some(len) => {
-                    // Checked before a byte of the body is awaited: a huge declaration fails here.
-                    let end = pos
-                        .checked_add(len)
-                        .and_then(|e| e.checked_add(2))
-                        .filter(|&e| e <= limits.max_size)
-                        .ok_or(too_large.clone())?;
-                    if buf.len() < end {
-                        return Ok(Scan::Incomplete);
-                    }
-                    if &buf[end - 2..end] != b"\r\n" {
-                        return Err(Violation::Malformed("bulk string not ended by CRLF"));
-                    }
-                    pos = end;
+            // One element done: close every array it completes.
+            while self.depth > 0 {
+                self.open[self.depth - 1] -= 1;
+                if self.open[self.depth - 1] > 0 {
+                    break;
                 }
-            },
-            b'*' => match parse_len(line)? {
-                None | Some(0) => {}
-                Some(count) => {
-                    // Every element takes at least 3 bytes (`+\r\n`).
-                    if count > limits.max_size / 3 {
-                        return Err(too_large);
-                    }
-                    if depth == MAX_DEPTH {
-                        return Err(Violation::TooDeep);
-                    }
-                    open[depth] = count;
-                    depth += 1;
-                    if pos > limits.max_size {
-                        return Err(too_large);
-                    }
-                    continue;
-                }
-            },
-            b'>' | b'%' | b'~' | b'_' | b',' | b'#' | b'!' | b'=' | b'(' | b'|' => {
-                return Err(Violation::Malformed("RESP3 type on a RESP2 connection"))
+                self.depth -= 1;
             }
-            _ => return Err(Violation::Malformed("unknown type byte")),
-        }
-        if pos > limits.max_size {
-            return Err(too_large);
-        }
-        // One element done: close every array it completes.
-        while depth > 0 {
-            open[depth - 1] -= 1;
-            if open[depth - 1] > 0 {
-                break;
+            if self.depth == 0 {
+                return Ok(Scan::Complete(pos));
             }
-            depth -= 1;
-        }
-        if depth == 0 {
-            return Ok(Scan::Complete(pos));
         }
     }
 }
 
-/// Takes the first complete frame off `buf`, if there is one, after checking it against `limits`.
-pub(crate) fn next_frame(
-    buf: &mut BytesMut,
-    limits: &Limits,
-) -> Result<Option<BytesMut>, Violation> {
-    match scan(buf, limits)? {
-        Scan::Incomplete => Ok(None),
-        Scan::Complete(len) => Ok(Some(buf.split_to(len))),
-    }
+/// [`Framer::scan`] from scratch, for one-off checks.
+#[cfg(test)]
+pub(crate) fn scan(buf: &[u8], limits: &Limits) -> Result<Scan, Violation> {
+    Framer::new(*limits).scan(buf)
 }
 
-/// Takes the first complete reply off `buf` as the algorithm sees it (the lock path: no second parse,
-/// no frame tree). Server errors become [`NodeError::Server`].
-pub(crate) fn next_reply(
-    buf: &mut BytesMut,
-    limits: &Limits,
-) -> Result<Option<NodeResult>, Violation> {
-    Ok(next_frame(buf, limits)?.map(|frame| to_reply(frame.freeze())))
-}
-
-/// Reads one frame [`scan`] found complete and well formed.
+/// Reads one frame [`Framer::scan`] found complete and well formed.
 fn to_reply(frame: Bytes) -> NodeResult {
     // `scan` checked the CRLFs; a line's content is between the type byte and the first CRLF.
     let line_end = memchr(b'\r', &frame).unwrap_or(frame.len());

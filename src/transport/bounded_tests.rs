@@ -57,7 +57,7 @@ fn agrees_with_redis_protocol_on_real_replies() {
         let mut theirs = BytesMut::from(&reply[..]);
         let (frame, _, _) = decode_bytes_mut(&mut theirs).unwrap().unwrap();
         let mut ours = BytesMut::from(&reply[..]);
-        let got = next_reply(&mut ours, &SMALL).unwrap().unwrap();
+        let got = Framer::new(SMALL).next_reply(&mut ours).unwrap().unwrap();
         use redis_protocol::resp2::types::BytesFrame as F;
         let expected = match frame {
             F::SimpleString(s) if &s[..] == b"OK" => Ok(Reply::Ok),
@@ -149,7 +149,7 @@ fn integers_cover_i64() {
 #[test]
 fn server_errors_are_cut_short() {
     let mut buf = BytesMut::from(&format!("-ERR {}\r\n", "x".repeat(10_000))[..]);
-    match next_reply(&mut buf, &SMALL).unwrap().unwrap() {
+    match Framer::new(SMALL).next_reply(&mut buf).unwrap().unwrap() {
         Err(NodeError::Server(msg)) => assert_eq!(msg.len(), MAX_ERROR_TEXT),
         other => panic!("{other:?}"),
     }
@@ -162,7 +162,7 @@ fn check(input: &[u8], limits: &Limits) {
         Ok(Scan::Complete(len)) => {
             assert!(len <= limits.max_size && len <= input.len());
             let mut buf = BytesMut::from(input);
-            let frame = next_frame(&mut buf, limits).unwrap().unwrap();
+            let frame = Framer::new(*limits).next_frame(&mut buf).unwrap().unwrap();
             let mut copy = frame.clone();
             let _ = to_reply(frame.freeze());
             let decoded = decode_bytes_mut(&mut copy);
@@ -240,6 +240,26 @@ fn random_inputs_never_panic_recurse_or_pass_the_bound() {
             }
         }
         check(&input, &limits);
+        // The same input in two reads through one framer: the resumed scan must agree.
+        let cut = rng.usize(..=input.len());
+        let mut framer = Framer::new(limits);
+        let first = framer.scan(&input[..cut]);
+        let resumed = match first {
+            Ok(Scan::Incomplete) => framer.scan(&input),
+            done => done,
+        };
+        let fresh = scan(&input, &limits);
+        match (&resumed, &fresh) {
+            // A complete (or broken) prefix decides before the rest arrives.
+            (Ok(Scan::Complete(n)), _) if *n <= cut => {}
+            (Err(_), _) if cut < input.len() && scan(&input[..cut], &limits).is_err() => {}
+            _ => assert_eq!(
+                resumed,
+                fresh,
+                "{:?} cut at {cut}",
+                String::from_utf8_lossy(&input)
+            ),
+        }
     }
 }
 
@@ -251,4 +271,45 @@ fn random_nesting_far_past_the_bound_is_refused_quickly() {
         let input = b"*1\r\n".repeat(levels);
         assert_eq!(scan(&input, &Limits::default()), Err(Violation::TooDeep));
     }
+}
+
+#[test]
+fn a_resumed_scan_agrees_with_a_fresh_one_at_every_split() {
+    let mut rng = fastrand::Rng::with_seed(99);
+    for reply in real_replies() {
+        for _ in 0..20 {
+            // Feed the reply in random pieces through one framer.
+            let mut framer = Framer::new(SMALL);
+            let mut buf = BytesMut::new();
+            let mut at = 0;
+            let mut got = None;
+            while at < reply.len() {
+                let step = rng.usize(1..=reply.len() - at);
+                buf.extend_from_slice(&reply[at..at + step]);
+                at += step;
+                if let Some(frame) = framer.next_frame(&mut buf).unwrap() {
+                    got = Some(frame);
+                }
+                assert_eq!(got.is_some(), at == reply.len(), "{reply:?} at {at}");
+            }
+            assert_eq!(&got.unwrap()[..], &reply[..]);
+        }
+    }
+}
+
+#[test]
+fn a_trickled_long_line_is_refused_at_the_bound() {
+    let mut framer = Framer::new(SMALL);
+    let mut buf = BytesMut::from(&b"+"[..]);
+    let chunk = [b'x'; 1000];
+    let mut result = Ok(None);
+    while buf.len() <= SMALL.max_size + chunk.len() {
+        buf.extend_from_slice(&chunk);
+        result = framer.next_frame(&mut buf);
+        if result.is_err() {
+            break;
+        }
+    }
+    assert!(matches!(result, Err(Violation::TooLarge { .. })));
+    assert!(buf.len() <= SMALL.max_size + chunk.len());
 }

@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
-use super::bounded::{next_reply, Limits};
+use super::bounded::{Framer, Limits};
 use super::resp::encode_args;
 use super::{ConnectOptions, Reply};
 use crate::addr::NodeAddr;
@@ -169,14 +169,16 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream.write_all(&out).await.map_err(|e| fail(&e))?;
     stream.flush().await.map_err(|e| fail(&e))?;
     let mut buf = BytesMut::with_capacity(512);
+    let mut framer = Framer::new(*limits);
     let mut replies = expected.into_iter();
     let mut next = replies.next();
     while next.is_some() {
         if stream.read_buf(&mut buf).await.map_err(|e| fail(&e))? == 0 {
             return Err(fail(&"closed during handshake"));
         }
-        while let Some(reply) =
-            next_reply(&mut buf, limits).map_err(|e| fail(&format_args!("handshake: {e}")))?
+        while let Some(reply) = framer
+            .next_reply(&mut buf)
+            .map_err(|e| fail(&format_args!("handshake: {e}")))?
         {
             let Some(expect) = next else {
                 return Err(fail(&"handshake: reply with no request outstanding"));
@@ -190,7 +192,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 (Expect::Info, Reply::Data(info)) => {
                     identity = Some(
-                        parse_info(info)
+                        parse_info(&info[..])
                             .ok_or_else(|| fail(&"INFO server gave no run_id/uptime"))?,
                     );
                 }

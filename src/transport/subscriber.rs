@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use redis_protocol::resp2::decode::decode_bytes_mut;
 use redis_protocol::resp2::types::BytesFrame;
 
-use super::bounded::{next_frame, Limits};
+use super::bounded::{Framer, Limits};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -215,6 +215,7 @@ async fn serve<S: AsyncRead + AsyncWrite>(
 ) -> bool {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = BytesMut::with_capacity(4096);
+    let mut framer = Framer::new(*limits);
     loop {
         tokio::select! {
             _ = stop.cancelled() => return true,
@@ -225,7 +226,7 @@ async fn serve<S: AsyncRead + AsyncWrite>(
                 }
             }
             read = rd.read_buf(&mut buf) => {
-                if !matches!(read, Ok(n) if n > 0) || !deliver(hub, &conn.addr, &mut buf, limits) {
+                if !matches!(read, Ok(n) if n > 0) || !deliver(hub, &conn.addr, &mut buf, &mut framer) {
                     return false;
                 }
             }
@@ -237,9 +238,9 @@ async fn serve<S: AsyncRead + AsyncWrite>(
 /// breaks a bound (`bounded` frames it first, so `redis-protocol` only sees a complete frame nested at
 /// most `MAX_DEPTH` deep). Messages are hints: a node that sends nonsense only costs its waiters their
 /// early wake-up, and gets its connection closed.
-fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, limits: &Limits) -> bool {
+fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, framer: &mut Framer) -> bool {
     loop {
-        let mut frame = match next_frame(buf, limits) {
+        let mut frame = match framer.next_frame(buf) {
             Ok(Some(frame)) => frame,
             Ok(None) => return true,
             Err(broken) => {

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Shared, Slot};
 use crate::error::NodeError;
-use crate::transport::bounded::next_reply;
+use crate::transport::bounded::Framer;
 use crate::transport::resp::is_noscript;
 use crate::transport::{Cmd, NodeResult};
 
@@ -20,7 +20,7 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
     generation: u64,
     token: CancellationToken,
 ) {
-    let limits = shared.opts.limits;
+    let mut framer = Framer::new(shared.opts.limits);
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut replies = Vec::new();
     let mut slots = Vec::new();
@@ -34,7 +34,7 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
         }
         // Bounded (see `bounded`): a node cannot make this recurse or buffer past `limits`.
         loop {
-            match next_reply(&mut buf, &limits) {
+            match framer.next_reply(&mut buf) {
                 Ok(Some(reply)) => replies.push(reply),
                 Ok(None) => break,
                 Err(broken) => return shared.fail(generation, broken.node_error(&shared.addr)),
