@@ -31,7 +31,8 @@
 //!   (the engine's own pipelined connection per node), `transport::fred` (feature `fred`; also every
 //!   Cluster and Sentinel node set),
 //!   `transport::subscriber` (release notifications), `transport::connect` (TCP + handshake),
-//!   `transport::resp` (RESP framing on `redis-protocol`).
+//!   `transport::resp` (command encoding), `transport::bounded` (reply framing with depth and size bounds,
+//!   so a hostile node cannot abort the process or exhaust its memory).
 
 mod acquire;
 mod addr;
