@@ -105,6 +105,18 @@ pub mod __private {
         }
     }
 
+    /// Frames every complete reply in `buf` as the engine's reader does (bounded, default limits) and
+    /// returns how many there were, or the bound broken: for `benches/decode.rs`.
+    pub fn decode_replies(buf: &mut bytes::BytesMut) -> Result<usize, String> {
+        let mut framer = crate::transport::bounded::Framer::new(Default::default());
+        let mut n = 0;
+        while let Some(reply) = framer.next_reply(buf).map_err(|e| e.to_string())? {
+            std::hint::black_box(reply).ok();
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// `(source, sha1)` of the release and extend scripts.
     pub fn scripts() -> [(&'static str, &'static str); 2] {
         [

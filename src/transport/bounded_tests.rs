@@ -14,7 +14,7 @@ fn scan_all(bytes: &[u8]) -> Result<Scan, Violation> {
 /// Real replies of the commands the engine sends.
 fn real_replies() -> Vec<Vec<u8>> {
     let mut info = b"$4000\r\n".to_vec();
-    info.extend(std::iter::repeat(b'x').take(4000));
+    info.extend_from_slice(&[b'x'; 4000]);
     info.extend_from_slice(b"\r\n");
     vec![
         b"+OK\r\n".to_vec(),
@@ -97,7 +97,7 @@ fn huge_declarations_are_refused_before_any_body_arrives() {
     // Exactly at the bound is fine.
     let body = SMALL.max_size - b"$65529\r\n\r\n".len();
     let mut exact = format!("${body}\r\n").into_bytes();
-    exact.extend(std::iter::repeat(b'x').take(body));
+    exact.extend(vec![b'x'; body]);
     exact.extend_from_slice(b"\r\n");
     assert_eq!(exact.len(), SMALL.max_size);
     assert_eq!(scan_all(&exact), Ok(Scan::Complete(exact.len())));
