@@ -123,6 +123,12 @@ impl Builder {
         self
     }
 
+    /// See [`Config::max_reply_size`].
+    pub fn max_reply_size(mut self, bytes: usize) -> Self {
+        self.config.max_reply_size = bytes;
+        self
+    }
+
     /// The configuration built so far.
     pub fn config(&self) -> &Config {
         &self.config

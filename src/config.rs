@@ -87,6 +87,13 @@ pub struct Config {
     /// With `local_queue`: how many times in a row a lock may be handed to a waiting task of this
     /// process without releasing it on the nodes (0 disables hand-off). Default: 4.
     pub max_local_handoffs: u32,
+    /// Largest reply, in bytes, a node may send on the engine's own connections (lock commands, the
+    /// handshake, release notifications), and so the most one connection buffers for an incomplete
+    /// reply. A node that declares or sends more (or nests arrays deeper than 8 levels) has its
+    /// connection closed: a [`NodeError::Protocol`](crate::NodeError::Protocol) naming the node and the
+    /// bound. Not applied by the `fred` transport (see the README). Must be in 16 KiB..=1 GiB: the
+    /// largest reply the engine asks for is `INFO server`, a few KiB. Default: 4 MiB.
+    pub max_reply_size: usize,
 }
 
 impl Default for Config {
@@ -113,6 +120,7 @@ impl Default for Config {
             quarantine: true,
             notify_releases: true,
             max_local_handoffs: 4,
+            max_reply_size: crate::transport::bounded::DEFAULT_MAX_SIZE,
         }
     }
 }
@@ -211,6 +219,12 @@ impl Config {
         if self.max_readers == 0 {
             return bad("max_readers must be above zero".into());
         }
+        if !(16 << 10..=1 << 30).contains(&self.max_reply_size) {
+            return bad(format!(
+                "max_reply_size must be in 16 KiB..=1 GiB, got {} bytes",
+                self.max_reply_size
+            ));
+        }
         if self.connect_timeout.is_zero() {
             return bad("connect_timeout must be above zero".into());
         }
@@ -262,6 +276,9 @@ impl Config {
                 reconnect_max: Duration::from_millis(250),
                 quarantine: self.quarantine.then_some(self.max_ttl),
                 tls,
+                limits: crate::transport::bounded::Limits {
+                    max_size: self.max_reply_size,
+                },
             },
         })
     }

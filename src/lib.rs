@@ -40,7 +40,8 @@
 //!   (the engine's own pipelined connection per node), `transport::fred` (feature `fred`; also every
 //!   Cluster and Sentinel node set),
 //!   `transport::subscriber` (release notifications), `transport::connect` (TCP + handshake),
-//!   `transport::resp` (RESP framing on `redis-protocol`).
+//!   `transport::resp` (command encoding), `transport::bounded` (reply framing with depth and size bounds,
+//!   so a hostile node cannot abort the process or exhaust its memory).
 
 mod acquire;
 mod addr;
@@ -116,6 +117,18 @@ pub mod __private {
         pub fn release_round(&self, tally: &Tally, took: std::time::Duration) {
             self.0.round(crate::observe::Op::Release, tally, took);
         }
+    }
+
+    /// Frames every complete reply in `buf` as the engine's reader does (bounded, default limits) and
+    /// returns how many there were, or the bound broken: for `benches/decode.rs`.
+    pub fn decode_replies(buf: &mut bytes::BytesMut) -> Result<usize, String> {
+        let mut framer = crate::transport::bounded::Framer::new(Default::default());
+        let mut n = 0;
+        while let Some(reply) = framer.next_reply(buf).map_err(|e| e.to_string())? {
+            std::hint::black_box(reply).ok();
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// `(source, sha1)` of the release and extend scripts.

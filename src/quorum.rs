@@ -37,9 +37,7 @@ impl Vote {
         match result {
             Ok(Reply::Ok) => Self::Yes,
             Ok(Reply::Nil) => Self::Taken,
-            Ok(other) => Self::Failed(NodeError::Protocol(format!(
-                "unexpected SET reply {other:?}"
-            ))),
+            Ok(other) => Self::Failed(other.unexpected("SET NX PX")),
             Err(e) => Self::Failed(e),
         }
     }
@@ -50,11 +48,11 @@ impl Vote {
             Ok(Reply::Data(d)) => match (d.first(), d.get(1..).and_then(parse_counter)) {
                 (Some(b'+'), Some(c)) => Self::YesAt(c),
                 (Some(b'-'), Some(c)) => Self::TakenAt(c),
-                _ => Self::Failed(NodeError::Protocol("bad fenced acquire reply".into())),
+                _ => Self::Failed(NodeError::Protocol(
+                    "fenced acquire script: bulk string is not +<counter> or -<counter>".into(),
+                )),
             },
-            Ok(other) => Self::Failed(NodeError::Protocol(format!(
-                "unexpected fenced acquire reply {other:?}"
-            ))),
+            Ok(other) => Self::Failed(other.unexpected("fenced acquire script")),
             Err(e) => Self::Failed(e),
         }
     }
@@ -65,7 +63,9 @@ impl Vote {
             Ok(Reply::Data(d)) if d.first() == Some(&b'C') => {
                 match d.get(1..).and_then(parse_counter) {
                     Some(c) => Self::Conflict(c),
-                    None => Self::Failed(NodeError::Protocol("bad fence conflict reply".into())),
+                    None => Self::Failed(NodeError::Protocol(
+                        "fence commit script: bulk string is not C<counter>".into(),
+                    )),
                 }
             }
             other => Self::of_script(other),
@@ -81,9 +81,11 @@ impl Vote {
             Ok(Reply::Int(0)) => Self::Gone,
             Ok(Reply::Int(-1)) => Self::Taken,
             Err(NodeError::Server(msg)) if msg.contains("WRONGTYPE") => Self::Taken,
-            Ok(other) => Self::Failed(NodeError::Protocol(format!(
-                "unexpected script reply {other:?}"
+            // An integer outside the script's answers is as wrong as a wrong type.
+            Ok(Reply::Int(i)) => Self::Failed(NodeError::Protocol(format!(
+                "lock script: integer {i} is none of its answers (-1, 0, 1, 2)"
             ))),
+            Ok(other) => Self::Failed(other.unexpected("lock script")),
             Err(e) => Self::Failed(e),
         }
     }

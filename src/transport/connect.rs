@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use bytes::BytesMut;
-use redis_protocol::resp2::decode::decode_bytes_mut;
 use std::sync::Arc;
 
 use rustls_pki_types::pem::PemObject;
@@ -15,7 +14,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
-use super::resp::{encode_args, to_result};
+use super::bounded::{Framer, Limits};
+use super::resp::encode_args;
 use super::{ConnectOptions, Reply};
 use crate::addr::NodeAddr;
 use crate::error::NodeError;
@@ -87,7 +87,8 @@ pub(super) async fn open(
             .map_err(|e| fail("", &e))?;
         tcp.set_nodelay(true).map_err(|e| fail("", &e))?;
         if !addr.tls {
-            let identity = handshake(&mut tcp, addr, load_scripts, read_identity).await?;
+            let identity =
+                handshake(&mut tcp, addr, load_scripts, read_identity, &opts.limits).await?;
             return Ok((Stream::Tcp(tcp), identity));
         }
         let connector = opts
@@ -101,7 +102,7 @@ pub(super) async fn open(
             .connect(name, tcp)
             .await
             .map_err(|e| fail("TLS handshake failed: ", &e))?;
-        let identity = handshake(&mut tls, addr, load_scripts, read_identity).await?;
+        let identity = handshake(&mut tls, addr, load_scripts, read_identity, &opts.limits).await?;
         Ok((Stream::Tls(Box::new(tls)), identity))
     };
     match tokio::time::timeout(opts.connect_timeout, attempt).await {
@@ -116,16 +117,30 @@ pub(super) fn jitter(d: Duration) -> Duration {
     Duration::from_micros(fastrand::u64(0..=d.as_micros() as u64))
 }
 
+/// What one handshake command must answer; anything else fails the handshake.
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    /// `AUTH`, `SELECT`: `+OK`.
+    Ok(&'static str),
+    /// `SCRIPT LOAD`: a bulk string, the script's SHA1.
+    Sha(&'static str),
+    /// `INFO server`: a bulk string with `run_id` and `uptime_in_seconds`.
+    Info,
+}
+
 /// AUTH and SELECT as configured, then `SCRIPT LOAD` of the lock scripts so the first `EVALSHA` after a
-/// (re)connect does not pay a `NOSCRIPT` round trip. All written at once, replies checked in order.
+/// (re)connect does not pay a `NOSCRIPT` round trip. All written at once, replies checked in order, each
+/// against the one type its command answers; a reply nobody asked for fails the handshake too. Framed
+/// by `bounded` like every reply.
 async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     addr: &NodeAddr,
     load_scripts: bool,
     read_identity: bool,
+    limits: &Limits,
 ) -> Result<Option<ServerIdentity>, NodeError> {
     let mut out = BytesMut::new();
-    let mut expected: Vec<Option<&[u8]>> = Vec::new();
+    let mut expected: Vec<Expect> = Vec::new();
     match (&addr.username, &addr.password) {
         (Some(user), Some(pass)) => {
             encode_args(&mut out, &[b"AUTH", user.as_bytes(), pass.as_bytes()])
@@ -134,58 +149,71 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         _ => {}
     }
     if addr.password.is_some() {
-        expected.push(None);
+        expected.push(Expect::Ok("AUTH"));
     }
     if addr.db != 0 {
         encode_args(&mut out, &[b"SELECT", addr.db.to_string().as_bytes()]);
-        expected.push(None);
+        expected.push(Expect::Ok("SELECT"));
     }
     for script in ALL.iter().copied().filter(|_| load_scripts) {
         encode_args(&mut out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()]);
-        expected.push(Some(script.sha1.as_bytes()));
+        expected.push(Expect::Sha(script.sha1));
     }
     if read_identity {
         // Last, so its reply is the last one read.
         encode_args(&mut out, &[b"INFO", b"server"]);
-        expected.push(None);
+        expected.push(Expect::Info);
     }
     let mut identity = None;
-    let io = |e: std::io::Error| NodeError::Connect(format!("{addr}: {e}"));
-    stream.write_all(&out).await.map_err(io)?;
-    stream.flush().await.map_err(io)?;
+    let fail = |why: &dyn std::fmt::Display| NodeError::Connect(format!("{addr}: {why}"));
+    stream.write_all(&out).await.map_err(|e| fail(&e))?;
+    stream.flush().await.map_err(|e| fail(&e))?;
     let mut buf = BytesMut::with_capacity(512);
+    let mut framer = Framer::new(*limits);
     let mut replies = expected.into_iter();
-    let mut left = replies.len();
-    while left > 0 {
-        if stream.read_buf(&mut buf).await.map_err(io)? == 0 {
-            return Err(NodeError::Connect(format!(
-                "{addr}: closed during handshake"
-            )));
+    let mut next = replies.next();
+    while next.is_some() {
+        if stream.read_buf(&mut buf).await.map_err(|e| fail(&e))? == 0 {
+            return Err(fail(&"closed during handshake"));
         }
-        while let Some((frame, _, _)) =
-            decode_bytes_mut(&mut buf).map_err(|e| NodeError::Connect(format!("{addr}: {e:?}")))?
+        while let Some(reply) = framer
+            .next_reply(&mut buf)
+            .map_err(|e| fail(&format_args!("handshake: {e}")))?
         {
-            left = left.saturating_sub(1);
-            let reply = to_result(frame)
-                .map_err(|e| NodeError::Connect(format!("{addr}: handshake refused: {e}")))?;
-            if read_identity && left == 0 {
-                if let Reply::Data(info) = &reply {
-                    identity = parse_info(info);
+            let Some(expect) = next else {
+                return Err(fail(&"handshake: reply with no request outstanding"));
+            };
+            let reply = reply.map_err(|e| fail(&format_args!("handshake refused: {e}")))?;
+            match (expect, &reply) {
+                (Expect::Ok(_), Reply::Ok) => {}
+                (Expect::Sha(sha), Reply::Data(d)) if d.eq_ignore_ascii_case(sha.as_bytes()) => {}
+                (Expect::Sha(_), Reply::Data(_)) => {
+                    return Err(fail(&"script digest mismatch after SCRIPT LOAD"))
                 }
-                if identity.is_none() {
-                    return Err(NodeError::Connect(format!(
-                        "{addr}: INFO server gave no run_id/uptime"
+                (Expect::Info, Reply::Data(info)) => {
+                    identity = Some(
+                        parse_info(&info[..])
+                            .ok_or_else(|| fail(&"INFO server gave no run_id/uptime"))?,
+                    );
+                }
+                (expect, reply) => {
+                    let command = match expect {
+                        Expect::Ok(command) => command,
+                        Expect::Sha(_) => "SCRIPT LOAD",
+                        Expect::Info => "INFO",
+                    };
+                    return Err(fail(&format_args!(
+                        "handshake: {command}: unexpected reply type {}",
+                        reply.kind()
                     )));
                 }
             }
-            if let Some(Some(sha)) = replies.next() {
-                if !matches!(&reply, Reply::Data(d) if d.eq_ignore_ascii_case(sha)) {
-                    return Err(NodeError::Connect(format!(
-                        "{addr}: script digest mismatch: {reply:?}"
-                    )));
-                }
-            }
+            next = replies.next();
         }
+    }
+    // A node that sends more than it was asked would put a reply in front of the first request.
+    if !buf.is_empty() {
+        return Err(fail(&"handshake: reply with no request outstanding"));
     }
     Ok(identity)
 }

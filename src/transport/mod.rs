@@ -9,7 +9,10 @@
 //! - [`NodeClient::send`] queues the command **now**; the returned [`Pending`] only waits for the reply.
 //!   Release-after-failure relies on this: it fires the release and does not wait.
 //! - A command is never replayed after a reconnect: in-flight commands fail with
-//!   [`NodeError::ConnectionLost`] and the quorum logic decides.
+//!   [`NodeError::ConnectionLost`] (or the protocol error that closed the connection) and the quorum
+//!   logic decides.
+//! - A reply of the wrong type for its command is that node's failure, never a vote ([`Reply::kind`]
+//!   names the type in the error; the pipeline's input is bounded by `bounded`).
 //! - `NOSCRIPT` is handled inside: `EVALSHA` first, `EVAL` once on `NOSCRIPT` (the script did not run, so
 //!   sending it again is not a replay).
 
@@ -23,6 +26,7 @@ use crate::error::NodeError;
 use crate::scripts::Script;
 use crate::value::LockValue;
 
+pub(crate) mod bounded;
 pub(crate) mod connect;
 #[cfg(feature = "fred")]
 pub(crate) mod fred;
@@ -112,10 +116,31 @@ pub(crate) enum Reply {
     Nil,
     /// An integer reply (the scripts' `1`/`0`/`-1`).
     Int(i64),
-    /// A bulk string or another simple string.
+    /// A bulk string (fred: also a simple string, which its RESP2 values cannot tell apart).
     Data(Bytes),
+    /// A simple string other than `OK` (pipeline transport). No command the engine sends answers one.
+    Status(Bytes),
     /// Anything else (arrays); the algorithm never expects one.
     Other,
+}
+
+impl Reply {
+    /// The reply's RESP type, for errors: never its content, which could be a lock value or megabytes.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::Ok => "status OK",
+            Self::Nil => "nil",
+            Self::Int(_) => "integer",
+            Self::Data(_) => "bulk string",
+            Self::Status(_) => "status string",
+            Self::Other => "array",
+        }
+    }
+
+    /// The node error for a reply of the wrong type: names the command and the type received.
+    pub(crate) fn unexpected(&self, command: &str) -> NodeError {
+        NodeError::Protocol(format!("{command}: unexpected reply type {}", self.kind()))
+    }
 }
 
 /// The result of one command on one node.
@@ -238,6 +263,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) quarantine: Option<std::time::Duration>,
     /// TLS client settings, present when some node is `rediss://`.
     pub(crate) tls: Option<connect::TlsSettings>,
+    /// How much one node may make a connection buffer (the engine's own connections; see `bounded`).
+    pub(crate) limits: bounded::Limits,
 }
 
 /// Opens a node client of the chosen kind. Never fails for an unreachable node: it starts disconnected and

@@ -1,5 +1,5 @@
-//! RESP2 framing for the pipelined transport: replies are decoded by the `redis-protocol` codec;
-//! commands are written here by hand.
+//! RESP2 commands for the engine's own connections, written here by hand (replies are framed by
+//! `bounded`).
 //!
 //! A command is always an array of bulk strings, so its encoding is a few `memcpy`s around decimal
 //! lengths. `redis-protocol`'s general encoder sized every length with `f64::log10` and was the top
@@ -7,9 +7,8 @@
 //! allocated beyond buffer growth.
 
 use bytes::{BufMut, BytesMut};
-use redis_protocol::resp2::types::BytesFrame;
 
-use super::{Cmd, NodeResult, Reply, MAX_SCRIPT_KEYS};
+use super::{Cmd, MAX_SCRIPT_KEYS};
 use crate::error::NodeError;
 
 /// Appends `cmd` to `out`. `eval_source` sends a script with `EVAL <source>` instead of `EVALSHA <sha>`.
@@ -74,18 +73,6 @@ pub(super) fn encode_args(out: &mut BytesMut, args: &[&[u8]]) {
         out.put_slice(b"\r\n");
         out.put_slice(arg);
         out.put_slice(b"\r\n");
-    }
-}
-
-/// Turns a decoded frame into the reply the algorithm sees; server errors become [`NodeError::Server`].
-pub(super) fn to_result(frame: BytesFrame) -> NodeResult {
-    match frame {
-        BytesFrame::SimpleString(s) if &s[..] == b"OK" => Ok(Reply::Ok),
-        BytesFrame::SimpleString(s) | BytesFrame::BulkString(s) => Ok(Reply::Data(s)),
-        BytesFrame::Integer(i) => Ok(Reply::Int(i)),
-        BytesFrame::Null => Ok(Reply::Nil),
-        BytesFrame::Error(e) => Err(NodeError::Server(e.to_string())),
-        BytesFrame::Array(_) => Ok(Reply::Other),
     }
 }
 
@@ -205,14 +192,10 @@ mod tests {
     }
 
     #[test]
-    fn maps_replies() {
-        assert_eq!(
-            to_result(BytesFrame::SimpleString("OK".into())),
-            Ok(Reply::Ok)
-        );
-        assert_eq!(to_result(BytesFrame::Null), Ok(Reply::Nil));
-        assert_eq!(to_result(BytesFrame::Integer(-1)), Ok(Reply::Int(-1)));
-        let err = to_result(BytesFrame::Error("NOSCRIPT No matching script".into())).unwrap_err();
-        assert!(is_noscript(&err));
+    fn recognises_noscript() {
+        assert!(is_noscript(&NodeError::Server(
+            "NOSCRIPT No matching script".into()
+        )));
+        assert!(!is_noscript(&NodeError::Server("ERR x".into())));
     }
 }

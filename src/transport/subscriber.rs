@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::{Bytes, BytesMut};
 use redis_protocol::resp2::decode::decode_bytes_mut;
 use redis_protocol::resp2::types::BytesFrame;
+
+use super::bounded::{Framer, Limits};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -183,8 +185,8 @@ async fn run(hub: Arc<Hub>, conn: Arc<Conn>, opts: ConnectOptions, stop: Cancell
         }
         conn.wake.notify_one();
         let stopped = match stream {
-            Stream::Tcp(tcp) => serve(&hub, &conn, tcp, &stop).await,
-            Stream::Tls(tls) => serve(&hub, &conn, *tls, &stop).await,
+            Stream::Tcp(tcp) => serve(&hub, &conn, tcp, &opts.limits, &stop).await,
+            Stream::Tls(tls) => serve(&hub, &conn, *tls, &opts.limits, &stop).await,
         };
         if stopped {
             return;
@@ -208,10 +210,12 @@ async fn serve<S: AsyncRead + AsyncWrite>(
     hub: &Hub,
     conn: &Conn,
     stream: S,
+    limits: &Limits,
     stop: &CancellationToken,
 ) -> bool {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = BytesMut::with_capacity(4096);
+    let mut framer = Framer::new(*limits);
     loop {
         tokio::select! {
             _ = stop.cancelled() => return true,
@@ -222,7 +226,7 @@ async fn serve<S: AsyncRead + AsyncWrite>(
                 }
             }
             read = rd.read_buf(&mut buf) => {
-                if !matches!(read, Ok(n) if n > 0) || !deliver(hub, &mut buf) {
+                if !matches!(read, Ok(n) if n > 0) || !deliver(hub, &conn.addr, &mut buf, &mut framer) {
                     return false;
                 }
             }
@@ -230,14 +234,23 @@ async fn serve<S: AsyncRead + AsyncWrite>(
     }
 }
 
-/// Wakes the waiters of every complete `message` frame in `buf`; false if the stream is corrupt.
-fn deliver(hub: &Hub, buf: &mut BytesMut) -> bool {
+/// Wakes the waiters of every complete `message` frame in `buf`; false if the stream is corrupt or
+/// breaks a bound (`bounded` frames it first, so `redis-protocol` only sees a complete frame nested at
+/// most `MAX_DEPTH` deep). Messages are hints: a node that sends nonsense only costs its waiters their
+/// early wake-up, and gets its connection closed.
+fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, framer: &mut Framer) -> bool {
     loop {
-        match decode_bytes_mut(buf) {
-            Ok(Some((BytesFrame::Array(parts), _, _))) => {
-                if let [BytesFrame::BulkString(kind), BytesFrame::BulkString(channel), ..] =
-                    &parts[..]
-                {
+        let mut frame = match framer.next_frame(buf) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return true,
+            Err(broken) => {
+                tracing::warn!(%node, %broken, "subscriber connection closed");
+                return false;
+            }
+        };
+        let kind = match decode_bytes_mut(&mut frame) {
+            Ok(Some((BytesFrame::Array(parts), _, _))) => match &parts[..] {
+                [BytesFrame::BulkString(kind), BytesFrame::BulkString(channel), _] => {
                     let mut channels = hub.channels();
                     match (&kind[..], channels.get_mut(channel)) {
                         (b"message", Some(entry)) => entry.notify.notify_waiters(),
@@ -245,13 +258,23 @@ fn deliver(hub: &Hub, buf: &mut BytesMut) -> bool {
                             entry.active = true;
                             entry.notify.notify_waiters();
                         }
-                        _ => {}
+                        (b"message" | b"subscribe" | b"unsubscribe", _) => {}
+                        _ => return closed(node, "unknown pub/sub message kind"),
                     }
+                    continue;
                 }
-            }
-            Ok(Some(_)) => {}
-            Ok(None) => return true,
-            Err(_) => return false,
-        }
+                _ => "array that is not a pub/sub message",
+            },
+            Ok(Some((BytesFrame::Error(_), _, _))) => "server error",
+            Ok(Some(_)) => "reply that is not an array",
+            Ok(None) | Err(_) => "malformed reply",
+        };
+        // The only replies on this connection are pub/sub arrays: anything else is out of step.
+        return closed(node, kind);
     }
+}
+
+fn closed(node: &NodeAddr, why: &str) -> bool {
+    tracing::warn!(%node, why, "subscriber connection closed: unexpected reply to SUBSCRIBE");
+    false
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use redlock_engine::{Redlock, Transport};
 
+pub mod hostile;
 pub mod proxy;
 pub mod topology;
 

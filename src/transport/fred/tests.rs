@@ -66,6 +66,7 @@ fn opts(connect_timeout_ms: u64) -> ConnectOptions {
         reconnect_max: Duration::from_millis(200),
         quarantine: None,
         tls: None,
+        limits: Default::default(),
     }
 }
 

@@ -8,6 +8,12 @@
 //!   cycles cost the node a handful of reads, not 64 packets.
 //! - **No replay.** When the connection drops, every in-flight request fails with
 //!   [`NodeError::ConnectionLost`] and the buffer is discarded; nothing is re-sent on the new connection.
+//! - **Bounded input.** Replies are framed by `bounded`: a node that nests too deep, declares or sends a
+//!   reply over `max_reply_size`, sends something that is not RESP2, or answers a request not yet sent
+//!   has its connection closed; the requests on it fail with a [`NodeError::Protocol`] naming the node
+//!   and the bound, which also stays the node's last error until it reconnects (with backoff).
+//!
+//! Files: this one (the handle, the request queue, the writer, reconnects) and `read` (the reader).
 //! - **Fail fast.** While disconnected, requests fail at once with [`NodeError::Disconnected`]; a full queue
 //!   fails with [`NodeError::Backpressure`]. Reconnects run in the background with exponential backoff and
 //!   jitter, so a dead node never blocks a caller.
@@ -20,19 +26,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use bytes::BytesMut;
-use redis_protocol::resp2::decode::decode_bytes_mut;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::connect::{jitter, open, Stream};
-use super::resp::{encode_cmd, is_noscript, to_result};
+use super::resp::encode_cmd;
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending};
 use crate::addr::NodeAddr;
 use crate::error::NodeError;
 use crate::quarantine::{Quarantine, ServerIdentity};
 use crate::rtt::RttEstimate;
 use tokio::time::Instant;
+
+mod read;
+use read::read_loop;
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
 #[derive(Debug)]
@@ -77,6 +85,14 @@ struct State {
     probe: Option<(u64, Instant)>,
     /// When the reader last handed out replies: the node is alive and answering in order.
     last_reply: Option<Instant>,
+    /// How many of the last `pending` slots are still in `out`, not yet handed to the writer: a reply
+    /// cannot be theirs, so a node that answers them is out of step (or hostile), not fast.
+    unsent: usize,
+    /// The next reconnect delay: doubles while connections fail soon after opening (a node that passes
+    /// the handshake and then breaks a bound must not get a reconnect every 20 ms).
+    backoff: std::time::Duration,
+    /// When the current connection was installed.
+    connected_at: std::time::Instant,
     /// Cancels the current connection's reader and writer.
     conn_token: CancellationToken,
 }
@@ -98,6 +114,9 @@ impl PipelineNode {
                 answered: 0,
                 probe: None,
                 last_reply: None,
+                unsent: 0,
+                backoff: opts.reconnect_min,
+                connected_at: std::time::Instant::now(),
                 conn_token: CancellationToken::new(),
             }),
             wake_writer: Notify::new(),
@@ -114,7 +133,7 @@ impl PipelineNode {
             }
             Err(e) => {
                 shared.lock().last_error = Some(e);
-                tokio::spawn(reconnect_loop(shared.clone()));
+                tokio::spawn(reconnect_loop(shared.clone(), opts.reconnect_min));
             }
         }
         Self { shared }
@@ -260,6 +279,7 @@ impl Shared {
         st.pending.push_back(Slot { tx, script });
         st.queued += 1;
         self.backlog.store(st.pending.len(), Ordering::Relaxed);
+        st.unsent += 1;
         drop(st);
         // The writer takes the whole buffer each time it wakes, so only the first command of a batch
         // needs to wake it; `notify_one` keeps a permit if the writer is busy writing.
@@ -284,6 +304,8 @@ impl Shared {
             st.probe = None;
             st.queued = st.pending.len() as u64;
             st.answered = 0;
+            st.unsent = 0;
+            st.connected_at = std::time::Instant::now();
             st.conn_token = token.clone();
             st.generation
         };
@@ -302,24 +324,36 @@ impl Shared {
         }
     }
 
-    /// Tears down connection `generation`: fails every in-flight request (no replay) and reconnects.
-    fn fail(self: &Arc<Self>, generation: u64) {
-        let drained = {
+    /// Tears down connection `generation`: fails every in-flight request with `cause` (no replay) and
+    /// reconnects. A protocol error (a broken bound, a reply out of step) also stays as the node's last
+    /// error, so requests made before the reconnect fail with it rather than a bare "not connected".
+    fn fail(self: &Arc<Self>, generation: u64, cause: NodeError) {
+        let (drained, delay) = {
             let mut st = self.lock();
             if st.generation != generation || !st.connected {
                 return;
             }
             st.connected = false;
             st.out.clear();
+            st.unsent = 0;
             st.conn_token.cancel();
             self.backlog.store(0, Ordering::Relaxed);
-            std::mem::take(&mut st.pending)
+            if matches!(cause, NodeError::Protocol(_)) {
+                st.last_error = Some(cause.clone());
+            }
+            // A connection that stayed up a while resets the backoff; one that failed at once doubles it.
+            st.backoff = if st.connected_at.elapsed() > self.opts.reconnect_max {
+                self.opts.reconnect_min
+            } else {
+                (st.backoff * 2).min(self.opts.reconnect_max)
+            };
+            (std::mem::take(&mut st.pending), st.backoff)
         };
         for slot in drained {
-            let _ = slot.tx.send(Err(NodeError::ConnectionLost));
+            let _ = slot.tx.send(Err(cause.clone()));
         }
         if !self.shutdown.is_cancelled() {
-            tokio::spawn(reconnect_loop(self.clone()));
+            tokio::spawn(reconnect_loop(self.clone(), delay));
         }
     }
 }
@@ -340,16 +374,17 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             // Read before the lock: the sample then includes the whole write, never less.
             let now = Instant::now();
             let mut st = shared.lock();
-            if st.probe.is_none() && !st.out.is_empty() {
-                st.probe = Some((st.queued, now));
-            }
             if st.generation != generation {
                 // This wake-up may have been meant for the new connection's writer: pass it on.
                 drop(st);
                 shared.wake_writer.notify_one();
                 return;
             }
+            if st.probe.is_none() && !st.out.is_empty() {
+                st.probe = Some((st.queued, now));
+            }
             std::mem::swap(&mut st.out, &mut batch);
+            st.unsent = 0;
         }
         if batch.is_empty() {
             continue;
@@ -360,99 +395,14 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             r = async { wr.write_all(&batch).await?; wr.flush().await } => r,
         };
         if written.is_err() {
-            shared.fail(generation);
+            shared.fail(generation, NodeError::ConnectionLost);
             return;
         }
         batch.clear();
     }
 }
 
-async fn read_loop<R: AsyncRead + Unpin>(
-    shared: Arc<Shared>,
-    mut rd: R,
-    generation: u64,
-    token: CancellationToken,
-) {
-    let mut buf = BytesMut::with_capacity(16 * 1024);
-    let mut replies = Vec::new();
-    let mut slots = Vec::new();
-    loop {
-        let read = tokio::select! {
-            _ = token.cancelled() => return,
-            r = rd.read_buf(&mut buf) => r,
-        };
-        if !matches!(read, Ok(n) if n > 0) {
-            shared.fail(generation);
-            return;
-        }
-        loop {
-            match decode_bytes_mut(&mut buf) {
-                Ok(Some((frame, _, _))) => replies.push(to_result(frame)),
-                Ok(None) => break,
-                Err(_) => {
-                    shared.fail(generation);
-                    return;
-                }
-            }
-        }
-        if replies.is_empty() {
-            continue;
-        }
-        {
-            let now = Instant::now();
-            let mut st = shared.lock();
-            if st.generation != generation {
-                return;
-            }
-            st.last_reply = Some(now);
-            for _ in 0..replies.len() {
-                match st.pending.pop_front() {
-                    Some(tx) => slots.push(tx),
-                    None => break,
-                }
-            }
-            st.answered += slots.len() as u64;
-            shared.backlog.store(st.pending.len(), Ordering::Relaxed);
-            if let Some((last, sent)) = st.probe {
-                if st.answered >= last {
-                    st.probe = None;
-                    shared.rtt.sample(now.saturating_duration_since(sent));
-                }
-            }
-        }
-        if slots.len() < replies.len() {
-            // More replies than requests: the stream is out of step and nothing on it can be trusted.
-            shared.fail(generation);
-            return;
-        }
-        // Complete outside the lock: waking a waiter may run it on another thread right away.
-        for (slot, reply) in slots.drain(..).zip(replies.drain(..)) {
-            match (&reply, slot.script) {
-                // The script did not run (cache flushed or node restarted).
-                (Err(e), Some(cmd @ Cmd::Script { script, .. })) if is_noscript(e) => {
-                    if script.resend {
-                        // Send its source once, on this connection only (if it has been replaced,
-                        // `tx` is dropped and the waiter sees ConnectionLost: never a replay).
-                        let _ = shared.enqueue_on(generation, &cmd, true, slot.tx);
-                    } else {
-                        let _ = slot.tx.send(reply);
-                        let (tx, _) = oneshot::channel();
-                        let _ = shared.enqueue_on(generation, &Cmd::ScriptLoad(script), false, tx);
-                    }
-                }
-                (_, _) => {
-                    let _ = slot.tx.send(reply);
-                }
-            }
-        }
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(16 * 1024);
-        }
-    }
-}
-
-async fn reconnect_loop(shared: Arc<Shared>) {
-    let mut delay = shared.opts.reconnect_min;
+async fn reconnect_loop(shared: Arc<Shared>, mut delay: std::time::Duration) {
     loop {
         // Full jitter on top of the exponential step, so many clients do not reconnect in lockstep.
         let sleep = delay + jitter(delay);

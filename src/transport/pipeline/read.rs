@@ -1,0 +1,113 @@
+//! The reader of one pipelined connection: bounded framing, replies matched to requests in FIFO order,
+//! `NOSCRIPT` handled once.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, Slot};
+use crate::error::NodeError;
+use crate::transport::bounded::Framer;
+use crate::transport::resp::is_noscript;
+use crate::transport::{Cmd, NodeResult};
+
+pub(super) async fn read_loop<R: AsyncRead + Unpin>(
+    shared: Arc<Shared>,
+    mut rd: R,
+    generation: u64,
+    token: CancellationToken,
+) {
+    let mut framer = Framer::new(shared.opts.limits);
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut replies = Vec::new();
+    let mut slots = Vec::new();
+    loop {
+        let read = tokio::select! {
+            _ = token.cancelled() => return,
+            r = rd.read_buf(&mut buf) => r,
+        };
+        if !matches!(read, Ok(n) if n > 0) {
+            return shared.fail(generation, NodeError::ConnectionLost);
+        }
+        // Bounded (see `bounded`): a node cannot make this recurse or buffer past `limits`.
+        loop {
+            match framer.next_reply(&mut buf) {
+                Ok(Some(reply)) => replies.push(reply),
+                Ok(None) => break,
+                Err(broken) => return shared.fail(generation, broken.node_error(&shared.addr)),
+            }
+        }
+        if replies.is_empty() {
+            continue;
+        }
+        {
+            let now = Instant::now();
+            let mut st = shared.lock();
+            if st.generation != generation {
+                return;
+            }
+            st.last_reply = Some(now);
+            // Only requests already handed to the writer can have replies.
+            let answerable = st.pending.len() - st.unsent;
+            for _ in 0..replies.len().min(answerable) {
+                match st.pending.pop_front() {
+                    Some(tx) => slots.push(tx),
+                    None => break,
+                }
+            }
+            st.answered += slots.len() as u64;
+            shared.backlog.store(st.pending.len(), Ordering::Relaxed);
+            if let Some((last, sent)) = st.probe {
+                if st.answered >= last {
+                    st.probe = None;
+                    shared.rtt.sample(now.saturating_duration_since(sent));
+                }
+            }
+        }
+        if slots.len() < replies.len() {
+            // More replies than requests: the stream is out of step and nothing on it can be trusted.
+            // The slots taken fail with the rest.
+            let cause = NodeError::Protocol(format!(
+                "{}: reply with no request outstanding; connection closed",
+                shared.addr
+            ));
+            for slot in slots.drain(..) {
+                let _ = slot.tx.send(Err(cause.clone()));
+            }
+            return shared.fail(generation, cause);
+        }
+        // Complete outside the lock: waking a waiter may run it on another thread right away.
+        for (slot, reply) in slots.drain(..).zip(replies.drain(..)) {
+            complete(&shared, generation, slot, reply);
+        }
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(16 * 1024);
+        }
+    }
+}
+
+/// Hands one reply to its request, resending a script once as `EVAL` on `NOSCRIPT`.
+fn complete(shared: &Arc<Shared>, generation: u64, slot: Slot, reply: NodeResult) {
+    match (&reply, slot.script) {
+        // The script did not run (cache flushed or node restarted).
+        (Err(e), Some(cmd @ Cmd::Script { script, .. })) if is_noscript(e) => {
+            if script.resend {
+                // Send its source once, on this connection only (if it has been replaced, `tx` is
+                // dropped and the waiter sees ConnectionLost: never a replay).
+                let _ = shared.enqueue_on(generation, &cmd, true, slot.tx);
+            } else {
+                let _ = slot.tx.send(reply);
+                let (tx, _) = oneshot::channel();
+                let _ = shared.enqueue_on(generation, &Cmd::ScriptLoad(script), false, tx);
+            }
+        }
+        (_, _) => {
+            let _ = slot.tx.send(reply);
+        }
+    }
+}
