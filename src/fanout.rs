@@ -9,8 +9,8 @@
 //! waiting for a **silent** node, and safety does not depend on it (validity is measured whatever the
 //! wait). Under load, the timer and the reply can become ready in the same turn of the runtime, and
 //! this task may run before the connection's reader has handed the reply over: one short grace lets
-//! it. After that, a node whose connection delivered replies since the round started is alive and
-//! answering in order, only behind: it is waited for in further steps, up to the round's last
+//! it. After that, a node whose connection keeps delivering replies (within the last step) is alive
+//! and answering in order, only behind: it is waited for in further steps, up to the round's last
 //! moment; so is every node while this task itself runs late (a congested runtime delays the readers
 //! too). Only a node that said nothing while we were on time is a timeout — so our own queueing delay
 //! is not reported as a node failure.
@@ -167,9 +167,16 @@ async fn run(
                 if slot.is_none() {
                     continue;
                 }
-                // A node that answered anything since the round began is alive and in order.
-                let answering = began
-                    .is_some_and(|began| nodes[index].last_reply().is_some_and(|at| at >= began));
+                // A node that keeps answering (replies within the last step, and since the round
+                // began) is alive and working through its queue in order, ours included. One late
+                // reply to an earlier round, then silence, is not that.
+                let recent = now
+                    .checked_sub(deadline.step)
+                    .into_iter()
+                    .chain(began)
+                    .max();
+                let answering = recent
+                    .is_some_and(|since| nodes[index].last_reply().is_some_and(|at| at >= since));
                 if now < deadline.last && (!graced || answering || congested) {
                     still += 1;
                 } else if slot.take().is_some() {
