@@ -247,3 +247,35 @@ async fn rtt_estimates_and_deadlines_follow_a_slow_link() {
         );
     }
 }
+
+/// The same kind of burst as futures of one task (`join_all`): no local contention is invented for
+/// distinct keys, nothing fails.
+#[tokio::test]
+async fn a_burst_in_one_join_all_on_distinct_keys_has_no_false_contention() {
+    let cluster = nodes(3);
+    let e = builder()
+        .nodes(urls(&cluster))
+        .max_pending(256)
+        .acquire_timeout(Duration::from_secs(60))
+        .build()
+        .await
+        .unwrap();
+    let results = futures::future::join_all((0..5_000).map(|i| {
+        let e = e.clone();
+        async move {
+            let resource = format!("joined-{i}");
+            let lock = e
+                .acquire(resource.as_bytes(), Duration::from_secs(10))
+                .await?;
+            e.release(lock).await
+        }
+    }))
+    .await;
+    let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} failed, e.g. {:?}",
+        failed.len(),
+        failed.first()
+    );
+}
