@@ -292,6 +292,9 @@ async fn execute(
         None => Default::default(),
     };
     notes.extend(standard_notes(plan, &engines));
+    if let Some(spec) = &plan.overload {
+        notes.extend(crate::overload::notes(spec, &plan.workload));
+    }
     Ok(Report {
         overload,
         command: command_line(),

@@ -246,8 +246,10 @@ impl Held<'_> {
         }
         let hold = hold_start.elapsed();
         let cpu = process_cpu().saturating_sub(cpu_before);
-        let renewals = locks.iter().map(|l| u64::from(l.renewals())).sum::<u64>() - renewals_before;
+        // Servers first: a renewal the servers ran but whose reply is not in yet is counted on neither
+        // side; the other order would count its EVALSHA without the renewal.
         let servers = counters(nodes).await?.since(servers_before);
+        let renewals = locks.iter().map(|l| u64::from(l.renewals())).sum::<u64>() - renewals_before;
         r.loadavg[1] = loadavg();
         r.lost = Some(sample(&locks, &mut ever_lost));
         r.lost_at_end = Some(locks.iter().filter(|l| l.is_lost()).count() as u64);

@@ -19,6 +19,7 @@ pub mod report;
 use crate::engines::{EngineKind, Waiting};
 use crate::nodes::addr::NodeUrl;
 use crate::run::RunContext;
+use crate::workload::Workload;
 
 use args::{Kind, Spec};
 use burst::BurstRecord;
@@ -73,4 +74,23 @@ pub async fn run(
         }
     }
     Ok(records)
+}
+
+/// What the report says about how the overload scenario ran.
+pub fn notes(spec: &Spec, w: &Workload) -> Vec<String> {
+    match spec.kind {
+        Kind::Burst => vec![format!(
+            "burst: each acquire is its own tokio task on its own key (no contention: every failure is the engine's); acquire_timeout {:?}, retries {} (enough pauses of at least {:?} to outlast it); rslock gets the same retry count and loadgen cuts its acquire off at acquire_timeout + 5s (it has no deadline of its own); drain = first task started to last task finished; goodput vs (b) = goodput / the same engine's (b) cycles/s in this run",
+            spec.acquire_timeout,
+            args::burst_retries(spec.acquire_timeout, w.retry_delay),
+            w.retry_delay.max(std::time::Duration::from_millis(1)),
+        )],
+        Kind::Held => vec![format!(
+            "held: acquire_renewed(ttl {:?}, RenewPolicy::every({:?})), at most {} acquires in flight; then held {:?} (the measured phase); lost = locks seen lost at any time (is_lost() sampled each second of the hold, and once after acquiring); client CPU = getrusage(RUSAGE_SELF) user+sys over the hold (the spawned servers are child processes, not in it); server CPU = INFO cpu used_cpu_user+used_cpu_sys summed over the nodes; both divided by the renewals counted over the hold; rslock has no watchdog: n/a",
+            spec.held_ttl, spec.renew_every, spec.acquire_concurrency, spec.hold_for
+        )],
+        Kind::Overload => vec![
+            "overload: (b) then the overload scenario, the same worker loop and retry policy; ratio = overload cycles/s / (b) cycles/s of the same engine in this run; failures by cause in failed_acquires/failed_releases (QuorumNotReached carries its node causes)".into(),
+        ],
+    }
 }
