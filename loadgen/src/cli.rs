@@ -409,6 +409,7 @@ mod tests {
         );
         assert_eq!(p.workload.stop, Stop::Duration(Duration::from_secs(5)));
         assert_eq!(p.runtime, RuntimeKind::Current);
+        assert_eq!(p.overload, None, "the default run has no overload scenario");
     }
 
     #[test]
