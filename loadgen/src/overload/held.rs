@@ -1,7 +1,7 @@
 //! held: H renewed locks (`acquire_renewed`, TTL 3 s, renewed every second) held at once for a while.
 //! Counts the locks lost — a false loss, since nobody else wants the keys — the renewals per second, and
 //! what a renewal costs in CPU on the client and on the servers. redlock engines only: rslock has no
-//! watchdog (its record says n/a).
+//! watchdog: [`super::held_rslock`] renews its locks with a loop per lock around `LockManager::extend`.
 //!
 //! Phases: acquire all (at most `--acquire-concurrency` in flight), hold for `--hold-for` (the measured
 //! phase: CPU and renewals are deltas over it), release all (same bound).
@@ -40,7 +40,7 @@ pub struct HeldRecord {
     pub renew_every_ms: u64,
     /// Measured hold, seconds.
     pub hold_s: f64,
-    /// Whether the engine renews (false: rslock, every figure below null).
+    /// Whether the engine can hold renewed locks (false: raw, every figure below null).
     pub supported: bool,
     /// Why not, when unsupported.
     pub note: Option<String>,
@@ -83,7 +83,8 @@ pub struct HeldRecord {
 }
 
 impl HeldRecord {
-    fn empty(kind: EngineKind, label: String, held: usize, spec: &Spec) -> Self {
+    /// A record with no figures yet.
+    pub(super) fn empty(kind: EngineKind, label: String, held: usize, spec: &Spec) -> Self {
         Self {
             engine: kind.name(),
             label,
@@ -115,7 +116,8 @@ impl HeldRecord {
     }
 }
 
-/// Runs every held count of `spec` on `kind`; rslock and raw get an n/a record, the ceiling none.
+/// Runs every held count of `spec` on `kind`: redlock engines with the watchdog, rslock with a loop per
+/// lock ([`super::held_rslock`]); raw gets an n/a record, the ceiling none.
 pub async fn run(
     kind: EngineKind,
     waiting: Option<Waiting>,
@@ -129,7 +131,23 @@ pub async fn run(
         EngineKind::Redlock => Transport::Pipeline,
         EngineKind::RedlockFred => Transport::Fred,
         EngineKind::Ceiling => return Ok(Vec::new()),
-        EngineKind::Rslock | EngineKind::Raw => {
+        EngineKind::Rslock => {
+            let mut out = Vec::new();
+            for (i, &count) in spec.held.iter().enumerate() {
+                let record = HeldRecord::empty(kind, label.clone(), count, spec);
+                let tag = format!("{tag}h{i}");
+                let record = tokio::select! {
+                    r = super::held_rslock::run(ctx, nodes, spec, count, &tag, record) => r?,
+                    why = ctx.health.lost() => return Err(why),
+                };
+                if !ctx.quiet {
+                    eprintln!("{}", status_line(&record));
+                }
+                out.push(record);
+            }
+            return Ok(out);
+        }
+        EngineKind::Raw => {
             return Ok(spec
                 .held
                 .iter()
@@ -300,14 +318,14 @@ impl Held<'_> {
 }
 
 /// The servers' counters, read on a blocking thread (the probe is a blocking client).
-async fn counters(nodes: Vec<NodeUrl>) -> Result<ServerCounters, String> {
+pub(super) async fn counters(nodes: Vec<NodeUrl>) -> Result<ServerCounters, String> {
     tokio::task::spawn_blocking(move || server_counters(&nodes))
         .await
         .map_err(|e| format!("INFO reader failed: {e}"))?
 }
 
 /// The line printed when a held run ends.
-fn status_line(r: &HeldRecord) -> String {
+pub(super) fn status_line(r: &HeldRecord) -> String {
     let opt = |v: Option<f64>| v.map_or_else(|| "n/a".into(), |v| format!("{v:.1}"));
     format!(
         "loadgen: {:<16} held {:<8} acquired {:?}, lost {:?}, renewals/s {}, client {} µs/renewal, server {} µs/renewal, failures {:?}",

@@ -4,6 +4,7 @@
 //! - [`args`]: their options (`--burst`, `--held`, `--hold-for`, …) and validation into a [`args::Spec`].
 //! - [`burst`]: B acquires on distinct keys at once; success rate, drain time, goodput vs (b).
 //! - [`held`]: H renewed locks held; lost locks, renewals/s, client and server CPU per renewal.
+//! - [`held_rslock`]: the same for rslock, which has no watchdog: a renewal loop per lock around `extend`.
 //! - [`cpu`]: getrusage and the servers' `INFO cpu`/`commandstats` counters.
 //! - [`report`]: their text table and the `overload` ratios of the JSON document.
 //!
@@ -14,6 +15,7 @@ pub mod args;
 pub mod burst;
 pub mod cpu;
 pub mod held;
+pub mod held_rslock;
 pub mod report;
 
 use crate::engines::{EngineKind, Waiting};
@@ -86,7 +88,7 @@ pub fn notes(spec: &Spec, w: &Workload) -> Vec<String> {
             w.retry_delay.max(std::time::Duration::from_millis(1)),
         )],
         Kind::Held => vec![format!(
-            "held: acquire_renewed(ttl {:?}, RenewPolicy::every({:?})), at most {} acquires in flight; then held {:?} (the measured phase); lost = locks seen lost at any time (is_lost() sampled each second of the hold, and once after acquiring); client CPU = getrusage(RUSAGE_SELF) user+sys over the hold (the spawned servers are child processes, not in it); server CPU = INFO cpu used_cpu_user+used_cpu_sys summed over the nodes; both divided by the renewals counted over the hold; rslock has no watchdog: n/a",
+            "held: acquire_renewed(ttl {:?}, RenewPolicy::every({:?})), at most {} acquires in flight; then held {:?} (the measured phase); lost = locks seen lost at any time (is_lost() sampled each second of the hold, and once after acquiring); client CPU = getrusage(RUSAGE_SELF) user+sys over the hold (the spawned servers are child processes, not in it); server CPU = INFO cpu used_cpu_user+used_cpu_sys summed over the nodes; both divided by the renewals counted over the hold; rslock has no watchdog: loadgen renews each of its locks with its own task (sleep every, then LockManager::extend, one attempt), what a user of rslock would write; a failed extend, or one that succeeded after the previous validity ended, counts as lost",
             spec.held_ttl, spec.renew_every, spec.acquire_concurrency, spec.hold_for
         )],
         Kind::Overload => vec![
