@@ -280,8 +280,23 @@ async fn execute(
             }
         }
     }
+    let overload = match &plan.overload {
+        Some(spec) => {
+            let b = |label: &str| {
+                runs.iter()
+                    .find(|r| r.scenario.id == "b" && r.label() == label)
+                    .map(|r| r.cycles_per_s)
+            };
+            crate::overload::run(spec, &ctx, nodes, &engines, &plan.waiting, b).await?
+        }
+        None => Default::default(),
+    };
     notes.extend(standard_notes(plan, &engines));
+    if let Some(spec) = &plan.overload {
+        notes.extend(crate::overload::notes(spec, &plan.workload));
+    }
     Ok(Report {
+        overload,
         command: command_line(),
         machine: Machine {
             loadavg_start,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 
 use crate::engines::{EngineKind, Waiting};
+use crate::overload::args::{Kind, OverloadArgs, Spec};
 use crate::units::{parse_count, parse_duration, parse_hold, Hold};
 use crate::workload::{Distribution, Scenario, Stop, Workload};
 
@@ -29,6 +30,7 @@ pub struct Options {
     pub engines: Option<Vec<EngineKind>>,
     /// `standard`: (a) 1 worker, distinct keys; (b) 64 workers, distinct keys; (c) 64 workers on 4 keys.
     /// `custom`: one run with --concurrency/--keys. Default: standard, or custom when either is given.
+    /// `burst`, `held`, `overload`: issue 14's overload scenarios (redlock and rslock by default).
     #[arg(long, value_enum)]
     pub scenario: Option<ScenarioKind>,
     /// Concurrent workers (tokio tasks). Default (custom): 64.
@@ -102,6 +104,9 @@ pub struct Options {
     /// No progress bar and no table; errors still go to stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Options of the overload scenarios.
+    #[command(flatten)]
+    pub overload: OverloadArgs,
 }
 
 /// `--scenario`.
@@ -111,6 +116,24 @@ pub enum ScenarioKind {
     Standard,
     /// One run from --concurrency and --keys.
     Custom,
+    /// B acquires at once on distinct keys (--burst), after (b) for the goodput ratio.
+    Burst,
+    /// H renewed locks held (--held, --hold-for).
+    Held,
+    /// (b), then --overload-workers workers on distinct keys.
+    Overload,
+}
+
+impl ScenarioKind {
+    /// The overload scenario it names, if any.
+    fn overload(self) -> Option<Kind> {
+        match self {
+            Self::Burst => Some(Kind::Burst),
+            Self::Held => Some(Kind::Held),
+            Self::Overload => Some(Kind::Overload),
+            Self::Standard | Self::Custom => None,
+        }
+    }
 }
 
 /// `--runtime`.
@@ -177,6 +200,8 @@ pub struct Plan {
     pub waiting: Vec<Waiting>,
     /// Set when this process is one worker process of a `--processes` run: the key tag.
     pub child: Option<String>,
+    /// The burst/held/overload scenario's options, when one was chosen.
+    pub overload: Option<Spec>,
 }
 
 /// Most loadgen processes per run.
@@ -208,13 +233,14 @@ impl Options {
             }
             NodeSource::Existing(self.nodes.iter().map(|u| u.trim().to_string()).collect())
         };
-        let default_engines = self.engines.is_none();
+        let kind = self.scenario.and_then(ScenarioKind::overload);
+        let default_engines = self.engines.is_none() && kind.is_none();
+        let defaults = match kind {
+            Some(_) => vec![EngineKind::Redlock, EngineKind::Rslock],
+            None => DEFAULT_ENGINES.to_vec(),
+        };
         let mut engines = Vec::new();
-        for e in self
-            .engines
-            .clone()
-            .unwrap_or_else(|| DEFAULT_ENGINES.to_vec())
-        {
+        for e in self.engines.clone().unwrap_or(defaults) {
             if !engines.contains(&e) {
                 engines.push(e);
             }
@@ -223,14 +249,26 @@ impl Options {
             return Err("--engine needs at least one engine".into());
         }
         let custom = self.concurrency.is_some() || self.keys.is_some();
+        let mut overload = None;
         let scenarios = match (self.scenario, custom) {
+            (Some(_), true) if kind.is_some() => {
+                return Err("--concurrency/--keys define a custom run; the overload scenarios take --burst, --held or --overload-workers".into())
+            }
+            (Some(_), false) if kind.is_some() => {
+                if self.processes > 1 {
+                    return Err("--processes applies to the standard and custom scenarios".into());
+                }
+                let (spec, scenarios) = self.overload.plan(kind.expect("checked"))?;
+                overload = Some(spec);
+                scenarios
+            }
             (Some(ScenarioKind::Standard), true) => {
                 return Err(
                     "--concurrency/--keys define a custom run; drop --scenario standard".into(),
                 )
             }
             (Some(ScenarioKind::Standard), false) | (None, false) => Scenario::standard(),
-            (Some(ScenarioKind::Custom), _) | (None, true) => {
+            (Some(_), _) | (None, true) => {
                 let concurrency = self.concurrency.unwrap_or(64);
                 let keys = self.keys.unwrap_or(1_000_000);
                 if concurrency == 0 {
@@ -327,6 +365,7 @@ impl Options {
             processes,
             waiting,
             child: self.tag.clone().filter(|_| self.worker_process),
+            overload,
         })
     }
 }
@@ -370,6 +409,7 @@ mod tests {
         );
         assert_eq!(p.workload.stop, Stop::Duration(Duration::from_secs(5)));
         assert_eq!(p.runtime, RuntimeKind::Current);
+        assert_eq!(p.overload, None, "the default run has no overload scenario");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! - [`workload`]: scenarios, workload knobs, key picking (uniform, zipf).
 //! - [`nodes`]: spawned redis-servers (stopped on every way out), pre-run checks, the mid-run health monitor.
 //! - [`engines`]: the [`engines::LockClient`] trait and one file per engine; the redis-benchmark ceiling.
+//! - [`overload`]: issue 14's overload scenarios — burst, held (renewed locks), overload — and their table.
 //! - [`worker`]: one worker's acquire-hold-release loop; [`run`]: one engine on one scenario.
 //! - [`procs`]: `--processes P`: one run spread over P loadgen processes, their records merged.
 //! - [`stats`]: per-worker histograms, merged; percentiles; Jain's fairness.
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod engines;
 pub mod machine;
 pub mod nodes;
+pub mod overload;
 pub mod procs;
 pub mod report;
 pub mod run;

@@ -65,3 +65,27 @@ fn missing_redis_server() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("apt-get install -y redis-server"), "{err}");
 }
+
+#[test]
+fn overload_scenarios_reject_bad_sizes_and_custom_runs() {
+    for (args, needle) in [
+        (
+            &["--scenario", "burst", "--burst", "0"][..],
+            "--burst 0: must be between 1 and 1m",
+        ),
+        (
+            &["--scenario", "held", "--renew-every", "3s"][..],
+            "must be above zero and below --held-ttl",
+        ),
+        (
+            &["--scenario", "overload", "--concurrency", "8"][..],
+            "--concurrency/--keys define a custom run",
+        ),
+        (
+            &["--scenario", "burst", "--processes", "2"][..],
+            "--processes applies to the standard and custom scenarios",
+        ),
+    ] {
+        expect_one_line_error(args, needle);
+    }
+}

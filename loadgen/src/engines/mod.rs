@@ -3,6 +3,7 @@
 //! - [`redlock`]: this project's engine, on its own pipeline (`redlock`) or on fred (`redlock-fred`).
 //! - [`rslock`]: the published `rslock` crate, the peer to beat.
 //! - [`raw`]: the same Redis command stream without the lock algorithm: the overhead floor.
+//! - [`cause`]: failure cause names (generic over the engine's error variants) for the counting maps.
 //! - [`ceiling`]: not a lock client: redis-benchmark driving every node, the Redis-side ceiling.
 //!
 //! redlock is driven through its public `acquire`. rslock and raw run their retry loop here so attempts can
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
+pub mod cause;
 pub mod ceiling;
 pub mod raw;
 pub mod redlock;

@@ -29,7 +29,12 @@ impl RedlockClient {
         waiting: Waiting,
     ) -> Result<Self, String> {
         let engine = build(urls, transport, retry, waiting).await?;
-        Ok(Self { engine, ttl })
+        Ok(Self::new(engine, ttl))
+    }
+
+    /// A client on an engine built elsewhere (see [`builder`]).
+    pub fn new(engine: Redlock, ttl: Duration) -> Self {
+        Self { engine, ttl }
     }
 }
 
@@ -40,6 +45,16 @@ pub async fn build(
     retry: RetrySpec,
     waiting: Waiting,
 ) -> Result<Redlock, String> {
+    finish(builder(urls, transport, retry, waiting), transport).await
+}
+
+/// The builder [`build`] uses, for callers that set more (the overload scenarios' `acquire_timeout`).
+pub fn builder(
+    urls: &[String],
+    transport: Transport,
+    retry: RetrySpec,
+    waiting: Waiting,
+) -> Builder {
     let builder = Redlock::builder()
         .nodes(urls.iter().cloned())
         .transport(transport)
@@ -48,10 +63,12 @@ pub async fn build(
         // A load run measures the command stream, which quarantine does not change; and spawned nodes
         // are fresh, so with it on they would not vote for the first max_ttl.
         .quarantine(false);
-    let engine = with_waiting(builder, waiting)
-        .build()
-        .await
-        .map_err(|e| e.to_string())?;
+    with_waiting(builder, waiting)
+}
+
+/// Builds the engine and checks that every node is connected.
+pub async fn finish(builder: Builder, transport: Transport) -> Result<Redlock, String> {
+    let engine = builder.build().await.map_err(|e| e.to_string())?;
     let (up, all) = (engine.connected_nodes(), engine.node_count());
     if up < all {
         return Err(format!(
@@ -96,23 +113,9 @@ impl LockClient for RedlockClient {
     }
 }
 
-/// The variant name of a [`LockError`]: the key under which failures are counted. A contended acquire
-/// that gave up in the local queue (its turn never came within the retry budget) is `ContendedLocal`.
+/// The cause name of a [`LockError`] (see [`super::cause::of`]): the key under which failures are counted.
 pub fn cause(err: &LockError) -> &'static str {
-    match err {
-        LockError::Contended { local: true, .. } => "ContendedLocal",
-        LockError::Contended { .. } => "Contended",
-        LockError::QuorumNotReached { .. } => "QuorumNotReached",
-        LockError::ValidityExpired { .. } => "ValidityExpired",
-        LockError::NotOwner => "NotOwner",
-        LockError::AlreadyExpired => "AlreadyExpired",
-        LockError::Node { .. } => "Node",
-        LockError::Timeout { .. } => "Timeout",
-        LockError::Random(_) => "Random",
-        LockError::InvalidConfig(_) => "InvalidConfig",
-        LockError::InvalidInput(_) => "InvalidInput",
-        _ => "Other",
-    }
+    super::cause::of(err)
 }
 
 #[cfg(test)]

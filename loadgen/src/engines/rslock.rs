@@ -58,6 +58,11 @@ impl RslockClient {
         Ok(client)
     }
 
+    /// The manager, for what the lock-client trait does not cover (the held scenario's `extend`).
+    pub fn manager(&self) -> &LockManager {
+        &self.manager
+    }
+
     /// What the report says about rslock's retry settings.
     pub fn describe(retry: RetrySpec) -> String {
         format!(

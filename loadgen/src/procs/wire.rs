@@ -2,8 +2,7 @@
 //! options, rewritten so the child parses them back to the same workload) and the [`ChildResult`] it
 //! sends back (see the parent module's "Merging").
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -64,7 +63,7 @@ impl ChildResult {
     pub fn unpack(&self) -> Result<(WorkerStats, Vec<u64>, Duration), String> {
         let causes = |m: &BTreeMap<String, u64>| {
             m.iter()
-                .map(|(k, v)| (intern(k), *v))
+                .map(|(k, v)| (crate::engines::cause::intern(k), *v))
                 .collect::<BTreeMap<_, _>>()
         };
         let stats = WorkerStats {
@@ -98,18 +97,6 @@ fn restore(pairs: &[[u64; 2]]) -> Result<Histogram<u64>, String> {
             .map_err(|e| format!("a worker process sent a bad histogram value {value}: {e:?}"))?;
     }
     Ok(h)
-}
-
-/// Failure causes are `&'static str` in [`WorkerStats`]; the few names a child sends are interned.
-fn intern(name: &str) -> &'static str {
-    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
-    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(n) = names.get(name) {
-        return n;
-    }
-    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
-    names.insert(leaked);
-    leaked
 }
 
 /// `total` split into `parts` shares that differ by at most one, larger first.

@@ -10,6 +10,8 @@ use serde::Serialize;
 use crate::cli::RuntimeKind;
 use crate::engines::Waiting;
 use crate::machine::{Machine, Versions};
+use crate::overload::burst::BurstRecord;
+use crate::overload::held::HeldRecord;
 use crate::stats::Percentiles;
 use crate::workload::{Distribution, Stop};
 
@@ -33,6 +35,15 @@ pub struct Document<'a> {
     pub goals: Vec<GoalOut>,
     /// Caveats, one line each.
     pub notes: &'a [String],
+    /// `--scenario burst`: one entry per engine and burst size (absent for other scenarios).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub burst: &'a [BurstRecord],
+    /// `--scenario held`: one entry per engine and held count (absent for other scenarios).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub held: &'a [HeldRecord],
+    /// `--scenario overload`: `{label: overload cycles/s ÷ (b) cycles/s}` (absent for other scenarios).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub overload_vs_b: BTreeMap<String, f64>,
 }
 
 /// The run configuration.
@@ -310,6 +321,9 @@ pub fn document(report: &Report) -> Document<'_> {
         ratios: by_scenario,
         goals,
         notes: &report.notes,
+        burst: &report.overload.burst,
+        held: &report.overload.held,
+        overload_vs_b: report.overload_vs_b(),
     }
 }
 

@@ -151,6 +151,11 @@ pub fn render(report: &Report, svg: &str) -> String {
         }
         let _ = writeln!(md);
     }
+    // The overload scenarios' tables are fixed-width text; shown as such rather than kept twice.
+    let overload = crate::overload::report::render(&report.overload, &report.overload_vs_b());
+    if !overload.is_empty() {
+        let _ = writeln!(md, "\n## Overload scenarios\n\n```text{overload}```\n");
+    }
     if !report.notes.is_empty() {
         let _ = writeln!(md, "## Notes\n");
         for note in &report.notes {

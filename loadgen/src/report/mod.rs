@@ -115,6 +115,8 @@ pub struct Report {
     pub waiting: Vec<Waiting>,
     /// What differs between engines, and other caveats, one line each.
     pub notes: Vec<String>,
+    /// The burst and held scenarios' records (empty for the others).
+    pub overload: crate::overload::Records,
 }
 
 impl Report {
@@ -134,6 +136,16 @@ impl Report {
         self.runs
             .iter()
             .find(|r| r.scenario.id == id && r.engine == engine && r.waiting == Some(mode))
+    }
+
+    /// `{label: overload ÷ (b) cycles/s}` when the overload scenario ran.
+    pub fn overload_vs_b(&self) -> BTreeMap<String, f64> {
+        let runs: Vec<(&str, String, f64)> = self
+            .runs
+            .iter()
+            .map(|r| (r.scenario.id, r.label(), r.cycles_per_s))
+            .collect();
+        crate::overload::report::overload_vs_b(&runs)
     }
 
     /// Writes the Markdown summary, the SVG plot and the JSON document into `dir`.
@@ -293,6 +305,7 @@ pub(crate) fn sample() -> Report {
         processes: 1,
         waiting: vec![Waiting::Smart],
         notes: vec!["a note".into()],
+        overload: Default::default(),
     }
 }
 

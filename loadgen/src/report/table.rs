@@ -85,6 +85,10 @@ pub fn render(report: &Report) -> String {
             );
         }
     }
+    out.push_str(&crate::overload::report::render(
+        &report.overload,
+        &report.overload_vs_b(),
+    ));
     if !report.notes.is_empty() {
         let _ = writeln!(out, "\nnotes:");
         for note in &report.notes {

@@ -1,0 +1,126 @@
+//! CPU spent over a phase, on both sides: this process (`getrusage(RUSAGE_SELF)`: user + system, so
+//! the spawned redis-servers, which are child processes, are not in it) and the Redis servers
+//! (`INFO cpu` `used_cpu_user + used_cpu_sys`, and `INFO commandstats` for the EVALSHA calls that
+//! renewals are made of). The held scenario divides both by the renewals done in the phase.
+
+use std::time::Duration;
+
+use crate::nodes::addr::NodeUrl;
+use crate::nodes::probe::{self, Conn, Reply};
+
+/// This process's user + system CPU time so far.
+pub fn process_cpu() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given; a zeroed rusage is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer cannot fail in a way that leaves the struct unsound.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// The servers' counters at one moment, summed over every server behind the nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ServerCounters {
+    /// `used_cpu_user + used_cpu_sys`, seconds.
+    pub cpu_s: f64,
+    /// `cmdstat_evalsha` calls.
+    pub evalsha_calls: u64,
+    /// `total_commands_processed`.
+    pub commands: u64,
+}
+
+impl ServerCounters {
+    /// `self - earlier`.
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            cpu_s: (self.cpu_s - earlier.cpu_s).max(0.0),
+            evalsha_calls: self.evalsha_calls.saturating_sub(earlier.evalsha_calls),
+            commands: self.commands.saturating_sub(earlier.commands),
+        }
+    }
+}
+
+/// Reads the counters of every server behind `nodes` (blocking: call it off the runtime's thread).
+pub fn server_counters(nodes: &[NodeUrl]) -> Result<ServerCounters, String> {
+    let timeout = Duration::from_secs(5);
+    let mut sum = ServerCounters::default();
+    for node in nodes {
+        for server in probe::servers(node, timeout)? {
+            let mut conn = Conn::open(&server, timeout)?;
+            let mut info = String::new();
+            for section in [&b"cpu"[..], b"commandstats", b"stats"] {
+                match conn.cmd(&[b"INFO", section])? {
+                    Reply::Bulk(Some(text)) => info.push_str(&String::from_utf8_lossy(&text)),
+                    other => {
+                        return Err(format!("node {} answered INFO with {other:?}", server.url))
+                    }
+                }
+            }
+            let parsed = parse_info(&info);
+            sum.cpu_s += parsed.cpu_s;
+            sum.evalsha_calls += parsed.evalsha_calls;
+            sum.commands += parsed.commands;
+        }
+    }
+    Ok(sum)
+}
+
+/// The counters in one server's `INFO cpu`, `INFO commandstats` and `INFO stats` text.
+pub fn parse_info(text: &str) -> ServerCounters {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::trim)
+    };
+    let float = |name: &str| {
+        field(name)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // `cmdstat_evalsha:calls=12,usec=…,…`
+    let evalsha_calls = field("cmdstat_evalsha")
+        .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("calls=")))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    ServerCounters {
+        cpu_s: float("used_cpu_user") + float("used_cpu_sys"),
+        evalsha_calls,
+        commands: field("total_commands_processed")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_fields() {
+        let text =
+            "# CPU\r\nused_cpu_sys:1.50\r\nused_cpu_user:2.25\r\nused_cpu_sys_children:9\r\n\
+                    # Commandstats\r\ncmdstat_evalsha:calls=42,usec=100,usec_per_call=2.38\r\n\
+                    cmdstat_eval:calls=7,usec=1\r\n# Stats\r\ntotal_commands_processed:99\r\n";
+        let c = parse_info(text);
+        assert_eq!((c.cpu_s, c.evalsha_calls, c.commands), (3.75, 42, 99));
+        let d = c.since(ServerCounters {
+            cpu_s: 1.0,
+            evalsha_calls: 40,
+            commands: 9,
+        });
+        assert_eq!((d.cpu_s, d.evalsha_calls, d.commands), (2.75, 2, 90));
+    }
+
+    #[test]
+    fn process_cpu_moves() {
+        let before = process_cpu();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_add(i * i);
+        }
+        std::hint::black_box(x);
+        assert!(process_cpu() > before);
+    }
+}
