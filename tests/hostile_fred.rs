@@ -33,8 +33,14 @@ async fn fred_engine(urls: Vec<String>) -> Redlock {
 /// One healthy node and the hostile one: whatever fred does, the lock must not be granted.
 async fn attack(action: Action) -> Result<(), String> {
     let healthy = nodes(1);
+    attack_beside(&healthy[0].url(), action).await
+}
+
+/// [`attack`] beside a healthy node someone else owns (a child process that may abort must not own
+/// a redis-server: its `Drop` would never run and the server would outlive the test).
+async fn attack_beside(healthy: &str, action: Action) -> Result<(), String> {
     let bad = Hostile::on("SET", action);
-    let e = fred_engine(vec![healthy[0].url(), bad.url()]).await;
+    let e = fred_engine(vec![healthy.to_string(), bad.url()]).await;
     match e.try_acquire(b"fred", TTL).await {
         Ok(_) => panic!("granted with the hostile node's vote"),
         Err(LockError::QuorumNotReached { failures, .. }) => Err(format!("{failures:?}")),
@@ -53,7 +59,7 @@ async fn fred_counts_no_wrongly_typed_reply_as_a_vote() {
 #[tokio::test]
 #[ignore = "run in a child process by fred_deep_nesting_in_a_child"]
 async fn child_fred_deep_nesting() {
-    let err = attack(Action::Send(b"*1\r\n".repeat(100_000))).await;
+    let err = attack_beside(&healthy_url(), Action::Send(b"*1\r\n".repeat(100_000))).await;
     println!("CHILD SURVIVED: {err:?}");
 }
 
@@ -61,11 +67,14 @@ async fn child_fred_deep_nesting() {
 #[ignore = "run in a child process by fred_huge_bulk_in_a_child"]
 async fn child_fred_huge_bulk() {
     let before = rss();
-    let err = attack(Action::Stream {
-        header: b"$2000000000\r\n".to_vec(),
-        fill: b"x".to_vec(),
-        total: 320 << 20,
-    })
+    let err = attack_beside(
+        &healthy_url(),
+        Action::Stream {
+            header: b"$2000000000\r\n".to_vec(),
+            fill: b"x".to_vec(),
+            total: 320 << 20,
+        },
+    )
     .await;
     // Give fred's reader time to take in the stream.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -75,9 +84,19 @@ async fn child_fred_huge_bulk() {
     );
 }
 
-/// Runs one ignored test of this binary in a child process; returns (exit success, output).
+/// The healthy node the parent started for a child test.
+fn healthy_url() -> String {
+    std::env::var(HEALTHY_ENV).expect("run by the parent test, which sets the healthy node")
+}
+
+const HEALTHY_ENV: &str = "HOSTILE_FRED_HEALTHY_NODE";
+
+/// Runs one ignored test of this binary in a child process, beside a healthy node this process owns;
+/// returns (exit success, output).
 fn child(test: &str) -> (bool, String) {
+    let healthy = nodes(1);
     let out = Command::new(std::env::current_exe().unwrap())
+        .env(HEALTHY_ENV, healthy[0].url())
         .args([
             "--exact",
             test,
