@@ -1,0 +1,205 @@
+//! Scenario 15 (issue 14): renewed locks under load, and a `kill -9` of one node.
+//!
+//! [`PROCS`] client processes each hold hundreds (`--short`) or thousands of renewed locks at once
+//! (`acquire_renewed`, the default [`redlock_engine::RenewPolicy`]: a renewal every third of the TTL),
+//! each for 1-3 TTLs, on a shared pool of resources, while load tasks in the same process cycle
+//! `try_acquire` → `release` on other keys through the same engine, whose `max_in_flight` is set to
+//! [`MAX_IN_FLIGHT`]: renewals queue for admission behind the load. Two more processes run the usual
+//! fenced counter probe on their own resources. The timeline: *warm*, then *node 0 down* (`kill -9`,
+//! down for more than a TTL), then *node 0 back* (restarted empty: every key it held had expired, so
+//! this is inside the model without the quarantine, as in scenario 2).
+//!
+//! **False losses.** One minority node is down and the others answer, so a majority is always
+//! reachable: no renewed lock may be lost before its holder releases it. Any `lost()` that fires
+//! while held is counted as a false loss, with its cause (validity ended unrenewed, or refused with
+//! validity left) and the lock's age, and fails the scenario.
+
+use std::time::Duration;
+
+use crate::client::LockMode;
+use crate::env::{Ctx, Env};
+use crate::record::Outcome;
+use crate::renewal_log::{Loss, Renewal};
+
+use super::support::{mark, wait};
+use super::Findings;
+
+/// Client processes holding renewed locks.
+const PROCS: usize = 3;
+/// The engine's `max_in_flight` in those processes (library default: 1024): below the rounds their
+/// load tasks and renewal batches want at once, so admission control queues them.
+const MAX_IN_FLIGHT: usize = 64;
+/// Processes running the fenced counter probe beside them.
+const LOAD_PROCS: usize = 2;
+
+/// Sizes of one mode.
+struct Size {
+    /// Renewed holders per process (each holds at most one lock at a time).
+    holders: usize,
+    /// Load tasks per process.
+    load_tasks: usize,
+    ttl_ms: u64,
+}
+
+fn size(ctx: &Ctx) -> Size {
+    if ctx.short {
+        Size {
+            holders: 300,
+            load_tasks: 64,
+            ttl_ms: 1000,
+        }
+    } else {
+        Size {
+            holders: 2000,
+            load_tasks: 128,
+            ttl_ms: 2000,
+        }
+    }
+}
+
+fn names(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
+    let sz = size(ctx);
+    // A quarter more resources than holders: some contention (for the overlap check), mostly grants.
+    let pool = names("rn", PROCS * sz.holders * 5 / 4);
+    for i in 0..PROCS {
+        let mut args = env.client_args(&format!("c{i}"));
+        args.lock = LockMode::Renewed;
+        args.storage = None;
+        args.resources = pool.clone();
+        args.tasks = sz.holders;
+        args.load_tasks = sz.load_tasks;
+        args.load_resources = names("ld", 32);
+        args.max_in_flight = Some(MAX_IN_FLIGHT);
+        args.ttl_ms = sz.ttl_ms;
+        // The library's default: deadlines fitted to the measured round trips.
+        args.node_timeout_ms = 0;
+        // After a failed acquire or a hold: up to 50 ms.
+        args.pause_us = 50_000;
+        env.spawn(&args, &[])?;
+    }
+    for i in 0..LOAD_PROCS {
+        let mut args = env.client_args(&format!("p{i}"));
+        args.resources = names("lp", 8);
+        args.tasks = 8;
+        args.pause_us = 500;
+        env.spawn(&args, &[])?;
+    }
+
+    let ttl = Duration::from_millis(sz.ttl_ms);
+    let p = ctx.phase;
+    let start = mark();
+    // The holders spread their first acquires over a TTL.
+    wait(p + ttl).await;
+    let kill = mark();
+    env.nodes[0].kill9();
+    // Longer than any TTL here: the restart below is then inside the model.
+    wait(p.max(ttl * 3 / 2)).await;
+    let up = mark();
+    env.nodes[0].restart();
+    wait(p).await;
+    let healed = mark();
+    env.top_up(ctx).await;
+    let logs = env.finish().await?;
+
+    let mut f = Findings::new(logs);
+    judge(
+        &mut f,
+        [
+            ("warm", start, kill),
+            ("node 0 down", kill, up),
+            ("node 0 back", up, healed),
+        ],
+    );
+    Ok(f)
+}
+
+fn judge(f: &mut Findings, windows: [(&str, u64, u64); 3]) {
+    let holds = std::mem::take(&mut f.logs.renewals);
+    let holds = &holds;
+    let renewals: u64 = holds.iter().map(|r| u64::from(r.renewals)).sum();
+    let most = holds.iter().map(|r| r.renewals).max().unwrap_or(0);
+    let lost: Vec<&Renewal> = holds.iter().filter(|r| r.loss != Loss::None).collect();
+    let cause = |l: Loss| lost.iter().filter(|r| r.loss == l).count();
+    let by_window: Vec<(&str, usize)> = windows
+        .iter()
+        .map(|&(name, from, to)| {
+            let n = holds.iter().filter(|r| r.t1 > from && r.t1 < to).count();
+            (name, n)
+        })
+        .collect();
+    let outcomes: Vec<Outcome> = f.logs.attempts.iter().map(|a| a.2).collect();
+    let attempts = |o: Outcome| outcomes.iter().filter(|&&a| a == o).count();
+    let renewed_grant = |g: &&crate::record::Grant| g.resource.starts_with("rn");
+    let load_grants = f.logs.grants.len() - f.logs.grants.iter().filter(renewed_grant).count();
+    f.extra(format!(
+        "renewed grants {} (up to {} held at once), renewals {renewals} (most on one lock {most}), \
+         false losses {} (expired {}, refused {}), renewed grants by window: {}; load grants \
+         {load_grants}; attempts {}: contended {}, overloaded {}, quorum {}, validity {}, other {}",
+        holds.len(),
+        most_at_once(holds),
+        lost.len(),
+        cause(Loss::Expired),
+        cause(Loss::Refused),
+        by_window
+            .iter()
+            .map(|(n, c)| format!("{n} {c}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        outcomes.len(),
+        attempts(Outcome::Contended),
+        attempts(Outcome::Overloaded),
+        attempts(Outcome::Quorum),
+        attempts(Outcome::Validity),
+        attempts(Outcome::Other),
+    ));
+    let examples: Vec<String> = lost
+        .iter()
+        .take(5)
+        .map(|r| {
+            format!(
+                "{} on {} {:?} at age {:.0} ms after {} renewals (validity end {:+.0} ms from then)",
+                r.holder,
+                r.resource,
+                r.loss,
+                r.age_ns() as f64 / 1e6,
+                r.renewals,
+                (r.vu as f64 - r.end as f64) / 1e6
+            )
+        })
+        .collect();
+    let ages: Vec<u64> = lost.iter().map(|r| r.age_ns() / 1_000_000).collect();
+    f.expect(
+        lost.is_empty(),
+        format!(
+            "{} false losses (renewed locks lost while held, with a majority up; ages {:?} ms): {}",
+            lost.len(),
+            &ages[..ages.len().min(20)],
+            examples.join("; ")
+        ),
+    );
+    f.expect(renewals > 0, "no renewal happened");
+    f.expect(load_grants > 0, "no load grant");
+    for (name, n) in by_window {
+        f.expect(n > 0, format!("no renewed grant in window `{name}`"));
+    }
+}
+
+/// Most renewed locks held at the same instant, over every process.
+fn most_at_once(holds: &[Renewal]) -> usize {
+    let mut events: Vec<(u64, i64)> = holds
+        .iter()
+        .flat_map(|r| [(r.t1, 1), (r.end, -1)])
+        .collect();
+    // Ends before starts at the same instant: a hand-over is not two holds.
+    events.sort_unstable();
+    let (mut now, mut most) = (0i64, 0i64);
+    for (_, delta) in events {
+        now += delta;
+        most = most.max(now);
+    }
+    most as usize
+}
