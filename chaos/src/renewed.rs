@@ -25,7 +25,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::client::Ctx;
-use crate::clock::{mono_ns, with_first_poll, with_polls};
+use crate::clock::{mono_ns, with_polls};
 use crate::record::{Fenced, Grant, LockKind, Outcome, Seen, Via, Wrote};
 use crate::renewal_log::{Loss, Renewal};
 
@@ -168,7 +168,10 @@ async fn load(ctx: Arc<Ctx>, index: usize) -> Result<(), String> {
         let resource = &all[fastrand::usize(..all.len())];
         let t0 = mono_ns();
         let call = ctx.redlock.try_acquire(resource.as_bytes(), ctx.ttl);
-        let (result, fp) = with_first_poll(call).await;
+        // Not the first poll: past `max_in_flight` the round waits for admission first, and its
+        // validity clock starts only when it is let in, in a later poll (see `crate::clock`).
+        let (result, polls) = with_polls(call).await;
+        let fp = polls.before_last;
         let t1 = mono_ns();
         ctx.log.attempt(t0, t1, Outcome::of(&result));
         match result {
