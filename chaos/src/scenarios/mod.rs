@@ -9,6 +9,7 @@
 //! Redlock's model: no overlap, no lost update, no torn read; scenario 7: an overlap must show), and
 //! the leak check.
 
+mod key_census;
 mod mixed_faults;
 mod s01_contention;
 mod s02_kill_nodes;
