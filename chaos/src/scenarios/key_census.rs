@@ -34,15 +34,27 @@ pub struct Spread {
     pub surviving: usize,
 }
 
-/// For each resource whose key matched `pattern` (e.g. `redlock:{rn*}`) on some node: the spread of
-/// its most widely held value, counting `lost_node` apart.
-pub fn take(env: &Env, pattern: &str, lost_node: usize) -> BTreeMap<String, Spread> {
+/// One census: for each resource whose key matched the pattern on some node, the spread of its most
+/// widely held value; and how many nodes other than the lost one answered (one that did not counts
+/// as holding nothing, so the spreads are then too low).
+#[derive(Debug, Default)]
+pub struct Census {
+    pub spread: BTreeMap<String, Spread>,
+    pub answered: usize,
+}
+
+/// Takes a census of the keys matching `pattern` (e.g. `redlock:{rn*}`), counting `lost_node` apart.
+pub fn take(env: &Env, pattern: &str, lost_node: usize) -> Census {
     let mut by_value: BTreeMap<(String, String), Spread> = BTreeMap::new();
+    let mut answered = 0;
     for (i, node) in env.nodes.iter().enumerate() {
-        // A node that does not answer here counts as holding nothing.
-        let reply = node
-            .try_cmd(&[b"EVAL", CENSUS.as_bytes(), b"0", pattern.as_bytes()])
-            .unwrap_or_default();
+        let Some(reply) = node.try_cmd(&[b"EVAL", CENSUS.as_bytes(), b"0", pattern.as_bytes()])
+        else {
+            continue;
+        };
+        if i != lost_node {
+            answered += 1;
+        }
         for pair in reply.split(' ') {
             let Some((key, value)) = pair.split_once('=') else {
                 continue;
@@ -63,7 +75,10 @@ pub fn take(env: &Env, pattern: &str, lost_node: usize) -> BTreeMap<String, Spre
             *slot = spread;
         }
     }
-    best
+    Census {
+        spread: best,
+        answered,
+    }
 }
 
 /// `rn7` of `redlock:{rn7}`.

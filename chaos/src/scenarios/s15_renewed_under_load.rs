@@ -39,6 +39,10 @@ const PROCS: usize = 3;
 const MAX_IN_FLIGHT: usize = 64;
 /// A majority of the 5 lock nodes.
 const QUORUM: usize = crate::env::NODES / 2 + 1;
+/// The renewed locks' keys (the engine's default prefix).
+const PATTERN: &str = "redlock:{rn*}";
+/// How often the census runs while node 0 is down.
+const CENSUS_EVERY: Duration = Duration::from_millis(500);
 /// Processes running the fenced counter probe beside them.
 const LOAD_PROCS: usize = 2;
 
@@ -108,12 +112,19 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     wait(ttl + p / 2).await;
     // Which locks live on a bare majority that includes node 0 (they cannot survive its loss).
     let census_at = mark();
-    let census = key_census::take(env, "redlock:{rn*}", 0);
+    let census = key_census::take(env, PATTERN, 0);
     let kill = mark();
     env.nodes[0].kill9();
     // Longer than any TTL here (every key node 0 held has expired): the restart below is then
-    // inside the model.
-    wait(p.max(ttl * 5 / 4)).await;
+    // inside the model. Meanwhile a census every half second, to show where a lock lost in this
+    // window lived (diagnostics only: with node 0 gone, a granted lock must be on 3 live nodes).
+    let until = tokio::time::Instant::now() + p.max(ttl * 5 / 4);
+    let mut during = Vec::new();
+    while tokio::time::Instant::now() + CENSUS_EVERY < until {
+        wait(CENSUS_EVERY).await;
+        during.push((mark(), key_census::take(env, PATTERN, 0)));
+    }
+    tokio::time::sleep_until(until).await;
     let up = mark();
     env.nodes[0].restart();
     wait(p).await;
@@ -125,7 +136,8 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let census = Census {
         at: census_at,
         kill,
-        spread: census,
+        spread: census.spread,
+        during,
     };
     judge(
         &mut f,
@@ -144,6 +156,8 @@ struct Census {
     at: u64,
     kill: u64,
     spread: BTreeMap<String, Spread>,
+    /// Censuses while node 0 was down, with when they were taken.
+    during: Vec<(u64, key_census::Census)>,
 }
 
 impl Census {
@@ -156,6 +170,16 @@ impl Census {
                 .spread
                 .get(&r.resource)
                 .is_some_and(|s| s.surviving < QUORUM)
+    }
+
+    /// On how many live nodes `r`'s resource's most widely held value lay at each census taken while
+    /// `r` was held and node 0 was down.
+    fn live_nodes_during(&self, r: &Renewal) -> Vec<usize> {
+        self.during
+            .iter()
+            .filter(|(at, _)| r.t1 < *at && *at < r.end)
+            .map(|(_, c)| c.spread.get(&r.resource).map_or(0, |s| s.surviving))
+            .collect()
     }
 
     /// Locks held at the census (a majority of nodes with one value), and those of them on a bare
@@ -176,6 +200,17 @@ fn judge(f: &mut Findings, census: &Census, windows: [(&str, u64, u64); 3]) {
     let (explained, lost): (Vec<&Renewal>, Vec<&Renewal>) =
         all_lost.partition(|r| census.explains(r));
     let (held, at_risk) = census.held_and_at_risk();
+    // Locks held on exactly a majority of live nodes while node 0 was down (no margin: a renewal
+    // needs every one of them in the same round), per census; and nodes that answered each census.
+    let thin: Vec<String> = census
+        .during
+        .iter()
+        .map(|(_, c)| {
+            let held = c.spread.values().filter(|s| s.surviving >= QUORUM);
+            let bare = held.clone().filter(|s| s.surviving == QUORUM).count();
+            format!("{bare}/{} ({} nodes answered)", held.count(), c.answered)
+        })
+        .collect();
     let cause = |l: Loss| lost.iter().filter(|r| r.loss == l).count();
     let by_window: Vec<(&str, usize)> = windows
         .iter()
@@ -192,6 +227,7 @@ fn judge(f: &mut Findings, census: &Census, windows: [(&str, u64, u64); 3]) {
         "renewed grants {} (up to {} held at once), renewals {renewals} (most on one lock {most}), \
          false losses {} (expired {}, refused {}), losses of locks whose majority went with node 0 {} \
          (at the kill {held} renewed locks were held, {at_risk} on a bare majority including node 0), \
+         with node 0 down, locks on exactly 3 live nodes / held, per census: {}; \
          renewed grants by window: {}; load grants \
          {load_grants}; attempts {}: contended {}, overloaded {}, quorum {}, validity {}, other {}",
         holds.len(),
@@ -200,6 +236,7 @@ fn judge(f: &mut Findings, census: &Census, windows: [(&str, u64, u64); 3]) {
         cause(Loss::Expired),
         cause(Loss::Refused),
         explained.len(),
+        thin.join(", "),
         by_window
             .iter()
             .map(|(n, c)| format!("{n} {c}"))
@@ -217,13 +254,17 @@ fn judge(f: &mut Findings, census: &Census, windows: [(&str, u64, u64); 3]) {
         .take(5)
         .map(|r| {
             format!(
-                "{} on {} {:?} at age {:.0} ms after {} renewals (validity end {:+.0} ms from then)",
+                "{} on {} {:?} at age {:.0} ms after {} renewals (validity end {:+.0} ms from \
+                 then; granted {:+.0} ms from the kill; live nodes with its value at the censuses \
+                 while node 0 was down: {:?})",
                 r.holder,
                 r.resource,
                 r.loss,
                 r.age_ns() as f64 / 1e6,
                 r.renewals,
-                (r.vu as f64 - r.end as f64) / 1e6
+                (r.vu as f64 - r.end as f64) / 1e6,
+                (r.t1 as f64 - census.kill as f64) / 1e6,
+                census.live_nodes_during(r)
             )
         })
         .collect();
