@@ -255,8 +255,8 @@ fn judge(f: &mut Findings, census: &Census, windows: [(&str, u64, u64); 3]) {
         .map(|r| {
             format!(
                 "{} on {} {:?} at age {:.0} ms after {} renewals (validity end {:+.0} ms from \
-                 then; granted {:+.0} ms from the kill; live nodes with its value at the censuses \
-                 while node 0 was down: {:?})",
+                 then; granted {:+.0} ms from the kill; nodes with its value just before the kill \
+                 {:?}, live ones at the censuses while node 0 was down: {:?})",
                 r.holder,
                 r.resource,
                 r.loss,
@@ -264,6 +264,10 @@ fn judge(f: &mut Findings, census: &Census, windows: [(&str, u64, u64); 3]) {
                 r.renewals,
                 (r.vu as f64 - r.end as f64) / 1e6,
                 (r.t1 as f64 - census.kill as f64) / 1e6,
+                census
+                    .spread
+                    .get(&r.resource)
+                    .map(|s| (s.nodes, s.surviving)),
                 census.live_nodes_during(r)
             )
         })
