@@ -37,6 +37,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::record::{Fenced, Grant, LockKind, Outcome, Record, Seen, Via, Wrote};
+use crate::renewal_log::Renewal;
 
 /// Slack for converting `Instant`s to raw nanoseconds (the conversion is exact to tens of ns).
 const TOLERANCE_NS: u64 = 1_000;
@@ -51,6 +52,8 @@ pub struct Logs {
     pub walls: Vec<(String, i64, u64)>,
     /// Failed release/extend calls on valid locks: `holder op took_ns message`.
     pub errors: Vec<String>,
+    /// Renewed locks' holds (scenario 15).
+    pub renewals: Vec<Renewal>,
 }
 
 impl Logs {
@@ -82,6 +85,10 @@ impl Logs {
 
     fn add(&mut self, stem: &str, text: &str) {
         for line in text.lines() {
+            if let Some(r) = Renewal::parse(line) {
+                self.renewals.push(r);
+                continue;
+            }
             match Record::parse(line) {
                 Some(Record::Grant(g)) => self.grants.push(g),
                 Some(Record::Attempt { t0, t1, outcome }) => self.attempts.push((t0, t1, outcome)),

@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use redlock_engine::{Config, Lock, LockError, Redlock};
+use tokio::sync::watch;
 
 use crate::clock::{mono_ns, wall_ns, with_first_poll, with_polls, InstantMap};
 use crate::counter::Counter;
@@ -68,10 +69,19 @@ pub struct ClientArgs {
     /// Concurrent tasks (holders) in this process.
     #[arg(long, default_value_t = 4)]
     pub tasks: usize,
+    /// `--lock renewed`: tasks doing `try_acquire` → `release` on `--load-resources` beside the holders.
+    #[arg(long, default_value_t = 0)]
+    pub load_tasks: usize,
+    /// `--lock renewed`: the load tasks' resources, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub load_resources: Vec<String>,
+    /// The engine's `max_in_flight` (default: the library's).
+    #[arg(long)]
+    pub max_in_flight: Option<usize>,
     /// Lock TTL.
     #[arg(long, default_value_t = 1000)]
     pub ttl_ms: u64,
-    /// Per-node deadline of a round.
+    /// Per-node deadline of a round (0: fitted to the measured round trips, the library's default).
     #[arg(long, default_value_t = 50)]
     pub node_timeout_ms: u64,
     /// Least validity (fraction of the TTL) a grant must leave.
@@ -118,6 +128,7 @@ impl ClientArgs {
             format!("--write-ratio={}", self.write_ratio),
             format!("--linger-every={}", self.linger_every),
             format!("--tasks={}", self.tasks),
+            format!("--load-tasks={}", self.load_tasks),
             format!("--ttl-ms={}", self.ttl_ms),
             format!("--node-timeout-ms={}", self.node_timeout_ms),
             format!("--min-validity={}", self.min_validity),
@@ -140,6 +151,15 @@ impl ClientArgs {
         if let Some(ms) = self.max_ttl_ms {
             v.push(format!("--max-ttl-ms={ms}"));
         }
+        if !self.load_resources.is_empty() {
+            v.push(format!(
+                "--load-resources={}",
+                self.load_resources.join(",")
+            ));
+        }
+        if let Some(n) = self.max_in_flight {
+            v.push(format!("--max-in-flight={n}"));
+        }
         v
     }
 }
@@ -155,6 +175,8 @@ pub enum LockMode {
     Rw,
     /// `acquire`: waits in the local queue, wakes on release notifications, takes hand-offs.
     Wait,
+    /// `acquire_renewed`: many renewed locks held at once, with load beside them ([`crate::renewed`]).
+    Renewed,
 }
 
 impl LockMode {
@@ -164,6 +186,7 @@ impl LockMode {
             Self::Many => "many",
             Self::Rw => "rw",
             Self::Wait => "wait",
+            Self::Renewed => "renewed",
         }
     }
 }
@@ -191,6 +214,8 @@ pub struct Ctx {
     pub log: Log,
     pub map: InstantMap,
     stop: AtomicBool,
+    /// The same stop, for tasks that wait on it (thousands of renewed holders must not poll a flag).
+    stop_tx: watch::Sender<bool>,
     pub ttl: Duration,
     pub drift_ns: u64,
     /// `valid_until` (raw ns) of the lock each resource's last local holder released: a lock handed
@@ -206,11 +231,15 @@ async fn run(args: ClientArgs) -> Result<(), String> {
     let defaults = Config::default();
     let config = Config {
         nodes: args.nodes.clone(),
-        node_timeout: Some(Duration::from_millis(args.node_timeout_ms)),
+        node_timeout: (args.node_timeout_ms > 0)
+            .then(|| Duration::from_millis(args.node_timeout_ms)),
         min_validity_factor: args.min_validity,
         // 0 (the default): one attempt per call, so each logged call is one validity measurement.
         retry_count: args.retries,
         connect_timeout: Duration::from_secs(1),
+        max_in_flight: args.max_in_flight.unwrap_or(defaults.max_in_flight),
+        // Renewed holders cannot tell a local hand-off from a grant (see `crate::renewed`).
+        local_queue: defaults.local_queue && args.lock != LockMode::Renewed,
         // With the quarantine, a restarted node must not vote for as long as any lock of ours can live.
         quarantine: args.quarantine,
         max_ttl: if args.quarantine {
@@ -230,15 +259,19 @@ async fn run(args: ClientArgs) -> Result<(), String> {
         log,
         map: InstantMap::new(),
         stop: AtomicBool::new(false),
+        stop_tx: watch::channel(false).0,
         ttl,
         drift_ns: drift.as_nanos() as u64,
         released_until: Mutex::default(),
         args,
     });
     let watcher = tokio::spawn(watch_stop(ctx.clone()));
-    let workers: Vec<_> = (0..ctx.args.tasks)
-        .map(|i| tokio::spawn(worker(ctx.clone(), i)))
-        .collect();
+    let workers: Vec<_> = match ctx.args.lock {
+        LockMode::Renewed => crate::renewed::spawn(&ctx),
+        _ => (0..ctx.args.tasks)
+            .map(|i| tokio::spawn(worker(ctx.clone(), i)))
+            .collect(),
+    };
     let mut result = Ok(());
     for w in workers {
         match w.await {
@@ -247,9 +280,21 @@ async fn run(args: ClientArgs) -> Result<(), String> {
             Err(e) => result = Err(format!("worker panicked: {e}")),
         }
     }
-    ctx.stop.store(true, Ordering::Relaxed);
+    ctx.set_stop();
     let _ = watcher.await;
     result
+}
+
+impl Ctx {
+    fn set_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.stop_tx.send_replace(true);
+    }
+
+    /// A receiver that sees `true` once the process is told to stop.
+    pub fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop_tx.subscribe()
+    }
 }
 
 /// Sets `stop` when the stop file appears or the hard deadline passes; logs wall-clock samples.
@@ -258,7 +303,7 @@ async fn watch_stop(ctx: Arc<Ctx>) {
     let mut tick = 0u64;
     while !ctx.stop.load(Ordering::Relaxed) {
         if ctx.args.stop_file.exists() || tokio::time::Instant::now() >= deadline {
-            ctx.stop.store(true, Ordering::Relaxed);
+            ctx.set_stop();
         }
         if ctx.args.wall_samples && tick.is_multiple_of(5) {
             ctx.log.wall(wall_ns(), mono_ns());
@@ -378,7 +423,8 @@ async fn acquire(ctx: &Ctx, fenced: bool) -> Call {
             let (result, polls) = with_polls(ctx.redlock.acquire_read(r, ttl)).await;
             Call::new(LockKind::Read, one, result, polls.before_last)
         }
-        LockMode::Wait => {
+        // `Renewed` runs its own tasks (`crate::renewed`); `worker` never sees it.
+        LockMode::Wait | LockMode::Renewed => {
             let (result, polls) = with_polls(ctx.redlock.acquire(r, ttl)).await;
             Call::new(LockKind::Exclusive, one, result, polls.before_last)
         }

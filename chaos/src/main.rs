@@ -7,11 +7,12 @@
 //! - `suite`: the orchestrator — settings, the run over scenarios, the summary and exit status.
 //! - `scenarios`: one file per scenario, and the runner that judges each one's logs.
 //! - `env`: one scenario's processes (nodes, storage, proxies, clients) and their teardown.
-//! - `client`: the client process — the acquire loop of each lock kind, logging.
+//! - `client`: the client process — the acquire loop of each lock kind, logging; `renewed`: its
+//!   renewed-lock holders and the load beside them (scenario 15).
 //! - `section`: the critical section of each lock kind on the counter (and its mirror), and the release.
 //! - `checker`: overlaps (per resource, readers may share), overruns, validity lies, torn reads,
 //!   latency percentiles from the logs.
-//! - `record`: the log format shared by writers and the checker.
+//! - `record`: the log format shared by writers and the checker; `renewal_log`: its `R` line.
 //! - `node`, `proxy`, `procs`: redis-server processes, the fault-injecting TCP proxy, process guards.
 //! - `counter`, `resp`: the storage counter client and a one-shot RESP client.
 //! - `clock`: `CLOCK_MONOTONIC` nanoseconds, shared by all processes; `faketime`: scenario 10's setup.
@@ -26,6 +27,8 @@ mod node;
 mod procs;
 mod proxy;
 mod record;
+mod renewal_log;
+mod renewed;
 mod resp;
 mod scenarios;
 mod section;

@@ -17,6 +17,7 @@
 //! - `W wall_ns mono_ns` — a wall-clock sample (scenario 10 shows the client's wall clock jumping).
 //! - `E holder op took_ns message` — a release or extend of a still-valid lock failed: why, for the
 //!   report.
+//! - `R ...` — a renewed lock's hold (scenario 15), see [`crate::renewal_log`].
 
 use std::fs::File;
 use std::io::Write;
@@ -42,6 +43,8 @@ pub enum Outcome {
     Quorum,
     /// `ValidityExpired`.
     Validity,
+    /// `Overloaded`: admission control gave the round no turn in time (the nodes were not asked).
+    Overloaded,
     /// Any other error.
     Other,
 }
@@ -56,6 +59,7 @@ impl Outcome {
             Err(LockError::Contended { .. }) => Self::Contended,
             Err(LockError::QuorumNotReached { .. }) => Self::Quorum,
             Err(LockError::ValidityExpired { .. }) => Self::Validity,
+            Err(LockError::Overloaded { .. }) => Self::Overloaded,
             Err(_) => Self::Other,
         }
     }
@@ -70,6 +74,7 @@ impl Outcome {
             Self::Contended => "contended",
             Self::Quorum => "quorum",
             Self::Validity => "validity",
+            Self::Overloaded => "overloaded",
             Self::Other => "other",
         }
     }
@@ -83,6 +88,7 @@ impl Outcome {
             Self::Contended,
             Self::Quorum,
             Self::Validity,
+            Self::Overloaded,
             Self::Other,
         ]
         .into_iter()
@@ -389,7 +395,8 @@ impl Log {
         })
     }
 
-    fn write(&self, line: &str) {
+    /// Writes one whole line (with its newline), e.g. a [`crate::renewal_log::Renewal`].
+    pub fn write(&self, line: &str) {
         // Unbuffered on purpose: the orchestrator reads `B` lines while the client runs, and a client
         // killed at the end of a failed scenario loses nothing already logged.
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());

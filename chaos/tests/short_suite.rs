@@ -22,11 +22,13 @@ fn the_short_suite_passes() {
     let (ok, text) = chaos(&["--short"]);
     assert!(ok, "chaos --short failed:\n{text}");
     assert!(text.contains("scenario 7-restart-without-persistence: grants"));
-    // The other lock kinds under faults: multi-resource, read-write, waiting with local hand-off.
+    // The other lock kinds under faults: multi-resource, read-write, waiting with local hand-off;
+    // renewed locks under load.
     for name in [
         "12-multi-resource-faults",
         "13-rwlock-faults",
         "14-waiting-handoff-faults",
+        "15-renewed-under-load",
     ] {
         assert!(text.contains(&format!("scenario {name}: grants")), "{name}");
     }

@@ -1,6 +1,6 @@
 //! The ten scenarios of issue 5, scenario 11 (issue 7: a majority restart under quarantine) and
 //! scenarios 12-14 (the multi-resource, read-write and waiting locks under the faults of
-//! `mixed_faults`), one file each, and the runner that turns a scenario's logs into its summary line
+//! `mixed_faults`), scenario 15 (issue 14: renewed locks under load and a `kill -9`), one file each, and the runner that turns a scenario's logs into its summary line
 //! and verdict.
 //!
 //! A scenario starts its background clients, plays its fault timeline, stops the clients and returns
@@ -9,6 +9,7 @@
 //! Redlock's model: no overlap, no lost update, no torn read; scenario 7: an overlap must show), and
 //! the leak check.
 
+mod key_census;
 mod mixed_faults;
 mod s01_contention;
 mod s02_kill_nodes;
@@ -24,6 +25,7 @@ mod s11_majority_restart;
 mod s12_multi_resource;
 mod s13_rwlock;
 mod s14_waiting;
+mod s15_renewed_under_load;
 mod support;
 
 use crate::checker::{self, Logs};
@@ -49,7 +51,7 @@ pub struct Scenario {
 }
 
 /// Every scenario, in order.
-pub const ALL: [Scenario; 14] = [
+pub const ALL: [Scenario; 15] = [
     scenario(1, "1-no-fault"),
     scenario(2, "2-kill-nodes"),
     scenario(3, "3-majority-loss"),
@@ -68,6 +70,7 @@ pub const ALL: [Scenario; 14] = [
     scenario(12, "12-multi-resource-faults"),
     scenario(13, "13-rwlock-faults"),
     scenario(14, "14-waiting-handoff-faults"),
+    scenario(15, "15-renewed-under-load"),
 ];
 
 const fn scenario(number: u8, name: &'static str) -> Scenario {
@@ -182,6 +185,7 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
         12 => s12_multi_resource::run(&mut env, &ctx).await?,
         13 => s13_rwlock::run(&mut env, &ctx).await?,
         14 => s14_waiting::run(&mut env, &ctx).await?,
+        15 => s15_renewed_under_load::run(&mut env, &ctx).await?,
         n => return Err(format!("no scenario {n}")),
     };
     let s = checker::summarize(&f.logs);
