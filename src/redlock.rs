@@ -205,7 +205,10 @@ impl Redlock {
     /// # Errors
     /// [`LockError::NotOwner`] if another owner's value sits at the key (our lock had expired and was
     /// taken); [`LockError::AlreadyExpired`] if the keys were already gone; [`LockError::QuorumNotReached`]
-    /// if too many nodes failed to answer (the keys then expire at their TTL).
+    /// if too many nodes failed to answer (copies that did not land are re-sent in the background until
+    /// the keys' TTL); [`LockError::Overloaded`] if the round could not even start within one TTL (only
+    /// with a majority of nodes frozen and their queues full; the release is then sent in the
+    /// background).
     ///
     /// With the local queue on and another task of this process waiting for the resource, the lock may
     /// instead be handed to that task (see [`Config::max_local_handoffs`]); this then returns `Ok` without
@@ -229,9 +232,16 @@ impl Redlock {
                 return Ok(());
             }
         }
-        // A release is never refused for overload: it waits its turn however long that takes (each
-        // admitted round ends by its deadline, so the line moves).
-        let _slot = self.admit(None).await?;
+        // A release waits its turn (each admitted round ends by its deadline, so the line moves), up to
+        // one TTL: by then the keys have expired anyway. Only a majority of nodes frozen with full
+        // queues gets there; the release is then handed to the background re-sender, not dropped.
+        let _slot = match self.admit(Some(Instant::now() + lock.ttl)).await {
+            Ok(slot) => slot,
+            Err(overloaded) => {
+                self.release_in_background(&lock);
+                return Err(overloaded);
+            }
+        };
         let timeout = self.round_timeout(lock.ttl);
         let started = Instant::now();
         let lock_held = lock.held;
