@@ -14,8 +14,17 @@ const MAX_LIFETIME: Duration = Duration::from_secs(2);
 const TTL: Duration = Duration::from_millis(1500);
 
 async fn engine(cluster: &[RedisNode], quarantine: bool) -> Redlock {
+    engine_on(urls(cluster), Default::default(), quarantine).await
+}
+
+async fn engine_on(
+    nodes: Vec<String>,
+    transport: redlock_engine::Transport,
+    quarantine: bool,
+) -> Redlock {
     Redlock::new(Config {
-        nodes: urls(cluster),
+        nodes,
+        transport,
         quarantine,
         max_ttl: MAX_LIFETIME,
         retry_count: 0,
@@ -178,18 +187,7 @@ async fn first_grant_after_a_restart_near_a_second_boundary(
         if uptime != 1 || restarted.elapsed() >= Duration::from_millis(700) {
             continue; // the start slipped past the boundary (busy machine): try again
         }
-        let e = Redlock::new(Config {
-            nodes: vec![node.url()],
-            transport,
-            quarantine: true,
-            max_ttl: MAX_LIFETIME,
-            retry_count: 0,
-            local_queue: false,
-            connect_timeout: Duration::from_millis(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+        let e = engine_on(vec![node.url()], transport, true).await;
         let deadline = restarted + MAX_LIFETIME * 3;
         while std::time::Instant::now() < deadline {
             match e.try_acquire(b"boundary", TTL).await {
