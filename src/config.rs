@@ -141,7 +141,6 @@ pub(crate) struct Settings {
     pub(crate) notify_releases: bool,
     pub(crate) max_local_handoffs: u32,
     pub(crate) max_in_flight: usize,
-    pub(crate) max_pending: usize,
     pub(crate) connect: ConnectOptions,
 }
 
@@ -266,7 +265,6 @@ impl Config {
             // behind; admission also waits while a majority of connections are half full, so a
             // quarter of `max_pending` keeps the hard limit out of reach (see `admission`).
             max_in_flight: self.max_in_flight.min((self.max_pending / 4).max(1)),
-            max_pending: self.max_pending,
             connect: ConnectOptions {
                 connect_timeout: self.connect_timeout,
                 max_pending: self.max_pending,

@@ -42,6 +42,8 @@ thread_local! {
 /// How long a round waits for a node.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadline {
+    /// When the round started: a node counts as answering only with replies after this.
+    pub(crate) start: Instant,
     /// The node deadline: a node silent since the round started is a timeout here (after a grace).
     pub(crate) first: Instant,
     /// How much longer each further step waits for a node that is answering.
@@ -55,6 +57,7 @@ impl Deadline {
     pub(crate) fn new(start: Instant, timeout: Duration, last: Instant) -> Self {
         let first = (start + timeout).min(last);
         Self {
+            start,
             first,
             step: timeout,
             last: last.max(first),
@@ -64,6 +67,7 @@ impl Deadline {
     /// One fixed instant, no extension.
     pub(crate) fn fixed(at: Instant) -> Self {
         Self {
+            start: at,
             first: at,
             step: Duration::ZERO,
             last: at,
@@ -138,7 +142,6 @@ async fn run(
     let mut timer = pin!(tokio::time::sleep_until(deadline.first));
     let mut armed_for = deadline.first;
     let mut graced = false;
-    let began = deadline.first.checked_sub(deadline.step);
     poll_fn(|cx| {
         let mut open = 0;
         for (index, slot) in waiting.iter_mut().enumerate() {
@@ -170,13 +173,10 @@ async fn run(
                 // A node that keeps answering (replies within the last step, and since the round
                 // began) is alive and working through its queue in order, ours included. One late
                 // reply to an earlier round, then silence, is not that.
-                let recent = now
+                let since = now
                     .checked_sub(deadline.step)
-                    .into_iter()
-                    .chain(began)
-                    .max();
-                let answering = recent
-                    .is_some_and(|since| nodes[index].last_reply().is_some_and(|at| at >= since));
+                    .map_or(deadline.start, |t| t.max(deadline.start));
+                let answering = nodes[index].last_reply().is_some_and(|at| at >= since);
                 if now < deadline.last && (!graced || answering || congested) {
                     still += 1;
                 } else if slot.take().is_some() {

@@ -84,7 +84,7 @@ impl Redlock {
                 }
             }
         }
-        let admission = Admission::new(settings.max_in_flight, settings.max_pending);
+        let admission = Admission::new(settings.max_in_flight, settings.connect.max_pending);
         let engine = Self {
             inner: Arc::new(Inner {
                 settings,
@@ -268,10 +268,12 @@ impl Redlock {
             .round(Op::Release, &tally, started.elapsed());
         // Nodes the round could not confirm get the release again in the background; the keys
         // expire by themselves at most one TTL from now (the last grant or extend was before this).
-        let keys_expire = Instant::now() + lock.ttl;
-        for (index, cause) in &tally.failures {
-            if let Some(node) = self.nodes().get(*index) {
-                self.release_retry().resend(node, &cmd, cause, keys_expire);
+        if !tally.failures.is_empty() {
+            let keys_expire = Instant::now() + lock.ttl;
+            for (index, cause) in &tally.failures {
+                if let Some(node) = self.nodes().get(*index) {
+                    self.release_retry().resend(node, &cmd, cause, keys_expire);
+                }
             }
         }
         if let Some(flag) = remote_flag {

@@ -187,7 +187,9 @@ async fn renew_once(engine: &Redlock, entry: &Entry) -> Option<Instant> {
     // No point waiting for a turn that would start too late to finish before the validity ends.
     let admit_until = valid_until.checked_sub(timeout).unwrap_or(valid_until);
     let Ok(_slot) = engine.admit(Some(admit_until)).await else {
-        return Some(retry_at(entry, valid_until));
+        let at = retry_at(entry, valid_until);
+        entry.lock().next_renewal = at;
+        return Some(at);
     };
     let start = Instant::now();
     let deadline = engine.round_deadline(start, ttl, Some(valid_until));

@@ -83,6 +83,30 @@ pub struct HeldRecord {
 }
 
 impl HeldRecord {
+    /// Fills in the hold phase's rates: `renewals` done by `held` locks renewed every `every` during
+    /// `hold`, with the client's and the servers' CPU over it. One place for both engines' figures.
+    pub(super) fn record_hold(
+        &mut self,
+        hold: Duration,
+        renewals: u64,
+        held: usize,
+        every: Duration,
+        cpu: Duration,
+        servers: ServerCounters,
+    ) {
+        self.hold_s = hold.as_secs_f64();
+        self.renewals = Some(renewals);
+        self.renewals_per_s = Some(renewals as f64 / self.hold_s);
+        self.expected_renewals_per_s = Some(held as f64 / every.as_secs_f64());
+        let per_renewal = |s: f64| (renewals > 0).then(|| s * 1e6 / renewals as f64);
+        self.client_cpu_s = Some(cpu.as_secs_f64());
+        self.client_cpu_us_per_renewal = per_renewal(cpu.as_secs_f64());
+        self.server_cpu_s = Some(servers.cpu_s);
+        self.server_cpu_us_per_renewal = per_renewal(servers.cpu_s);
+        self.evalsha_calls = Some(servers.evalsha_calls);
+        self.server_commands = Some(servers.commands);
+    }
+
     /// A record with no figures yet.
     pub(super) fn empty(kind: EngineKind, label: String, held: usize, spec: &Spec) -> Self {
         Self {
@@ -272,17 +296,7 @@ impl Held<'_> {
         r.lost = Some(sample(&locks, &mut ever_lost));
         r.lost_at_end = Some(locks.iter().filter(|l| l.is_lost()).count() as u64);
 
-        r.hold_s = hold.as_secs_f64();
-        r.renewals = Some(renewals);
-        r.renewals_per_s = Some(renewals as f64 / r.hold_s);
-        r.expected_renewals_per_s = Some(locks.len() as f64 / spec.renew_every.as_secs_f64());
-        let per_renewal = |s: f64| (renewals > 0).then(|| s * 1e6 / renewals as f64);
-        r.client_cpu_s = Some(cpu.as_secs_f64());
-        r.client_cpu_us_per_renewal = per_renewal(cpu.as_secs_f64());
-        r.server_cpu_s = Some(servers.cpu_s);
-        r.server_cpu_us_per_renewal = per_renewal(servers.cpu_s);
-        r.evalsha_calls = Some(servers.evalsha_calls);
-        r.server_commands = Some(servers.commands);
+        r.record_hold(hold, renewals, locks.len(), spec.renew_every, cpu, servers);
 
         let failed = self.release_all(locks, &mut r.failures).await?;
         r.failed_releases = Some(failed);

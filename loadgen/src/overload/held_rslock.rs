@@ -103,17 +103,14 @@ pub async fn run(
     let lost = counts.lost.load(Ordering::Relaxed);
     r.lost = Some(lost);
     r.lost_at_end = Some(lost);
-    r.hold_s = hold.as_secs_f64();
-    r.renewals = Some(renewals);
-    r.renewals_per_s = Some(renewals as f64 / r.hold_s);
-    r.expected_renewals_per_s = Some(renewing.len() as f64 / spec.renew_every.as_secs_f64());
-    let per_renewal = |s: f64| (renewals > 0).then(|| s * 1e6 / renewals as f64);
-    r.client_cpu_s = Some(cpu.as_secs_f64());
-    r.client_cpu_us_per_renewal = per_renewal(cpu.as_secs_f64());
-    r.server_cpu_s = Some(servers.cpu_s);
-    r.server_cpu_us_per_renewal = per_renewal(servers.cpu_s);
-    r.evalsha_calls = Some(servers.evalsha_calls);
-    r.server_commands = Some(servers.commands);
+    r.record_hold(
+        hold,
+        renewals,
+        renewing.len(),
+        spec.renew_every,
+        cpu,
+        servers,
+    );
 
     // Stop the loops, take the locks back, unlock them (rslock's unlock reports nothing).
     let _ = stop_tx.send(true);
