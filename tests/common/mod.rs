@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use redlock_engine::{Redlock, Transport};
 
+pub mod clock;
 pub mod hostile;
 pub mod proxy;
 pub mod topology;
@@ -19,6 +20,8 @@ pub struct RedisNode {
     child: Option<Child>,
     frozen: bool,
     extra: Vec<String>,
+    /// Environment variables for the process (kept for `restart`).
+    env: Vec<(String, String)>,
 }
 
 impl RedisNode {
@@ -29,10 +32,19 @@ impl RedisNode {
 
     /// Starts a node with extra `redis-server` arguments (e.g. `--requirepass x`).
     pub fn start_with(extra: &[&str]) -> Self {
+        Self::start_with_env(extra, &[])
+    }
+
+    /// Starts a node with extra arguments and extra environment variables (e.g. `LD_PRELOAD`).
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         for _ in 0..20 {
             let port = free_port();
-            if let Some(node) = Self::try_start_on(port, &extra) {
+            if let Some(node) = Self::try_start_on_with_env(port, &extra, &env) {
                 return node;
             }
         }
@@ -40,10 +52,19 @@ impl RedisNode {
     }
 
     fn try_start_on(port: u16, extra: &[String]) -> Option<Self> {
+        Self::try_start_on_with_env(port, extra, &[])
+    }
+
+    fn try_start_on_with_env(
+        port: u16,
+        extra: &[String],
+        env: &[(String, String)],
+    ) -> Option<Self> {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--protected-mode", "no", "--dir", &std::env::temp_dir().to_string_lossy()])
             .args(extra)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -59,6 +80,7 @@ impl RedisNode {
             child: Some(child),
             frozen: false,
             extra: extra.to_vec(),
+            env: env.to_vec(),
         };
         if node.wait_ready(Duration::from_secs(5)) {
             Some(node)
@@ -136,7 +158,7 @@ impl RedisNode {
     pub fn restart(&mut self) {
         self.kill9();
         for _ in 0..50 {
-            if let Some(node) = Self::try_start_on(self.port, &self.extra) {
+            if let Some(node) = Self::try_start_on_with_env(self.port, &self.extra, &self.env) {
                 *self = node;
                 return;
             }
