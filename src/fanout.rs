@@ -75,6 +75,29 @@ impl Deadline {
     }
 }
 
+/// What a round counts its replies into: one lock's [`Tally`], or one per lock of a batch.
+pub(crate) trait Count {
+    /// Counts node `index`'s reply; says whether the round is decided.
+    fn reply(&mut self, index: usize, reply: NodeResult) -> Decision;
+    /// Counts node `index` as failed (timeout, quarantine).
+    fn fail(&mut self, index: usize, error: NodeError) -> Decision;
+}
+
+/// One lock's round: each reply is one vote.
+struct One {
+    tally: Tally,
+    read: fn(NodeResult) -> Vote,
+}
+
+impl Count for One {
+    fn reply(&mut self, index: usize, reply: NodeResult) -> Decision {
+        self.tally.record(index, (self.read)(reply))
+    }
+    fn fail(&mut self, index: usize, error: NodeError) -> Decision {
+        self.tally.record(index, Vote::Failed(error))
+    }
+}
+
 /// Sends `cmd` to all `nodes` and tallies `read(reply)` votes until decided or `deadline`.
 pub(crate) async fn fan_out(
     nodes: &[Arc<dyn NodeClient>],
@@ -91,15 +114,12 @@ pub(crate) async fn release_round(
     cmd: &Cmd,
     deadline: Deadline,
 ) -> Tally {
-    run(
-        nodes,
-        cmd,
-        deadline,
-        Vote::of_script,
-        true,
-        Tally::for_release(nodes.len()),
-    )
-    .await
+    let mut one = One {
+        tally: Tally::for_release(nodes.len()),
+        read: Vote::of_script,
+    };
+    run(nodes, cmd, deadline, true, &mut one).await;
+    one.tally
 }
 
 /// [`fan_out`], optionally waiting for every reply instead of stopping at the decision (for `raw`).
@@ -110,17 +130,23 @@ pub(crate) async fn round(
     read: fn(NodeResult) -> Vote,
     early: bool,
 ) -> Tally {
-    run(nodes, cmd, deadline, read, early, Tally::new(nodes.len())).await
+    let mut one = One {
+        tally: Tally::new(nodes.len()),
+        read,
+    };
+    run(nodes, cmd, deadline, early, &mut one).await;
+    one.tally
 }
 
-async fn run(
+/// The fan-out itself: sends `cmd` to every node, feeds `count` until it is decided (with `early`) or
+/// every node answered or timed out.
+pub(crate) async fn run(
     nodes: &[Arc<dyn NodeClient>],
     cmd: &Cmd,
     deadline: Deadline,
-    read: fn(NodeResult) -> Vote,
     early: bool,
-    mut tally: Tally,
-) -> Tally {
+    count: &mut impl Count,
+) {
     debug_assert!(nodes.len() <= MAX_NODES);
     // Queue on every node before waiting on any: the rounds overlap on the wire. The command is
     // encoded once for all of them (into a per-thread buffer: nothing awaits while it is borrowed).
@@ -135,7 +161,7 @@ async fn run(
             } else {
                 // Sent all the same (a release must reach it too); only its answer does not count.
                 drop(pending);
-                tally.record(index, Vote::Failed(NodeError::Quarantined));
+                count.fail(index, NodeError::Quarantined);
             }
         }
     });
@@ -149,7 +175,7 @@ async fn run(
             match Pin::new(pending).poll(cx) {
                 Poll::Ready(reply) => {
                     *slot = None;
-                    if tally.record(index, read(reply)) != Decision::Open && early {
+                    if count.reply(index, reply) != Decision::Open && early {
                         return Poll::Ready(());
                     }
                 }
@@ -179,11 +205,11 @@ async fn run(
                 let answering = nodes[index].last_reply().is_some_and(|at| at >= since);
                 if now < deadline.last && (!graced || answering || congested) {
                     still += 1;
-                } else if slot.take().is_some() {
-                    tally.record(index, Vote::Failed(NodeError::Timeout));
-                    if tally.decision() != Decision::Open && early {
-                        return Poll::Ready(());
-                    }
+                } else if slot.take().is_some()
+                    && count.fail(index, NodeError::Timeout) != Decision::Open
+                    && early
+                {
+                    return Poll::Ready(());
                 }
             }
             if still == 0 {
@@ -201,5 +227,4 @@ async fn run(
         Poll::Pending
     })
     .await;
-    tally
 }

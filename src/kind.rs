@@ -67,6 +67,12 @@ impl Kind {
         }
     }
 
+    /// Whether this kind's extend is [`EXTEND`] on its first key alone, so the watchdog may coalesce
+    /// it with others into one [`crate::scripts::EXTEND_MANY`] call per node.
+    pub(crate) fn extends_first_key(self) -> bool {
+        matches!(self, Self::Exclusive | Self::Fenced | Self::Write { .. })
+    }
+
     pub(crate) fn extend_script(self) -> &'static Script {
         match self {
             Self::Exclusive | Self::Fenced | Self::Write { .. } => &EXTEND,

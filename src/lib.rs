@@ -10,8 +10,10 @@
 //!   release and extend.
 //! - `multi`, `rwlock`: the multi-resource and read-write lock APIs.
 //! - `renew`: [`RenewedLock`], [`RenewPolicy`] and each renewed lock's entry.
-//! - `watchdog`: the per-engine task that renews every due lock (a timer heap; one batch per node per
-//!   wake-up; a failed round is retried while validity remains).
+//! - `watchdog`: the per-engine task that renews every due lock (a timer heap; a failed round is
+//!   retried while validity remains).
+//! - `renew_round`: one renewal round — for one lock, or coalesced: one extend call per node carries
+//!   up to 64 locks, each with its own tally.
 //! - `scoped`: [`Redlock::with_lock`] and its [`LockContext`].
 //! - `owner`: [`LockOwner`], reentrant holds scoped to an owner.
 //! - `waitq`: the in-process FIFO queue per resource and bounded local hand-off (cohorting).
@@ -63,6 +65,7 @@ mod raw;
 mod redlock;
 mod release_retry;
 mod renew;
+mod renew_round;
 mod retry;
 mod round;
 mod rtt;

@@ -91,6 +91,21 @@ impl Vote {
     }
 }
 
+impl Vote {
+    /// Reads one lock's character of a coalesced extend answer (see
+    /// [`crate::scripts::EXTEND_MANY`]): `1` extended, `0` gone, `-` someone else's.
+    pub(crate) fn of_extend_code(code: u8) -> Self {
+        match code {
+            b'1' => Self::Yes,
+            b'0' => Self::Gone,
+            b'-' => Self::Taken,
+            _ => Self::Failed(NodeError::Protocol(
+                "coalesced extend script: an answer is none of 1, 0, -".into(),
+            )),
+        }
+    }
+}
+
 fn parse_counter(digits: &[u8]) -> Option<u64> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }

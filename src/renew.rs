@@ -292,6 +292,17 @@ impl Entry {
         Some(st.next_renewal.min(lock.valid_until))
     }
 
+    /// How much earlier than due this entry may renew to join a round that starts now: a sixteenth
+    /// of its interval, at most [`crate::watchdog::COALESCE_WINDOW`]; none when it has stopped
+    /// renewing (its next event is then the end of its validity, which must not come early).
+    pub(crate) fn coalesce_window(&self) -> Duration {
+        if self.renews(&self.lock()) {
+            (self.every / 16).min(crate::watchdog::COALESCE_WINDOW)
+        } else {
+            Duration::ZERO
+        }
+    }
+
     pub(crate) fn renews(&self, st: &EntryState) -> bool {
         self.max_renewals.is_none_or(|max| st.renewals < max)
             && self.stop_renewing_at.is_none_or(|at| Instant::now() < at)

@@ -60,6 +60,21 @@ elseif v == false then return 0 else return -1 end",
     resend: true,
 };
 
+/// Coalesced extend: [`EXTEND`] for several exclusive locks in one call (`KEYS[i]` with value
+/// `ARGV[2i-1]` and TTL `ARGV[2i]` ms). Answers one character per lock, in order: `1` extended, `0`
+/// gone, `-` someone else's (or a key of another type: `pcall`, so one odd key cannot fail the
+/// others' answers). One call per node per watchdog tick instead of one per lock: the nodes parse,
+/// dispatch and reply once.
+pub(crate) static EXTEND_MANY: Script = Script {
+    source: "local r = {} \
+for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
+if v == ARGV[2 * i - 1] then redis.call('PEXPIRE', k, ARGV[2 * i]) r[i] = '1' \
+elseif v == false then r[i] = '0' else r[i] = '-' end end \
+return table.concat(r)",
+    sha1: "81a233c89febc3d1371cd894da87af9fc0586cdc",
+    resend: true,
+};
+
 /// Multi-resource acquire: set every key (PX `ARGV[2]`) or none, atomically on this node.
 pub(crate) static ACQUIRE_MULTI: Script = Script {
     source: "for _, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then return -1 end end \
@@ -182,13 +197,14 @@ redis.call('SET', KEYS[2], t) return 1",
 };
 
 /// Every script, loaded by each connection's handshake.
-pub(crate) static ALL: [&Script; 14] = [
+pub(crate) static ALL: [&Script; 15] = [
     &ACQUIRE_FENCED,
     &COMMIT_FENCE,
     &RELEASE,
     &RELEASE_NOTIFY,
     &MARK_WAITING,
     &EXTEND,
+    &EXTEND_MANY,
     &ACQUIRE_MULTI,
     &RELEASE_MULTI,
     &EXTEND_MULTI,

@@ -4,9 +4,9 @@
 //!   or the end of its validity); the task sleeps until the earliest and pops what is due. With
 //!   100,000 locks renewing at different instants a scan of all of them per wake-up would cost
 //!   O(n) per renewal; the heap costs O(log n). A released lock's record is dropped when it comes up.
-//! - **Batched.** Every renewal due at one wake-up starts its round in the same poll, so each node's
-//!   connection writes them in one go; admission control (see `crate::admission`) splits a batch
-//!   larger than the engine may have in flight, first come first served.
+//! - **Coalesced.** Every renewal due at one wake-up starts in the same poll, and locks of the common
+//!   kinds share one extend call per node per batch (see `crate::renew_round`); admission control
+//!   (see `crate::admission`) spreads rounds beyond what the engine may have in flight.
 //! - **Rounds run beside the timer.** Renewals in flight are polled together with the heap's timer,
 //!   so a slow batch does not hold back locks that fall due meanwhile.
 //! - **A failed round is not a lost lock.** Timeouts, disconnects or overload mean "not renewed this
@@ -14,22 +14,22 @@
 //!   validity ends unrenewed, or when a round shows that a majority can no longer be won (enough nodes
 //!   say the key is gone or holds someone else's value).
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
-
-use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::fanout::fan_out;
-use crate::observe::Op;
-use crate::quorum::{quorum, Tally, Vote};
-use crate::redlock::millis;
-use crate::renew::{next_renewal, Entry};
-use crate::transport::{Args, Cmd};
+use crate::renew::Entry;
+use crate::renew_round;
 use crate::Redlock;
+
+/// How early a renewal may start to share its round with renewals due now (see
+/// [`Entry::coalesce_window`]): renewing early is always safe, and locks renewed together stay
+/// together, since each one's next renewal counts from its round's start.
+pub(crate) const COALESCE_WINDOW: Duration = Duration::from_millis(2);
 
 /// The engine's schedule of renewed locks and its (lazily started) task.
 #[derive(Debug, Default)]
@@ -117,8 +117,13 @@ pub(crate) async fn run(weak: Weak<crate::redlock::Inner>, wake: Arc<Notify>) {
             };
             let dog = engine.watchdog();
             let now = Instant::now();
+            let mut ready = Vec::new();
             let mut registry = dog.registry();
-            while registry.heap.peek().is_some_and(|Reverse(d)| d.at <= now) {
+            while registry
+                .heap
+                .peek()
+                .is_some_and(|Reverse(d)| d.at <= now + COALESCE_WINDOW)
+            {
                 let Some(Reverse(due)) = registry.heap.pop() else {
                     break;
                 };
@@ -127,8 +132,13 @@ pub(crate) async fn run(weak: Weak<crate::redlock::Inner>, wake: Arc<Notify>) {
                 };
                 match entry.next_event() {
                     None => {} // released or lost: forget it
-                    Some(at) if at > now => registry.push(at, due.entry),
-                    Some(_) => in_flight.push(tick(engine.clone(), entry)),
+                    Some(at) if at > now + entry.coalesce_window() => registry.push(at, due.entry),
+                    Some(_) => ready.push(entry),
+                }
+            }
+            if !ready.is_empty() {
+                for round in renew_round::rounds(&engine, ready) {
+                    in_flight.push(renew_round::renew(engine.clone(), round));
                 }
             }
             if registry.heap.is_empty() && in_flight.is_empty() {
@@ -140,9 +150,14 @@ pub(crate) async fn run(weak: Weak<crate::redlock::Inner>, wake: Arc<Notify>) {
         tokio::select! {
             _ = sleep_until_opt(next) => {}
             _ = wake.notified() => {}
-            Some((entry, at)) = in_flight.next(), if !in_flight.is_empty() => {
-                if let (Some(at), Some(engine)) = (at, Redlock::upgrade(&weak)) {
-                    engine.watchdog().registry().push(at, Arc::downgrade(&entry));
+            Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                if let Some(engine) = Redlock::upgrade(&weak) {
+                    let mut registry = engine.watchdog().registry();
+                    for (entry, at) in done {
+                        if let Some(at) = at {
+                            registry.push(at, Arc::downgrade(&entry));
+                        }
+                    }
                 }
             }
         }
@@ -153,101 +168,5 @@ async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
-    }
-}
-
-/// Renews one due entry; returns when to look at it next (`None`: lost or released, forget it).
-async fn tick(engine: Redlock, entry: Arc<Entry>) -> (Arc<Entry>, Option<Instant>) {
-    let next = renew_once(&engine, &entry).await;
-    (entry, next)
-}
-
-async fn renew_once(engine: &Redlock, entry: &Entry) -> Option<Instant> {
-    let (cmd, ttl, valid_until) = {
-        let st = entry.lock();
-        let lock = st.lock.as_ref()?;
-        if Instant::now() >= lock.valid_until {
-            drop(st);
-            entry.lost.cancel();
-            return None;
-        }
-        if !entry.renews(&st) {
-            // Capped: look again when the validity ends, to declare it lost then.
-            return Some(lock.valid_until);
-        }
-        let cmd = Cmd::Script {
-            script: lock.kind.extend_script(),
-            keys: lock.keys.clone(),
-            value: lock.value,
-            args: Args::of(&[millis(lock.ttl)]),
-        };
-        (cmd, lock.ttl, lock.valid_until)
-    };
-    let timeout = engine.round_timeout(ttl);
-    // No point waiting for a turn that would start too late to finish before the validity ends.
-    let admit_until = valid_until.checked_sub(timeout).unwrap_or(valid_until);
-    let Ok(_slot) = engine.admit(Some(admit_until)).await else {
-        let at = retry_at(entry, valid_until);
-        entry.lock().next_renewal = at;
-        return Some(at);
-    };
-    let start = Instant::now();
-    let deadline = engine.round_deadline(start, ttl, Some(valid_until));
-    let tally = fan_out(engine.nodes(), &cmd, deadline, Vote::of_script).await;
-    engine.metrics().round(Op::Renew, &tally, start.elapsed());
-    let hopeless = cannot_win(&tally);
-    let mut st = entry.lock();
-    let lock = st.lock.as_mut()?;
-    match engine.settle_extend(lock, ttl, start, tally) {
-        Ok(()) => {
-            let valid_until = lock.valid_until;
-            st.renewals += 1;
-            st.next_renewal = next_renewal(start, entry.every, valid_until, timeout);
-            Some(st.next_renewal)
-        }
-        Err(_) if hopeless => {
-            drop(st);
-            entry.lost.cancel();
-            None
-        }
-        Err(_) => {
-            let valid_until = lock.valid_until;
-            let at = retry_at(entry, valid_until);
-            st.next_renewal = at;
-            Some(at)
-        }
-    }
-}
-
-/// Whether the round's refusals alone rule out a majority: more nodes said "gone" or "someone
-/// else's" than a quorum can spare. Failures (timeouts, errors) never count here: they may pass.
-fn cannot_win(tally: &Tally) -> bool {
-    tally.gone + tally.taken > tally.nodes - quorum(tally.nodes)
-}
-
-/// When to try again after a renewal round that did not win: shortly (an eighth of the interval,
-/// 1-100 ms), but never after the validity ends — then the lock is declared lost.
-fn retry_at(entry: &Entry, valid_until: Instant) -> Instant {
-    let pause = (entry.every / 8).clamp(Duration::from_millis(1), Duration::from_millis(100));
-    (Instant::now() + pause).min(valid_until)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refusals_alone_decide_a_lost_renewal() {
-        let mut t = Tally::new(5);
-        t.gone = 2;
-        assert!(!cannot_win(&t), "3 of 5 may still say yes");
-        t.taken = 1;
-        assert!(cannot_win(&t), "2 gone + 1 taken: at most 2 yes");
-        let mut t = Tally::new(3);
-        t.failures = vec![
-            (0, crate::NodeError::Timeout),
-            (1, crate::NodeError::Timeout),
-        ];
-        assert!(!cannot_win(&t), "timeouts are not refusals");
     }
 }

@@ -65,6 +65,73 @@ async fn many_locks_renew_together_and_a_frozen_node_does_not_lose_them() {
 }
 
 #[tokio::test]
+async fn coalesced_renewals_answer_for_each_lock_on_its_own() {
+    // Many locks renewing at once share one extend call per node; each must still get its own
+    // verdict. Node 1 loses every key, so every lock lives on nodes 0 and 2 alone: lock 11 meets a
+    // key of another type on node 0 (if that failed the whole call there, every lock in its batch
+    // would be lost), lock 7 someone else's value on node 2. Exactly those two are lost.
+    let cluster = nodes(3);
+    for transport in transports() {
+        let e = engine(urls(&cluster), transport).await;
+        let ttl = Duration::from_millis(900);
+        let policy = RenewPolicy::default().every(Duration::from_millis(150));
+        let mut locks = Vec::new();
+        for i in 0..120 {
+            let resource = format!("coalesce-{i}");
+            let lock = e.acquire_renewed(resource.as_bytes(), ttl, policy.clone());
+            locks.push(lock.await.unwrap());
+        }
+        let calls_before = evalsha_calls(&cluster[0]);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let renewals: u32 = locks.iter().map(|l| l.renewals()).sum();
+        let calls = evalsha_calls(&cluster[0]) - calls_before;
+        assert!(
+            u64::from(renewals) > 4 * calls,
+            "{renewals} renewals took {calls} script calls on one node: not coalesced"
+        );
+        for i in 0..120 {
+            cluster[1].cmd(&[b"DEL", format!("redlock:{{coalesce-{i}}}").as_bytes()]);
+        }
+        let odd = b"redlock:{coalesce-11}";
+        cluster[0].cmd(&[b"DEL", odd]);
+        cluster[0].cmd(&[b"HSET", odd, b"f", b"v"]);
+        cluster[2].cmd(&[
+            b"SET",
+            b"redlock:{coalesce-7}",
+            b"intruder",
+            b"PX",
+            b"10000",
+        ]);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        for (i, lock) in locks.iter().enumerate() {
+            assert_eq!(
+                lock.is_lost(),
+                i == 7 || i == 11,
+                "lock {i} ({transport:?})"
+            );
+        }
+        for (i, lock) in locks.into_iter().enumerate() {
+            let released = lock.release().await;
+            // (The two lost ones still delete what is left of them: see `Tally::for_release`.)
+            assert!(released.is_ok(), "lock {i}: {released:?}");
+        }
+        for node in &cluster {
+            node.cmd(&[b"DEL", odd, b"redlock:{coalesce-7}"]);
+        }
+    }
+}
+
+/// `EVALSHA` calls this node has served so far (`INFO commandstats`).
+fn evalsha_calls(node: &common::RedisNode) -> u64 {
+    let stats = node.cmd(&[b"INFO", b"commandstats"]);
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
 async fn losing_the_majority_tells_the_holder_at_once() {
     let mut cluster = nodes(3);
     for transport in transports() {

@@ -50,12 +50,34 @@ pub(crate) enum Cmd {
         value: LockValue,
         args: Args,
     },
+    /// `EVALSHA` of [`crate::scripts::EXTEND_MANY`]: several exclusive locks extended in one call
+    /// (`KEYS` = their keys, `ARGV` = value and TTL ms per lock). The watchdog's coalesced renewal.
+    ExtendMany(std::sync::Arc<[Extend]>),
     /// `SCRIPT LOAD source`: puts a script back into a node's cache after `NOSCRIPT`.
     ScriptLoad(&'static Script),
     /// `INFO server`. Part of the node interface for the crashed-node quarantine (server identity and
     /// uptime); the lock algorithm does not send it yet.
     #[allow(dead_code)]
     InfoServer,
+}
+
+impl Cmd {
+    /// The script this command runs, if it is a script call (resent as `EVAL` on `NOSCRIPT`).
+    pub(crate) fn script(&self) -> Option<&'static Script> {
+        match self {
+            Self::Script { script, .. } => Some(script),
+            Self::ExtendMany(_) => Some(&crate::scripts::EXTEND_MANY),
+            _ => None,
+        }
+    }
+}
+
+/// One lock of a coalesced extend: its key, its value, its new TTL.
+#[derive(Debug, Clone)]
+pub(crate) struct Extend {
+    pub(crate) key: Bytes,
+    pub(crate) value: LockValue,
+    pub(crate) ttl_ms: u64,
 }
 
 /// The keys of a script call: one (the common case, no allocation) or several (multi-resource locks).
@@ -179,6 +201,12 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
     /// keeps waiting past its node deadline for a node that answered since the round began.
     fn last_reply(&self) -> Option<tokio::time::Instant> {
         None
+    }
+
+    /// Whether this node takes multi-key scripts over unrelated keys ([`Cmd::ExtendMany`]): a
+    /// standalone node does; a Cluster node set would answer `CROSSSLOT`.
+    fn batches(&self) -> bool {
+        false
     }
 
     /// This node's round-trip estimate; `None` for transports that do not measure it. The default

@@ -10,6 +10,7 @@ use bytes::{BufMut, BytesMut};
 
 use super::{Cmd, MAX_SCRIPT_KEYS};
 use crate::error::NodeError;
+use crate::scripts::EXTEND_MANY;
 
 /// Appends `cmd` to `out`. `eval_source` sends a script with `EVAL <source>` instead of `EVALSHA <sha>`.
 pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
@@ -48,6 +49,27 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
             }
             encode_args(out, &parts[..n]);
         }
+        Cmd::ExtendMany(locks) => {
+            let (verb, body): (&[u8], &[u8]) = if eval_source {
+                (b"EVAL", EXTEND_MANY.source.as_bytes())
+            } else {
+                (b"EVALSHA", EXTEND_MANY.sha1.as_bytes())
+            };
+            // Streamed: a batch has no fixed bound on its arguments.
+            let size = 64 + body.len() + locks.iter().map(|l| l.key.len() + 80).sum::<usize>();
+            out.reserve(size);
+            put_header(out, 3 + 3 * locks.len());
+            put_bulk(out, verb);
+            put_bulk(out, body);
+            put_bulk(out, decimal(locks.len() as u64, &mut num));
+            for lock in locks.iter() {
+                put_bulk(out, &lock.key);
+            }
+            for lock in locks.iter() {
+                put_bulk(out, lock.value.as_bytes());
+                put_bulk(out, decimal(lock.ttl_ms, &mut num));
+            }
+        }
         Cmd::ScriptLoad(script) => {
             encode_args(out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()])
         }
@@ -63,17 +85,28 @@ pub(super) fn encode_args(out: &mut BytesMut, args: &[&[u8]]) {
     // Each argument costs its bytes plus `$`, up to 20 digits and two CRLFs.
     let size = 1 + 20 + 2 + args.iter().map(|a| a.len() + 1 + 20 + 4).sum::<usize>();
     out.reserve(size);
+    put_header(out, args.len());
+    for arg in args {
+        put_bulk(out, arg);
+    }
+}
+
+/// `*count\r\n`: the header of a command of `count` arguments.
+fn put_header(out: &mut BytesMut, count: usize) {
     let mut num = [0u8; 20];
     out.put_u8(b'*');
-    out.put_slice(decimal(args.len() as u64, &mut num));
+    out.put_slice(decimal(count as u64, &mut num));
     out.put_slice(b"\r\n");
-    for arg in args {
-        out.put_u8(b'$');
-        out.put_slice(decimal(arg.len() as u64, &mut num));
-        out.put_slice(b"\r\n");
-        out.put_slice(arg);
-        out.put_slice(b"\r\n");
-    }
+}
+
+/// `$len\r\narg\r\n`: one argument.
+fn put_bulk(out: &mut BytesMut, arg: &[u8]) {
+    let mut num = [0u8; 20];
+    out.put_u8(b'$');
+    out.put_slice(decimal(arg.len() as u64, &mut num));
+    out.put_slice(b"\r\n");
+    out.put_slice(arg);
+    out.put_slice(b"\r\n");
 }
 
 /// Whether a server error says the script cache lacks the script (after `SCRIPT FLUSH` or a restart).
@@ -182,6 +215,43 @@ mod tests {
             extend_encode_borrowed(&mut theirs, &BorrowedFrame::Array(&frames), false).unwrap();
             assert_eq!(ours, theirs, "{} args", args.len());
         }
+    }
+
+    #[test]
+    fn encodes_a_coalesced_extend_as_keys_then_value_ttl_pairs() {
+        use crate::transport::Extend;
+        let a = LockValue::random().unwrap();
+        let b = LockValue::random().unwrap();
+        let locks: std::sync::Arc<[Extend]> = vec![
+            Extend {
+                key: Bytes::from_static(b"k1"),
+                value: a,
+                ttl_ms: 30000,
+            },
+            Extend {
+                key: Bytes::from_static(b"k2"),
+                value: b,
+                ttl_ms: 7,
+            },
+        ]
+        .into();
+        let mut ours = BytesMut::new();
+        encode_cmd(&mut ours, &Cmd::ExtendMany(locks), false);
+        let sha = EXTEND_MANY.sha1.as_bytes();
+        let args: [&[u8]; 9] = [
+            b"EVALSHA",
+            sha,
+            b"2",
+            b"k1",
+            b"k2",
+            a.as_bytes(),
+            b"30000",
+            b.as_bytes(),
+            b"7",
+        ];
+        let mut expected = BytesMut::new();
+        encode_args(&mut expected, &args);
+        assert_eq!(ours, expected);
     }
 
     #[test]

@@ -188,6 +188,11 @@ impl NodeClient for FredNode {
     fn run_id(&self) -> Option<String> {
         self.quarantine.run_id()
     }
+
+    fn batches(&self) -> bool {
+        // A cluster would refuse keys of several hash slots in one script.
+        !self.clustered
+    }
 }
 
 /// Loads every lock script (on every master of a cluster), each bounded by `bound`. Fails only if the
@@ -248,33 +253,57 @@ async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
         } => {
             let keys: Vec<Key> = keys.as_slice().iter().cloned().map(Key::from).collect();
             let mut args = vec![Value::Bytes(Bytes::copy_from_slice(value.as_bytes()))];
-            args.extend(
-                numbers
-                    .as_slice()
-                    .iter()
-                    .map(|a| Value::Bytes(Bytes::from(a.to_string()))),
-            );
-            match client
-                .evalsha::<Value, _, _, _>(script.sha1, keys.clone(), args.clone())
-                .await
-            {
-                // The script did not run, so sending its source is not a replay (see `Script::resend`
-                // for why acquire-side scripts reload instead).
-                Err(e) if e.details().starts_with("NOSCRIPT") && script.resend => reply(
-                    client
-                        .eval::<Value, _, _, _>(script.source, keys, args)
-                        .await,
-                ),
-                Err(e) if e.details().starts_with("NOSCRIPT") => {
-                    let _ = load_script(&client, script, clustered).await;
-                    reply(Err(e))
-                }
-                other => reply(other),
-            }
+            args.extend(numbers.as_slice().iter().map(|a| number(*a)));
+            eval(&client, script, keys, args, clustered).await
+        }
+        Cmd::ExtendMany(locks) => {
+            let keys = locks.iter().map(|l| Key::from(l.key.clone())).collect();
+            let args = locks
+                .iter()
+                .flat_map(|l| {
+                    [
+                        Value::Bytes(Bytes::copy_from_slice(l.value.as_bytes())),
+                        number(l.ttl_ms),
+                    ]
+                })
+                .collect();
+            eval(&client, &crate::scripts::EXTEND_MANY, keys, args, clustered).await
         }
         Cmd::ScriptLoad(script) => reply(load_script(&client, script, clustered).await),
         Cmd::InfoServer => reply(client.info::<Value>(Some(InfoKind::Server)).await),
     }
+}
+
+/// `EVALSHA`, falling back to `EVAL` once on `NOSCRIPT` where the script allows it.
+async fn eval(
+    client: &Client,
+    script: &'static crate::scripts::Script,
+    keys: Vec<Key>,
+    args: Vec<Value>,
+    clustered: bool,
+) -> NodeResult {
+    match client
+        .evalsha::<Value, _, _, _>(script.sha1, keys.clone(), args.clone())
+        .await
+    {
+        // The script did not run, so sending its source is not a replay (see `Script::resend`
+        // for why acquire-side scripts reload instead).
+        Err(e) if e.details().starts_with("NOSCRIPT") && script.resend => reply(
+            client
+                .eval::<Value, _, _, _>(script.source, keys, args)
+                .await,
+        ),
+        Err(e) if e.details().starts_with("NOSCRIPT") => {
+            let _ = load_script(client, script, clustered).await;
+            reply(Err(e))
+        }
+        other => reply(other),
+    }
+}
+
+/// A numeric script argument, as the decimal string Lua reads.
+fn number(n: u64) -> Value {
+    Value::Bytes(Bytes::from(n.to_string()))
 }
 
 fn reply(result: Result<Value, FredError>) -> NodeResult {

@@ -186,6 +186,11 @@ impl NodeClient for PipelineNode {
     fn rtt(&self) -> Option<&RttEstimate> {
         Some(&self.shared.rtt)
     }
+
+    fn batches(&self) -> bool {
+        // This transport only ever serves standalone nodes.
+        true
+    }
 }
 
 /// The reply future of one pipelined command.
@@ -260,7 +265,7 @@ impl Shared {
         tx: oneshot::Sender<NodeResult>,
     ) -> Result<(), NodeError> {
         // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
-        let script = (!eval_source && matches!(cmd, Cmd::Script { .. })).then(|| cmd.clone());
+        let script = (!eval_source && cmd.script().is_some()).then(|| cmd.clone());
         let mut st = self.lock();
         if !st.connected {
             return Err(st.last_error.clone().unwrap_or(NodeError::Disconnected));

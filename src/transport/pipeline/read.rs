@@ -93,13 +93,16 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
 
 /// Hands one reply to its request, resending a script once as `EVAL` on `NOSCRIPT`.
 fn complete(shared: &Arc<Shared>, generation: u64, slot: Slot, reply: NodeResult) {
-    match (&reply, slot.script) {
+    match (
+        &reply,
+        slot.script.as_ref().and_then(|c| Some((c.script()?, c))),
+    ) {
         // The script did not run (cache flushed or node restarted).
-        (Err(e), Some(cmd @ Cmd::Script { script, .. })) if is_noscript(e) => {
+        (Err(e), Some((script, cmd))) if is_noscript(e) => {
             if script.resend {
                 // Send its source once, on this connection only (if it has been replaced, `tx` is
                 // dropped and the waiter sees ConnectionLost: never a replay).
-                let _ = shared.enqueue_on(generation, &cmd, true, slot.tx);
+                let _ = shared.enqueue_on(generation, cmd, true, slot.tx);
             } else {
                 let _ = slot.tx.send(reply);
                 let (tx, _) = oneshot::channel();
