@@ -13,7 +13,7 @@
 //! - `watchdog`: the per-engine task that renews every due lock (a timer heap; a failed round is
 //!   retried while validity remains).
 //! - `renew_round`: one renewal round — for one lock, or coalesced: one extend call per node carries
-//!   up to 64 locks, each with its own tally.
+//!   up to 32 locks, each with its own tally.
 //! - `scoped`: [`Redlock::with_lock`] and its [`LockContext`].
 //! - `owner`: [`LockOwner`], reentrant holds scoped to an owner.
 //! - `waitq`: the in-process FIFO queue per resource and bounded local hand-off (cohorting).

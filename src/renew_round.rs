@@ -24,7 +24,7 @@ use crate::Redlock;
 
 /// Most locks one coalesced call carries: the node runs the script without interruption, so this
 /// bounds how long one call holds up the node's other clients (a few tens of microseconds).
-pub(crate) const BATCH_MAX: usize = 64;
+pub(crate) const BATCH_MAX: usize = 32;
 
 /// What a renewal round returns per entry: when to look at it next (`None`: lost or released).
 pub(crate) type Next = (Arc<Entry>, Option<Instant>);
