@@ -2,7 +2,7 @@
 //! measured. No Redis, no I/O, no runtime.
 //!
 //! Per acquire+release cycle the engine calls into `observe` twice: once after the acquire round
-//! (`acquire.rs`) and once after the release round (`redlock.rs`), each time
+//! (`src/engine/acquire.rs`) and once after the release round (`src/engine/release.rs`), each time
 //! `Metrics::round(op, &tally, start.elapsed())` — one clock read for the duration (the round's start
 //! is read anyway, for its deadline), a won/lost counter, a duration histogram, a counter per failed node,
 //! and one `tracing::debug!` event. A retry adds one counter increment (not measured: it follows a

@@ -1,17 +1,44 @@
 //! [`Builder`]: a fluent way to fill a [`Config`] and connect.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::transport::Transport;
-use crate::Redlock;
 
-/// Builds a [`Redlock`]; every setter has the default documented on the matching [`Config`] field.
+/// Builds a [`Redlock`]; every [`Config`] field has a setter, with the default documented on the field.
+///
+/// Setters take any value; [`build`](Self::build) checks them together and returns
+/// [`LockError::InvalidConfig`] naming what is wrong (a value out of range, or a combination that
+/// could never grant a lock).
+///
+/// ```
+/// use std::time::Duration;
+/// use redlock_engine::{Builder, Config};
+/// let base = Config { nodes: vec!["redis://127.0.0.1:6379".into()], ..Config::default() };
+/// let builder = Builder::from(base).max_ttl(Duration::from_secs(30)).node_timeout(None);
+/// assert_eq!(builder.config().max_ttl, Duration::from_secs(30));
+/// ```
 #[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct Builder {
     config: Config,
+}
+
+impl From<Config> for Builder {
+    /// Starts from `config`: every field as it is there.
+    fn from(config: Config) -> Self {
+        Self { config }
+    }
+}
+
+impl Redlock {
+    /// A [`Builder`] with the default configuration.
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
 }
 
 impl Builder {
@@ -48,9 +75,9 @@ impl Builder {
         self
     }
 
-    /// See [`Config::node_timeout`].
-    pub fn node_timeout(mut self, timeout: Duration) -> Self {
-        self.config.node_timeout = Some(timeout);
+    /// See [`Config::node_timeout`]: a `Duration`, or `None` for the deadline fitted to the network.
+    pub fn node_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.config.node_timeout = timeout.into();
         self
     }
 
@@ -68,9 +95,45 @@ impl Builder {
         self
     }
 
-    /// See [`Config::acquire_timeout`].
-    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
-        self.config.acquire_timeout = Some(timeout);
+    /// See [`Config::acquire_timeout`]: a `Duration`, or `None` for no bound but the retries'.
+    pub fn acquire_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.config.acquire_timeout = timeout.into();
+        self
+    }
+
+    /// See [`Config::retry_count`].
+    pub fn retry_count(mut self, count: u32) -> Self {
+        self.config.retry_count = count;
+        self
+    }
+
+    /// See [`Config::retry_delay`].
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.config.retry_delay = delay;
+        self
+    }
+
+    /// See [`Config::retry_jitter`].
+    pub fn retry_jitter(mut self, jitter: Duration) -> Self {
+        self.config.retry_jitter = jitter;
+        self
+    }
+
+    /// See [`Config::max_resource_len`].
+    pub fn max_resource_len(mut self, bytes: usize) -> Self {
+        self.config.max_resource_len = bytes;
+        self
+    }
+
+    /// See [`Config::max_readers`].
+    pub fn max_readers(mut self, max: u32) -> Self {
+        self.config.max_readers = max;
+        self
+    }
+
+    /// See [`Config::tls_ca_file`]: a PEM file, or `None` for the Mozilla root set.
+    pub fn tls_ca_file(mut self, path: impl Into<Option<PathBuf>>) -> Self {
+        self.config.tls_ca_file = path.into();
         self
     }
 
@@ -134,7 +197,16 @@ impl Builder {
         &self.config
     }
 
+    /// The configuration built so far, to keep or to change by hand.
+    pub fn into_config(self) -> Config {
+        self.config
+    }
+
     /// Validates the configuration and connects to every node (see [`Redlock::new`]).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidConfig`] for a value out of range or an invalid combination (for example
+    /// `drift_factor + min_validity_factor` of 1 or more: no lock would ever be valid long enough).
     pub async fn build(self) -> Result<Redlock, LockError> {
         Redlock::new(self.config).await
     }

@@ -11,7 +11,8 @@ use crate::transport::{ConnectOptions, Transport};
 /// per-round state on the stack.
 pub const MAX_NODES: usize = 9;
 
-/// Lock engine configuration. Build one with `..Default::default()` or through [`crate::Builder`].
+/// Lock engine configuration. Build one with `..Default::default()` or through [`crate::Builder`]
+/// (which can also start from one: `Builder::from(config)`).
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Node URLs, one per independent vote (1..=9): `redis://[user:password@]host:port[/db]` for a
@@ -131,8 +132,8 @@ pub(crate) struct Settings {
     pub(crate) nodes: Vec<NodeAddr>,
     pub(crate) transport: Transport,
     pub(crate) key_prefix: Vec<u8>,
-    pub(crate) timing: crate::timing::Timing,
-    pub(crate) retry: crate::retry::RetryPolicy,
+    pub(crate) timing: crate::algo::timing::Timing,
+    pub(crate) retry: crate::algo::retry::RetryPolicy,
     pub(crate) acquire_timeout: Option<Duration>,
     pub(crate) max_ttl: Duration,
     pub(crate) max_resource_len: usize,
@@ -181,8 +182,23 @@ impl Config {
                 self.min_validity_factor
             ));
         }
+        // Combinations: each value may be in range and still leave no lock that can be granted.
+        if self.drift_factor + self.min_validity_factor >= 1.0 {
+            return bad(format!(
+                "drift_factor + min_validity_factor must be below 1 (got {} + {}): no lock could \
+                 keep its minimum validity",
+                self.drift_factor, self.min_validity_factor
+            ));
+        }
         if self.node_timeout == Some(Duration::ZERO) {
             return bad("node_timeout must be above zero".into());
+        }
+        if self.node_timeout.is_some_and(|t| t >= self.max_ttl) {
+            return bad(format!(
+                "node_timeout {:?} must be below max_ttl {:?}: every TTL must be above the node timeout",
+                self.node_timeout.unwrap_or_default(),
+                self.max_ttl
+            ));
         }
         if self.max_ttl.is_zero() {
             return bad("max_ttl must be above zero".into());
@@ -244,12 +260,12 @@ impl Config {
             nodes,
             transport: self.transport,
             key_prefix: self.key_prefix.clone(),
-            timing: crate::timing::Timing {
+            timing: crate::algo::timing::Timing {
                 drift_factor: self.drift_factor,
                 node_timeout: self.node_timeout,
                 min_validity_factor: self.min_validity_factor,
             },
-            retry: crate::retry::RetryPolicy {
+            retry: crate::algo::retry::RetryPolicy {
                 count: self.retry_count,
                 delay: self.retry_delay,
                 jitter: self.retry_jitter,
@@ -277,7 +293,44 @@ impl Config {
                 limits: crate::transport::bounded::Limits {
                     max_size: self.max_reply_size,
                 },
+                // Set by the engine: the list is the lock kinds' (`crate::kinds::scripts`).
+                scripts: &[],
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_node() -> Config {
+        Config {
+            nodes: vec!["redis://127.0.0.1:1".into()],
+            ..Config::default()
+        }
+    }
+
+    fn refused(config: Config) -> String {
+        match config.validate() {
+            Err(LockError::InvalidConfig(why)) => why,
+            other => panic!("expected InvalidConfig, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn combinations_that_could_never_grant_a_lock_are_refused() {
+        assert!(one_node().validate().is_ok());
+        let why = refused(Config {
+            drift_factor: 0.5,
+            min_validity_factor: 0.5,
+            ..one_node()
+        });
+        assert!(why.contains("drift_factor + min_validity_factor"), "{why}");
+        let why = refused(Config {
+            node_timeout: Some(Duration::from_secs(60)),
+            ..one_node()
+        });
+        assert!(why.contains("below max_ttl"), "{why}");
     }
 }

@@ -52,7 +52,9 @@ pub enum LockError {
     /// The lock was lost while its holder worked (a renewal did not win a majority, or its validity
     /// ended): the work may have run partly without it.
     Lost,
-    /// A node could not be set up (for example an unusable address); carries the node's index.
+    /// A node could not be set up: its transport cannot serve the address as configured (for example
+    /// a database index above 255 on a node carried by fred). Returned by [`crate::Redlock::new`];
+    /// carries the node's index. An unreachable node is not this: it starts disconnected and reconnects.
     Node {
         /// Index of the node in configuration order.
         index: usize,

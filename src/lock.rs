@@ -1,14 +1,22 @@
-//! [`Lock`]: what a successful acquire returns.
+//! [`Lock`]: what a successful acquire returns, and the invariants it keeps.
+//!
+//! Its fields are private: everything that changes a lock goes through a method here, so the rules
+//! are written once — "when `valid_until` changes, tell the local queue" (waiters stop queueing behind
+//! a lock that has expired), and how an extend round's outcome changes the lock.
 
 use std::fmt;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::kind::Kind;
-use crate::transport::Keys;
-use crate::value::LockValue;
-use crate::waitq::LocalHold;
+use crate::algo::quorum::Tally;
+use crate::algo::timing::{millis, Timing};
+use crate::algo::value::LockValue;
+use crate::algo::verdict::owner_error;
+use crate::engine::waitq::LocalHold;
+use crate::error::LockError;
+use crate::kinds::{Kind, Target};
+use crate::transport::{Cmd, Keys};
 
 /// A lock held on a majority of the nodes until [`valid_until`](Lock::valid_until).
 ///
@@ -19,57 +27,184 @@ use crate::waitq::LocalHold;
 /// The lock's value (its ownership secret) is private and never printed by `Debug`.
 pub struct Lock {
     /// The resource's key (first; see `keys`), then the kind's other keys.
-    pub(crate) keys: Keys,
-    pub(crate) kind: Kind,
+    keys: Keys,
+    kind: Kind,
+    prefix_len: usize,
+    value: LockValue,
+    ttl: Duration,
+    valid_until: Instant,
+    /// This task's turn at the head of the resource's local queue, while it holds the lock.
+    local: Option<LocalHold<Lock>>,
+    /// Local hand-offs in a row this lock has had (bounded, so other processes get their turn).
+    handoffs: u32,
+    /// The highest fence counter the acquire round saw (fenced locks), the floor of the token proposal.
+    fence_floor: u64,
+    /// The committed fencing token (fenced locks).
+    fence: Option<u64>,
+    /// The nodes that confirmed the last acquire or extend (bit = node index): only their answers can
+    /// tell "someone else's now" or "expired" apart from "never had it".
+    held: u16,
+    /// Attempts the acquire that returned this lock made (0 for a local hand-off).
+    attempts: u32,
+}
+
+/// What a won acquire round establishes about a new lock.
+#[derive(Debug)]
+pub(crate) struct Grant {
     pub(crate) prefix_len: usize,
     pub(crate) value: LockValue,
     pub(crate) ttl: Duration,
     pub(crate) valid_until: Instant,
-    /// This task's turn at the head of the resource's local queue, while it holds the lock.
-    pub(crate) local: Option<LocalHold>,
-    /// Local hand-offs in a row this lock has had (bounded, so other processes get their turn).
-    pub(crate) handoffs: u32,
-    /// The highest fence counter the acquire round saw (fenced locks), the floor of the token proposal.
-    pub(crate) fence_floor: u64,
-    /// The committed fencing token (fenced locks).
-    pub(crate) fence: Option<u64>,
-    /// The nodes that confirmed the last acquire or extend (bit = node index): only their answers can
-    /// tell "someone else's now" or "expired" apart from "never had it".
-    pub(crate) held: u16,
-    /// Attempts the acquire that returned this lock made (0 for a local hand-off).
-    pub(crate) attempts: u32,
+    pub(crate) tally: Tally,
 }
 
 impl Lock {
-    /// Attaches this task's place in the local queue and tells waiters how long the lock is valid.
-    pub(crate) fn with_local(mut self, local: Option<LocalHold>) -> Self {
-        if let Some(hold) = &local {
-            hold.set_valid_until(self.valid_until);
+    /// The lock a won acquire round of `target` grants.
+    pub(crate) fn granted(target: &Target, grant: Grant) -> Self {
+        Self {
+            keys: target.keys.clone(),
+            kind: target.kind,
+            prefix_len: grant.prefix_len,
+            value: grant.value,
+            ttl: grant.ttl,
+            valid_until: grant.valid_until,
+            local: None,
+            handoffs: 0,
+            fence_floor: grant.tally.max_counter,
+            fence: None,
+            held: grant.tally.yes_mask,
+            attempts: 1,
         }
+    }
+
+    /// Attaches this task's place in the local queue and tells waiters how long the lock is valid.
+    pub(crate) fn with_local(mut self, local: Option<LocalHold<Lock>>) -> Self {
         self.local = local;
+        self.set_valid_until(self.valid_until);
         self
+    }
+
+    /// Takes this task's place in the local queue out of the lock (release, hand-off).
+    pub(crate) fn take_local(&mut self) -> Option<LocalHold<Lock>> {
+        self.local.take()
+    }
+
+    /// The one way `valid_until` changes: the local queue is told too.
+    fn set_valid_until(&mut self, until: Instant) {
+        self.valid_until = until;
+        if let Some(local) = &self.local {
+            local.set_valid_until(until);
+        }
+    }
+
+    /// Applies an extend round's outcome (one started at `start`, extending to `ttl`).
+    ///
+    /// On success `valid_until` becomes `start + ttl - drift`. On failure it can only move earlier: a
+    /// partial extend with a shorter TTL may have shortened some keys.
+    pub(crate) fn settle_extend(
+        &mut self,
+        timing: &Timing,
+        ttl: Duration,
+        start: Instant,
+        tally: Tally,
+    ) -> Result<(), LockError> {
+        let extended_until = start + ttl.saturating_sub(timing.drift(ttl));
+        match timing.validity(ttl, start.elapsed()) {
+            Some(_) if tally.won() => {
+                self.set_valid_until(extended_until);
+                self.ttl = ttl;
+                self.held = tally.yes_mask;
+                Ok(())
+            }
+            _ => {
+                self.set_valid_until(self.valid_until.min(extended_until));
+                if tally.won() {
+                    Err(LockError::ValidityExpired {
+                        left: Duration::ZERO,
+                        min: timing.min_validity(ttl),
+                    })
+                } else {
+                    Err(owner_error(tally, self.held))
+                }
+            }
+        }
+    }
+
+    /// Counts a local hand-off: the lock now belongs to the next local holder, no round trip made.
+    pub(crate) fn handed_over(&mut self) {
+        self.handoffs += 1;
+        self.attempts = 0;
+    }
+
+    /// Records how many attempts the acquire that returned this lock made.
+    pub(crate) fn set_attempts(&mut self, attempts: u32) {
+        self.attempts = attempts;
+    }
+
+    /// Records the fencing token a commit round won.
+    pub(crate) fn set_fence(&mut self, token: u64) {
+        self.fence = Some(token);
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    pub(crate) fn value(&self) -> LockValue {
+        self.value
+    }
+
+    pub(crate) fn handoffs(&self) -> u32 {
+        self.handoffs
+    }
+
+    pub(crate) fn fence_floor(&self) -> u64 {
+        self.fence_floor
+    }
+
+    pub(crate) fn held(&self) -> u16 {
+        self.held
+    }
+
+    /// Whether this lock is one of `target`: same kind, same keys.
+    pub(crate) fn is_for(&self, target: &Target) -> bool {
+        self.kind.same_as(target.kind) && self.keys.as_slice() == target.keys.as_slice()
+    }
+
+    /// Its release command; `notify` also publishes the release for waiters in other processes.
+    pub(crate) fn release_cmd(&self, notify: bool) -> Cmd {
+        self.kind.release_cmd(&self.keys, self.value, notify)
+    }
+
+    /// Its extend command, to `ttl` from when the node runs it.
+    pub(crate) fn extend_cmd(&self, ttl: Duration) -> Cmd {
+        self.kind.extend_cmd(&self.keys, self.value, millis(ttl))
     }
 
     /// The resource name this lock was acquired for (without the key prefix); the first one of a
     /// multi-resource lock.
     pub fn resource(&self) -> &[u8] {
-        crate::keys::resource_of(&self.keys.as_slice()[0], self.prefix_len)
+        crate::algo::keys::resource_of(&self.keys.as_slice()[0], self.prefix_len)
     }
 
     /// Every resource this lock holds: one, or several for a multi-resource lock.
     pub fn resources(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        let count = if self.kind == Kind::Multi {
+        let count = if self.kind.multi_resource() {
             self.keys.as_slice().len()
         } else {
             1
         };
         self.keys.as_slice()[..count]
             .iter()
-            .map(move |key| crate::keys::resource_of(key, self.prefix_len))
+            .map(move |key| crate::algo::keys::resource_of(key, self.prefix_len))
     }
 
     /// The fencing token of a lock from [`crate::Redlock::acquire_fenced`]: larger than the token of
-    /// every earlier holder of the resource (see the `fence` module for the argument and its
+    /// every earlier holder of the resource (see `kinds::fenced` for the argument and its
     /// assumptions). Pass it to the storage you protect, which must reject writes with a smaller one.
     pub fn fencing_token(&self) -> Option<u64> {
         self.fence
@@ -77,7 +212,7 @@ impl Lock {
 
     /// Whether this is a shared (reader) hold of a read-write lock.
     pub fn is_read(&self) -> bool {
-        matches!(self.kind, Kind::Read { .. })
+        self.kind.shared()
     }
 
     /// The monotonic instant until which the lock is safe to rely on: `start + TTL - drift`, measured

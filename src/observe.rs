@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use metrics::{counter, histogram, Counter, Histogram};
 
+use crate::algo::quorum::Tally;
 use crate::error::NodeError;
-use crate::quorum::Tally;
 
 /// What a round was for.
 #[derive(Debug, Clone, Copy)]

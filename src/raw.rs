@@ -6,12 +6,12 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
-use crate::fanout::{round, Deadline};
-use crate::quorum::Vote;
-use crate::scripts::RELEASE;
+use crate::algo::quorum::Vote;
+use crate::algo::value::LockValue;
+use crate::engine::fanout::{round, Deadline};
+use crate::engine::Redlock;
+use crate::kinds::exclusive::RELEASE;
 use crate::transport::{Args, Cmd, Keys};
-use crate::value::LockValue;
-use crate::Redlock;
 
 /// `SET key value NX PX ttl` to every node over the engine's transport; waits for every reply (or
 /// `timeout`) and returns how many said OK. No validity, no retry, no release on failure.
@@ -28,7 +28,7 @@ pub async fn set_all(
         ttl_ms,
     };
     round(
-        r.nodes(),
+        r.core().nodes(),
         &cmd,
         Deadline::fixed(Instant::now() + timeout),
         Vote::of_set,
@@ -47,7 +47,7 @@ pub async fn release_all(r: &Redlock, key: &Bytes, value: LockValue, timeout: Du
         args: Args::NONE,
     };
     round(
-        r.nodes(),
+        r.core().nodes(),
         &cmd,
         Deadline::fixed(Instant::now() + timeout),
         Vote::of_script,

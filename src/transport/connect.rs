@@ -14,13 +14,12 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
-use super::bounded::{Framer, Limits};
+use super::bounded::Framer;
 use super::resp::encode_args;
 use super::{ConnectOptions, Reply};
 use crate::addr::NodeAddr;
+use crate::algo::quarantine::{parse_info, ServerIdentity};
 use crate::error::NodeError;
-use crate::quarantine::{parse_info, ServerIdentity};
-use crate::scripts::ALL;
 
 /// An open connection: plain TCP, or TLS over it for `rediss://`.
 #[derive(Debug)]
@@ -87,8 +86,7 @@ pub(super) async fn open(
             .map_err(|e| fail("", &e))?;
         tcp.set_nodelay(true).map_err(|e| fail("", &e))?;
         if !addr.tls {
-            let identity =
-                handshake(&mut tcp, addr, load_scripts, read_identity, &opts.limits).await?;
+            let identity = handshake(&mut tcp, addr, load_scripts, read_identity, opts).await?;
             return Ok((Stream::Tcp(tcp), identity));
         }
         let connector = opts
@@ -102,7 +100,7 @@ pub(super) async fn open(
             .connect(name, tcp)
             .await
             .map_err(|e| fail("TLS handshake failed: ", &e))?;
-        let identity = handshake(&mut tls, addr, load_scripts, read_identity, &opts.limits).await?;
+        let identity = handshake(&mut tls, addr, load_scripts, read_identity, opts).await?;
         Ok((Stream::Tls(Box::new(tls)), identity))
     };
     match tokio::time::timeout(opts.connect_timeout, attempt).await {
@@ -137,7 +135,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     addr: &NodeAddr,
     load_scripts: bool,
     read_identity: bool,
-    limits: &Limits,
+    opts: &ConnectOptions,
 ) -> Result<Option<ServerIdentity>, NodeError> {
     let mut out = BytesMut::new();
     let mut expected: Vec<Expect> = Vec::new();
@@ -155,7 +153,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         encode_args(&mut out, &[b"SELECT", addr.db.to_string().as_bytes()]);
         expected.push(Expect::Ok("SELECT"));
     }
-    for script in ALL.iter().copied().filter(|_| load_scripts) {
+    for script in opts.scripts.iter().copied().filter(|_| load_scripts) {
         encode_args(&mut out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()]);
         expected.push(Expect::Sha(script.sha1));
     }
@@ -169,7 +167,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream.write_all(&out).await.map_err(|e| fail(&e))?;
     stream.flush().await.map_err(|e| fail(&e))?;
     let mut buf = BytesMut::with_capacity(512);
-    let mut framer = Framer::new(*limits);
+    let mut framer = Framer::new(opts.limits);
     let mut replies = expected.into_iter();
     let mut next = replies.next();
     while next.is_some() {

@@ -22,9 +22,8 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
+use crate::algo::value::LockValue;
 use crate::error::NodeError;
-use crate::scripts::Script;
-use crate::value::LockValue;
 
 pub(crate) mod bounded;
 pub(crate) mod connect;
@@ -33,6 +32,8 @@ pub(crate) mod fred;
 pub(crate) mod pipeline;
 mod resp;
 pub(crate) mod subscriber;
+#[cfg(test)]
+pub(crate) mod test_scripts;
 
 /// A command the algorithm sends to a node. Cheap to clone: keys are `Bytes`, the value is 20 bytes.
 #[derive(Debug, Clone)]
@@ -50,9 +51,13 @@ pub(crate) enum Cmd {
         value: LockValue,
         args: Args,
     },
-    /// `EVALSHA` of [`crate::scripts::EXTEND_MANY`]: several exclusive locks extended in one call
-    /// (`KEYS` = their keys, `ARGV` = value and TTL ms per lock). The watchdog's coalesced renewal.
-    ExtendMany(std::sync::Arc<[Extend]>),
+    /// `EVALSHA` of a coalesced extend script (the exclusive kind's `EXTEND_MANY`): several locks
+    /// extended in one call (`KEYS` = their keys, `ARGV` = value and TTL ms per lock). The watchdog's
+    /// coalesced renewal.
+    ExtendMany {
+        script: &'static Script,
+        locks: std::sync::Arc<[Extend]>,
+    },
     /// `SCRIPT LOAD source`: puts a script back into a node's cache after `NOSCRIPT`.
     ScriptLoad(&'static Script),
     /// `INFO server`. Part of the node interface for the crashed-node quarantine (server identity and
@@ -66,10 +71,24 @@ impl Cmd {
     pub(crate) fn script(&self) -> Option<&'static Script> {
         match self {
             Self::Script { script, .. } => Some(script),
-            Self::ExtendMany(_) => Some(&crate::scripts::EXTEND_MANY),
+            Self::ExtendMany { script, .. } => Some(script),
             _ => None,
         }
     }
+}
+
+/// A Lua script sent with `EVALSHA`, falling back to `EVAL` when a node answers `NOSCRIPT`. Each lock
+/// kind defines its own (see `crate::kinds`); every connection's handshake loads the list it is given
+/// in [`ConnectOptions::scripts`].
+#[derive(Debug)]
+pub(crate) struct Script {
+    pub(crate) source: &'static str,
+    pub(crate) sha1: &'static str,
+    /// Whether a `NOSCRIPT` answer may be followed by `EVAL` of the source. The resend joins the back
+    /// of the connection's queue, behind commands sent later; that is harmless for owner-checked
+    /// release/extend/marker scripts, but an acquire resent behind its own release would set keys
+    /// nobody releases. Those fail the node's vote instead, and the connection reloads the script.
+    pub(crate) resend: bool,
 }
 
 /// One lock of a coalesced extend: its key, its value, its new TTL.
@@ -186,6 +205,12 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
     /// Whether the node's connection is up right now.
     fn is_connected(&self) -> bool;
 
+    /// Why this node can never be served as configured (an address this transport cannot use), if
+    /// so. Not a connect failure: those are retried in the background.
+    fn setup_error(&self) -> Option<NodeError> {
+        None
+    }
+
     /// Whether the node's answers count toward quorums now (false while it is quarantined).
     fn votes(&self) -> bool;
 
@@ -211,7 +236,7 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
 
     /// This node's round-trip estimate; `None` for transports that do not measure it. The default
     /// node deadline follows its bound.
-    fn rtt(&self) -> Option<&crate::rtt::RttEstimate> {
+    fn rtt(&self) -> Option<&crate::algo::rtt::RttEstimate> {
         None
     }
 }
@@ -293,6 +318,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) tls: Option<connect::TlsSettings>,
     /// How much one node may make a connection buffer (the engine's own connections; see `bounded`).
     pub(crate) limits: bounded::Limits,
+    /// The scripts every handshake loads (every lock kind's, see `crate::kinds::scripts`).
+    pub(crate) scripts: &'static [&'static Script],
 }
 
 /// Opens a node client of the chosen kind. Never fails for an unreachable node: it starts disconnected and

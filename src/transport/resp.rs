@@ -10,7 +10,6 @@ use bytes::{BufMut, BytesMut};
 
 use super::{Cmd, MAX_SCRIPT_KEYS};
 use crate::error::NodeError;
-use crate::scripts::EXTEND_MANY;
 
 /// Appends `cmd` to `out`. `eval_source` sends a script with `EVAL <source>` instead of `EVALSHA <sha>`.
 pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
@@ -49,11 +48,11 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
             }
             encode_args(out, &parts[..n]);
         }
-        Cmd::ExtendMany(locks) => {
+        Cmd::ExtendMany { script, locks } => {
             let (verb, body): (&[u8], &[u8]) = if eval_source {
-                (b"EVAL", EXTEND_MANY.source.as_bytes())
+                (b"EVAL", script.source.as_bytes())
             } else {
-                (b"EVALSHA", EXTEND_MANY.sha1.as_bytes())
+                (b"EVALSHA", script.sha1.as_bytes())
             };
             // Streamed: a batch has no fixed bound on its arguments.
             let size = 64 + body.len() + locks.iter().map(|l| l.key.len() + 80).sum::<usize>();
@@ -130,9 +129,9 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scripts::RELEASE;
+    use crate::algo::value::LockValue;
+    use crate::transport::test_scripts::{EXTEND_MANY, RELEASE};
     use crate::transport::{Args, Keys};
-    use crate::value::LockValue;
     use bytes::Bytes;
 
     #[test]
@@ -236,7 +235,14 @@ mod tests {
         ]
         .into();
         let mut ours = BytesMut::new();
-        encode_cmd(&mut ours, &Cmd::ExtendMany(locks), false);
+        encode_cmd(
+            &mut ours,
+            &Cmd::ExtendMany {
+                script: &EXTEND_MANY,
+                locks,
+            },
+            false,
+        );
         let sha = EXTEND_MANY.sha1.as_bytes();
         let args: [&[u8]; 9] = [
             b"EVALSHA",

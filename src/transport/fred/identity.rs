@@ -19,7 +19,7 @@ use ::fred::prelude::{
 };
 use ::fred::types::{ClusterStateChange, InfoKind};
 
-use crate::quarantine::{parse_info, Quarantine};
+use crate::algo::quarantine::{parse_info, Quarantine};
 
 type Listener = tokio::task::JoinHandle<Result<(), FredError>>;
 

@@ -26,15 +26,15 @@ use std::time::Duration;
 
 use ::fred::prelude::{
     Client, ClientLike, Error as FredError, ErrorKind, EventInterface, Expiration, Key,
-    KeysInterface, LuaInterface, SetOptions, Value,
+    KeysInterface, SetOptions, Value,
 };
 use ::fred::types::{ConnectHandle, InfoKind};
 use bytes::Bytes;
 
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending, Reply};
 use crate::addr::{NodeAddr, Topology};
+use crate::algo::quarantine::Quarantine;
 use crate::error::NodeError;
-use crate::quarantine::Quarantine;
 
 /// One node reached through a fred client.
 pub(crate) struct FredNode {
@@ -49,8 +49,12 @@ pub(crate) struct FredNode {
     bound: Duration,
     /// A Redis Cluster: scripts are loaded on every master.
     clustered: bool,
-    /// Set when the address cannot be served by fred at all; every command fails with it.
+    /// Set when the address cannot be served by fred at all, or its handshake was refused; every
+    /// command fails with it.
     unusable: Option<NodeError>,
+    /// `unusable` came from the address itself: the node could not be set up (see
+    /// [`NodeClient::setup_error`]).
+    unservable: bool,
     /// Why the last connect failed (names the node), for requests made while disconnected.
     last_error: Arc<std::sync::Mutex<Option<NodeError>>>,
     /// Whether this node votes; fed by `INFO server` after the first connect and every reconnect.
@@ -75,6 +79,7 @@ impl FredNode {
             bound,
             clustered,
             unusable: None,
+            unservable: false,
             last_error: Arc::default(),
             quarantine,
             listeners: Vec::new(),
@@ -84,6 +89,7 @@ impl FredNode {
             Err(unusable) => {
                 // Never connected: every command fails with why.
                 node.unusable = Some(unusable);
+                node.unservable = true;
                 return node;
             }
         };
@@ -119,7 +125,7 @@ impl FredNode {
             // `Script::resend`), so without this a node's first use of each would fail once. A user
             // not allowed to load them could take locks it cannot release: refuse the node, as the
             // engine's own handshake does.
-            if let Err(refused) = load_scripts(&client, clustered, bound).await {
+            if let Err(refused) = scripts::load_all(&client, opts.scripts, clustered, bound).await {
                 node.unusable = Some(NodeError::Connect(format!(
                     "{}: handshake refused: {refused}",
                     node.addr
@@ -189,37 +195,13 @@ impl NodeClient for FredNode {
         self.quarantine.run_id()
     }
 
+    fn setup_error(&self) -> Option<NodeError> {
+        self.unusable.clone().filter(|_| self.unservable)
+    }
+
     fn batches(&self) -> bool {
         // A cluster would refuse keys of several hash slots in one script.
         !self.clustered
-    }
-}
-
-/// Loads every lock script (on every master of a cluster), each bounded by `bound`. Fails only if the
-/// server refuses permission (`NOPERM`); other failures leave it to the `NOSCRIPT` path later.
-async fn load_scripts(client: &Client, clustered: bool, bound: Duration) -> Result<(), String> {
-    for script in crate::scripts::ALL {
-        if let Ok(Err(e)) =
-            tokio::time::timeout(bound, load_script(client, script, clustered)).await
-        {
-            if e.details().starts_with("NOPERM") {
-                return Err(e.details().to_string());
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `SCRIPT LOAD`; on a cluster on every master, whichever the key's slot picks next time.
-async fn load_script(
-    client: &Client,
-    script: &'static crate::scripts::Script,
-    clustered: bool,
-) -> Result<Value, FredError> {
-    if clustered {
-        client.script_load_cluster::<Value, _>(script.source).await
-    } else {
-        client.script_load::<Value, _>(script.source).await
     }
 }
 
@@ -254,9 +236,9 @@ async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
             let keys: Vec<Key> = keys.as_slice().iter().cloned().map(Key::from).collect();
             let mut args = vec![Value::Bytes(Bytes::copy_from_slice(value.as_bytes()))];
             args.extend(numbers.as_slice().iter().map(|a| number(*a)));
-            eval(&client, script, keys, args, clustered).await
+            scripts::eval(&client, script, keys, args, clustered).await
         }
-        Cmd::ExtendMany(locks) => {
+        Cmd::ExtendMany { script, locks } => {
             let keys = locks.iter().map(|l| Key::from(l.key.clone())).collect();
             let args = locks
                 .iter()
@@ -267,37 +249,10 @@ async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
                     ]
                 })
                 .collect();
-            eval(&client, &crate::scripts::EXTEND_MANY, keys, args, clustered).await
+            scripts::eval(&client, script, keys, args, clustered).await
         }
-        Cmd::ScriptLoad(script) => reply(load_script(&client, script, clustered).await),
+        Cmd::ScriptLoad(script) => reply(scripts::load(&client, script, clustered).await),
         Cmd::InfoServer => reply(client.info::<Value>(Some(InfoKind::Server)).await),
-    }
-}
-
-/// `EVALSHA`, falling back to `EVAL` once on `NOSCRIPT` where the script allows it.
-async fn eval(
-    client: &Client,
-    script: &'static crate::scripts::Script,
-    keys: Vec<Key>,
-    args: Vec<Value>,
-    clustered: bool,
-) -> NodeResult {
-    match client
-        .evalsha::<Value, _, _, _>(script.sha1, keys.clone(), args.clone())
-        .await
-    {
-        // The script did not run, so sending its source is not a replay (see `Script::resend`
-        // for why acquire-side scripts reload instead).
-        Err(e) if e.details().starts_with("NOSCRIPT") && script.resend => reply(
-            client
-                .eval::<Value, _, _, _>(script.source, keys, args)
-                .await,
-        ),
-        Err(e) if e.details().starts_with("NOSCRIPT") => {
-            let _ = load_script(client, script, clustered).await;
-            reply(Err(e))
-        }
-        other => reply(other),
     }
 }
 
@@ -398,6 +353,7 @@ impl fmt::Debug for FredNode {
 }
 
 mod identity;
+mod scripts;
 mod settings;
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,10 @@
 //! Tests of the fred transport against a real redis-server.
 
 use super::*;
-use crate::scripts::{Script, RELEASE};
+use crate::algo::value::LockValue;
+use crate::transport::test_scripts::RELEASE;
+use crate::transport::Script;
 use crate::transport::{Args, Keys};
-use crate::value::LockValue;
 use ::fred::interfaces::MetricsInterface;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -67,6 +68,7 @@ fn opts(connect_timeout_ms: u64) -> ConnectOptions {
         quarantine: None,
         tls: None,
         limits: Default::default(),
+        scripts: &[],
     }
 }
 

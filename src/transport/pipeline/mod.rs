@@ -13,7 +13,8 @@
 //!   has its connection closed; the requests on it fail with a [`NodeError::Protocol`] naming the node
 //!   and the bound, which also stays the node's last error until it reconnects (with backoff).
 //!
-//! Files: this one (the handle, the request queue, the writer, reconnects) and `read` (the reader).
+//! Files: this one (the handle, the request queue), `write` (the writer, reconnects) and `read` (the
+//! reader).
 //! - **Fail fast.** While disconnected, requests fail at once with [`NodeError::Disconnected`]; a full queue
 //!   fails with [`NodeError::Backpressure`]. Reconnects run in the background with exponential backoff and
 //!   jitter, so a dead node never blocks a caller.
@@ -26,21 +27,22 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use bytes::BytesMut;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
-use super::connect::{jitter, open, Stream};
+use super::connect::{open, Stream};
 use super::resp::encode_cmd;
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending};
 use crate::addr::NodeAddr;
+use crate::algo::quarantine::{Quarantine, ServerIdentity};
+use crate::algo::rtt::RttEstimate;
 use crate::error::NodeError;
-use crate::quarantine::{Quarantine, ServerIdentity};
-use crate::rtt::RttEstimate;
 use tokio::time::Instant;
 
 mod read;
+mod write;
 use read::read_loop;
+use write::{reconnect_loop, write_loop};
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
 #[derive(Debug)]
@@ -359,73 +361,6 @@ impl Shared {
         }
         if !self.shutdown.is_cancelled() {
             tokio::spawn(reconnect_loop(self.clone(), delay));
-        }
-    }
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(
-    shared: Arc<Shared>,
-    mut wr: W,
-    generation: u64,
-    token: CancellationToken,
-) {
-    let mut batch = BytesMut::with_capacity(16 * 1024);
-    loop {
-        tokio::select! {
-            _ = token.cancelled() => return,
-            _ = shared.wake_writer.notified() => {}
-        }
-        {
-            // Read before the lock: the sample then includes the whole write, never less.
-            let now = Instant::now();
-            let mut st = shared.lock();
-            if st.generation != generation {
-                // This wake-up may have been meant for the new connection's writer: pass it on.
-                drop(st);
-                shared.wake_writer.notify_one();
-                return;
-            }
-            if st.probe.is_none() && !st.out.is_empty() {
-                st.probe = Some((st.queued, now));
-            }
-            std::mem::swap(&mut st.out, &mut batch);
-            st.unsent = 0;
-        }
-        if batch.is_empty() {
-            continue;
-        }
-        let written = tokio::select! {
-            _ = token.cancelled() => return,
-            // flush: a TLS stream may keep encrypted bytes buffered after write_all returns.
-            r = async { wr.write_all(&batch).await?; wr.flush().await } => r,
-        };
-        if written.is_err() {
-            shared.fail(generation, NodeError::ConnectionLost);
-            return;
-        }
-        batch.clear();
-    }
-}
-
-async fn reconnect_loop(shared: Arc<Shared>, mut delay: std::time::Duration) {
-    loop {
-        // Full jitter on top of the exponential step, so many clients do not reconnect in lockstep.
-        let sleep = delay + jitter(delay);
-        tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(sleep) => {}
-        }
-        let began = Instant::now();
-        match open(&shared.addr, &shared.opts, true).await {
-            Ok((stream, identity)) if !shared.shutdown.is_cancelled() => {
-                shared.rtt.seed(began.elapsed());
-                return shared.install(stream, identity);
-            }
-            Ok(_) => return,
-            Err(e) => {
-                shared.lock().last_error = Some(e);
-                delay = (delay * 2).min(shared.opts.reconnect_max);
-            }
         }
     }
 }

@@ -12,9 +12,9 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
+use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
-use crate::Redlock;
 
 /// A lock holder that can re-acquire what it holds. Created by [`Redlock::owner`].
 #[derive(Debug)]
@@ -65,8 +65,13 @@ impl LockOwner {
     /// # Errors
     /// As [`Redlock::acquire`] for the first hold. Re-entering a hold whose validity has ended gives
     /// [`LockError::AlreadyExpired`]: the outer holds were lost, and must be released (counted down) first.
-    pub async fn acquire(&self, resource: &[u8], ttl: Duration) -> Result<u32, LockError> {
-        let ttl = self.engine.check_ttl(ttl)?;
+    pub async fn acquire(
+        &self,
+        resource: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<u32, LockError> {
+        let resource = resource.as_ref();
+        let ttl = self.engine.core().check_ttl(ttl)?;
         let slot = self.slot(resource, true).expect("created on demand");
         let mut held = slot.lock().await;
         let result = match held.as_mut() {
@@ -96,7 +101,8 @@ impl LockOwner {
     /// # Errors
     /// [`LockError::InvalidInput`] if this owner does not hold `resource`; the release's errors at zero
     /// (the hold is forgotten either way).
-    pub async fn release(&self, resource: &[u8]) -> Result<u32, LockError> {
+    pub async fn release(&self, resource: impl AsRef<[u8]>) -> Result<u32, LockError> {
+        let resource = resource.as_ref();
         let not_held = || LockError::InvalidInput("this owner does not hold the resource".into());
         let slot = self.slot(resource, false).ok_or_else(not_held)?;
         let mut held = slot.lock().await;
@@ -117,16 +123,16 @@ impl LockOwner {
     }
 
     /// How many times this owner holds `resource` (0 if not).
-    pub async fn holds(&self, resource: &[u8]) -> u32 {
-        match self.slot(resource, false) {
+    pub async fn holds(&self, resource: impl AsRef<[u8]>) -> u32 {
+        match self.slot(resource.as_ref(), false) {
             Some(slot) => slot.lock().await.as_ref().map_or(0, |h| h.count),
             None => 0,
         }
     }
 
     /// The end of validity of this owner's hold on `resource`.
-    pub async fn valid_until(&self, resource: &[u8]) -> Option<Instant> {
-        let slot = self.slot(resource, false)?;
+    pub async fn valid_until(&self, resource: impl AsRef<[u8]>) -> Option<Instant> {
+        let slot = self.slot(resource.as_ref(), false)?;
         let held = slot.lock().await;
         held.as_ref().map(|h| h.lock.valid_until())
     }

@@ -1,7 +1,7 @@
 //! One watchdog renewal round: for one lock, or coalesced for many.
 //!
-//! **Coalesced.** Locks due at the same wake-up whose extend is [`crate::scripts::EXTEND`] on one key
-//! (exclusive, fenced, write) share one [`Cmd::ExtendMany`] call per node: the node parses, dispatches
+//! **Coalesced.** Locks due at the same wake-up whose extend is `EXTEND` on one key (exclusive,
+//! fenced, write: see `crate::kinds::exclusive`) share one [`Cmd::ExtendMany`] call per node: the node parses, dispatches
 //! and answers once per batch instead of once per lock, and the client encodes, queues and wakes once.
 //! Each lock still gets its own [`Tally`] from its own character of each node's answer, and is settled
 //! exactly as if it had had its own round: same start (so the same validity), same deadline rules,
@@ -12,15 +12,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::entry::{next_renewal, Entry};
+use crate::algo::quorum::{quorum, Decision, Tally, Vote};
+use crate::algo::timing::millis;
+use crate::engine::core::Core;
+use crate::engine::fanout::{run, Count};
 use crate::error::NodeError;
-use crate::fanout::{fan_out, run, Count};
+use crate::kinds::exclusive::{extend_many_vote, EXTEND_MANY};
 use crate::lock::Lock;
 use crate::observe::Op;
-use crate::quorum::{quorum, Decision, Tally, Vote};
-use crate::redlock::millis;
-use crate::renew::{next_renewal, Entry};
-use crate::transport::{Args, Cmd, Extend, NodeResult, Reply};
-use crate::Redlock;
+use crate::transport::{Cmd, Extend, NodeResult, Reply};
 
 /// Most locks one coalesced call carries: the node runs the script without interruption, so this
 /// bounds how long one call holds up the node's other clients (a few tens of microseconds).
@@ -31,7 +32,7 @@ pub(crate) type Next = (Arc<Entry>, Option<Instant>);
 
 /// Splits the entries due now into rounds: coalescable ones in batches of locks with similar
 /// validity (so one lock near its end does not cut the others' wait short), the rest one by one.
-pub(crate) fn rounds(engine: &Redlock, mut due: Vec<Arc<Entry>>) -> Vec<Vec<Arc<Entry>>> {
+pub(crate) fn rounds(engine: &Core, mut due: Vec<Arc<Entry>>) -> Vec<Vec<Arc<Entry>>> {
     let batches = engine.nodes().iter().all(|n| n.batches());
     let mut rounds = Vec::new();
     let mut many = Vec::new();
@@ -40,8 +41,8 @@ pub(crate) fn rounds(engine: &Redlock, mut due: Vec<Arc<Entry>>) -> Vec<Vec<Arc<
             .lock()
             .lock
             .as_ref()
-            .filter(|l| batches && l.kind.extends_first_key())
-            .map(|l| l.valid_until);
+            .filter(|l| batches && l.kind().extends_first_key())
+            .map(Lock::valid_until);
         match key {
             Some(until) => many.push((until, entry)),
             None => rounds.push(vec![entry]),
@@ -56,7 +57,7 @@ pub(crate) fn rounds(engine: &Redlock, mut due: Vec<Arc<Entry>>) -> Vec<Vec<Arc<
 }
 
 /// Renews `entries` in one round (coalesced if more than one).
-pub(crate) async fn renew(engine: Redlock, entries: Vec<Arc<Entry>>) -> Vec<Next> {
+pub(crate) async fn renew(engine: Arc<Core>, entries: Vec<Arc<Entry>>) -> Vec<Next> {
     match <[_; 1]>::try_from(entries) {
         Ok([entry]) => {
             let next = renew_one(&engine, &entry).await;
@@ -75,20 +76,20 @@ struct Due {
 /// Checks a due entry: `Err(next)` when it needs no round (lost: `None`; capped: look again at the
 /// end of its validity, to declare it lost then).
 fn check(entry: &Entry, lock: &Lock, renews: bool) -> Result<Due, Option<Instant>> {
-    if Instant::now() >= lock.valid_until {
+    if Instant::now() >= lock.valid_until() {
         entry.lost.cancel();
         return Err(None);
     }
     if !renews {
-        return Err(Some(lock.valid_until));
+        return Err(Some(lock.valid_until()));
     }
     Ok(Due {
-        ttl: lock.ttl,
-        valid_until: lock.valid_until,
+        ttl: lock.ttl(),
+        valid_until: lock.valid_until(),
     })
 }
 
-async fn renew_one(engine: &Redlock, entry: &Entry) -> Option<Instant> {
+async fn renew_one(engine: &Core, entry: &Entry) -> Option<Instant> {
     let (cmd, due) = {
         let st = entry.lock();
         let lock = st.lock.as_ref()?;
@@ -96,13 +97,7 @@ async fn renew_one(engine: &Redlock, entry: &Entry) -> Option<Instant> {
             Ok(due) => due,
             Err(next) => return next,
         };
-        let cmd = Cmd::Script {
-            script: lock.kind.extend_script(),
-            keys: lock.keys.clone(),
-            value: lock.value,
-            args: Args::of(&[millis(lock.ttl)]),
-        };
-        (cmd, due)
+        (lock.extend_cmd(lock.ttl()), due)
     };
     let timeout = engine.round_timeout(due.ttl);
     // No point waiting for a turn that would start too late to finish before the validity ends.
@@ -115,11 +110,11 @@ async fn renew_one(engine: &Redlock, entry: &Entry) -> Option<Instant> {
     };
     let start = Instant::now();
     let deadline = engine.round_deadline(start, due.ttl, Some(due.valid_until));
-    let tally = fan_out(engine.nodes(), &cmd, deadline, Vote::of_script).await;
+    let tally = engine.fan_out(&cmd, deadline, Vote::of_script).await;
     settle(engine, entry, due.ttl, start, timeout, tally)
 }
 
-async fn renew_many(engine: &Redlock, entries: Vec<Arc<Entry>>) -> Vec<Next> {
+async fn renew_many(engine: &Core, entries: Vec<Arc<Entry>>) -> Vec<Next> {
     let mut out = Vec::with_capacity(entries.len());
     let mut members = Vec::with_capacity(entries.len());
     let mut locks = Vec::with_capacity(entries.len());
@@ -130,9 +125,9 @@ async fn renew_many(engine: &Redlock, entries: Vec<Arc<Entry>>) -> Vec<Next> {
                 None => Err(None),
                 Some(lock) => check(&entry, lock, entry.renews(&st)).map(|due| {
                     let extend = Extend {
-                        key: lock.keys.as_slice()[0].clone(),
-                        value: lock.value,
-                        ttl_ms: millis(lock.ttl),
+                        key: lock.keys().as_slice()[0].clone(),
+                        value: lock.value(),
+                        ttl_ms: millis(lock.ttl()),
                     };
                     (due, extend)
                 }),
@@ -166,14 +161,11 @@ async fn renew_many(engine: &Redlock, entries: Vec<Arc<Entry>>) -> Vec<Next> {
     let start = Instant::now();
     let deadline = engine.round_deadline(start, ttl, Some(valid_until));
     let mut count = PerLock::new(engine.nodes().len(), members.len());
-    run(
-        engine.nodes(),
-        &Cmd::ExtendMany(locks.into()),
-        deadline,
-        true,
-        &mut count,
-    )
-    .await;
+    let cmd = Cmd::ExtendMany {
+        script: &EXTEND_MANY,
+        locks: locks.into(),
+    };
+    run(engine.nodes(), &cmd, deadline, true, &mut count).await;
     for ((entry, due), tally) in members.into_iter().zip(count.tallies) {
         let next = settle(engine, &entry, due.ttl, start, timeout, tally);
         out.push((entry, next));
@@ -183,7 +175,7 @@ async fn renew_many(engine: &Redlock, entries: Vec<Arc<Entry>>) -> Vec<Next> {
 
 /// Applies a renewal round's tally to its entry; returns when to look at it next.
 fn settle(
-    engine: &Redlock,
+    engine: &Core,
     entry: &Entry,
     ttl: Duration,
     start: Instant,
@@ -194,9 +186,9 @@ fn settle(
     let hopeless = cannot_win(&tally);
     let mut st = entry.lock();
     let lock = st.lock.as_mut()?;
-    match engine.settle_extend(lock, ttl, start, tally) {
+    match lock.settle_extend(&engine.settings().timing, ttl, start, tally) {
         Ok(()) => {
-            let valid_until = lock.valid_until;
+            let valid_until = lock.valid_until();
             st.renewals += 1;
             st.next_renewal = next_renewal(start, entry.every, valid_until, timeout);
             Some(st.next_renewal)
@@ -207,7 +199,7 @@ fn settle(
             None
         }
         Err(_) => {
-            let at = retry_at(entry, lock.valid_until);
+            let at = retry_at(entry, lock.valid_until());
             st.next_renewal = at;
             Some(at)
         }
@@ -220,7 +212,7 @@ fn not_renewed(entry: &Entry) -> Instant {
     let valid_until = st
         .lock
         .as_ref()
-        .map_or_else(Instant::now, |l| l.valid_until);
+        .map_or_else(Instant::now, Lock::valid_until);
     let at = retry_at(entry, valid_until);
     st.next_renewal = at;
     at
@@ -275,7 +267,7 @@ impl Count for PerLock {
         let locks = self.tallies.len();
         match reply {
             Ok(Reply::Data(codes)) if codes.len() == locks => {
-                self.record_each(index, |i| Vote::of_extend_code(codes[i]))
+                self.record_each(index, |i| extend_many_vote(codes[i]))
             }
             Ok(other) => {
                 let error = other.unexpected("coalesced extend script");

@@ -8,6 +8,9 @@
 //! is passed to it without releasing on the nodes — at most `max_local_handoffs` times in a row, and only
 //! while enough validity is left (the receiver extends it if needed). Two round trips (release, acquire)
 //! become zero or one, and other processes still get their turn after the bound.
+//!
+//! A leaf: generic over what is handed off (`T`, a lock for the engine), it knows nothing of locks or
+//! nodes, and is tested alone below.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,64 +20,72 @@ use bytes::Bytes;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
 
-use crate::lock::Lock;
-
 /// The engine's local queues, one per resource with a holder or a waiter.
-#[derive(Default)]
-pub(crate) struct LocalQueues {
-    map: Mutex<HashMap<Bytes, Arc<LocalQueue>>>,
+pub(crate) struct LocalQueues<T> {
+    map: Mutex<HashMap<Bytes, Arc<LocalQueue<T>>>>,
     /// Releases (in the background) a handed-off lock that no waiter will take; set by the engine.
-    orphans: std::sync::OnceLock<Box<dyn Fn(Lock) + Send + Sync>>,
+    orphans: std::sync::OnceLock<Orphans<T>>,
 }
 
-impl std::fmt::Debug for LocalQueues {
+type Orphans<T> = Box<dyn Fn(T) + Send + Sync>;
+
+impl<T> Default for LocalQueues<T> {
+    fn default() -> Self {
+        Self {
+            map: Mutex::default(),
+            orphans: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for LocalQueues<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalQueues").finish_non_exhaustive()
     }
 }
 
 #[derive(Debug)]
-pub(crate) struct LocalQueue {
+pub(crate) struct LocalQueue<T> {
     permit: Arc<Semaphore>,
     /// A lock handed off by the last holder, for the next one.
-    handoff: Mutex<Option<Lock>>,
+    handoff: Mutex<Option<T>>,
     /// Tasks waiting for the permit (so a releaser knows whether to hand off).
     waiting: AtomicUsize,
     /// The current holder's `valid_until`: waiters stop queueing behind a lock that has expired
     /// (a holder that neither released nor dropped it must not block this process past its TTL).
     holder_until: Mutex<Option<Instant>>,
     /// The last release on the nodes reported a client waiting in another process (see
-    /// `scripts::MARK_WAITING`): the next one yields to it before letting local waiters in.
+    /// `kinds::exclusive::MARK_WAITING`): the next one yields to it before letting local waiters in.
     remote_waiting: Arc<AtomicBool>,
 }
 
-/// This task's place at the head of a resource's local queue; held inside the [`Lock`]. Dropping it
-/// lets the next local waiter in.
+/// This task's place at the head of a resource's local queue; held inside the lock (`crate::Lock`).
+/// Dropping it lets the next local waiter in.
 #[derive(Debug)]
-pub(crate) struct LocalHold {
-    queues: Weak<LocalQueues>,
+pub(crate) struct LocalHold<T> {
+    queues: Weak<LocalQueues<T>>,
     key: Bytes,
-    queue: Arc<LocalQueue>,
+    queue: Arc<LocalQueue<T>>,
     permit: Option<OwnedSemaphorePermit>,
 }
 
-impl LocalQueues {
+impl<T> LocalQueues<T> {
     /// Sets how orphaned hand-offs are released (once, when the engine is built).
-    pub(crate) fn on_orphan(&self, release: Box<dyn Fn(Lock) + Send + Sync>) {
+    pub(crate) fn on_orphan(&self, release: Orphans<T>) {
         let _ = self.orphans.set(release);
     }
 
-    fn orphan(&self, lock: Option<Lock>) {
+    fn orphan(&self, lock: Option<T>) {
         if let (Some(lock), Some(release)) = (lock, self.orphans.get()) {
             release(lock);
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Bytes, Arc<LocalQueue>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Bytes, Arc<LocalQueue<T>>>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn queue(&self, key: &Bytes) -> Arc<LocalQueue> {
+    fn queue(&self, key: &Bytes) -> Arc<LocalQueue<T>> {
         self.lock()
             .entry(key.clone())
             .or_insert_with(|| {
@@ -91,7 +102,7 @@ impl LocalQueues {
 
     /// Waits (FIFO) for the head of `key`'s queue; `None` if the current holder's lock expired first
     /// (then contend on the nodes without queueing). Cancel-safe: a dropped wait leaves the queue.
-    pub(crate) async fn enter(self: &Arc<Self>, key: &Bytes) -> Option<LocalHold> {
+    pub(crate) async fn enter(self: &Arc<Self>, key: &Bytes) -> Option<LocalHold<T>> {
         let queue = self.queue(key);
         queue.waiting.fetch_add(1, Ordering::AcqRel);
         // Counts down also if this future is dropped while waiting.
@@ -121,7 +132,7 @@ impl LocalQueues {
 
     /// Takes the head of `key`'s queue if free, without waiting: `Ok(Some)` when free, `Ok(None)` when
     /// the holder's lock has expired (go to the nodes without queueing), `Err(())` when held.
-    pub(crate) fn try_enter(self: &Arc<Self>, key: &Bytes) -> Result<Option<LocalHold>, ()> {
+    pub(crate) fn try_enter(self: &Arc<Self>, key: &Bytes) -> Result<Option<LocalHold<T>>, ()> {
         let queue = self.queue(key);
         match queue.permit.clone().try_acquire_owned() {
             Ok(permit) => Ok(Some(self.hold(key, queue, Some(permit)))),
@@ -140,9 +151,9 @@ impl LocalQueues {
     fn hold(
         self: &Arc<Self>,
         key: &Bytes,
-        queue: Arc<LocalQueue>,
+        queue: Arc<LocalQueue<T>>,
         permit: Option<OwnedSemaphorePermit>,
-    ) -> LocalHold {
+    ) -> LocalHold<T> {
         LocalHold {
             queues: Arc::downgrade(self),
             key: key.clone(),
@@ -152,7 +163,7 @@ impl LocalQueues {
     }
 
     /// Drops the queue from the map when nobody holds, waits for or references it.
-    fn forget_if_idle(&self, key: &Bytes, queue: &Arc<LocalQueue>) -> Option<Lock> {
+    fn forget_if_idle(&self, key: &Bytes, queue: &Arc<LocalQueue<T>>) -> Option<T> {
         let mut map = self.lock();
         // One reference in the map, one in the caller's hand: nobody else can reach it, and new
         // users must take the map lock to get it.
@@ -171,19 +182,19 @@ impl LocalQueues {
 /// How often a waiter looks again when the holder's validity is not known yet.
 const RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
-impl LocalQueue {
+impl<T> LocalQueue<T> {
     fn holder_until(&self) -> Option<Instant> {
         *self.holder_until.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-struct WaitingGuard {
-    queues: Weak<LocalQueues>,
+struct WaitingGuard<T> {
+    queues: Weak<LocalQueues<T>>,
     key: Bytes,
-    queue: Arc<LocalQueue>,
+    queue: Arc<LocalQueue<T>>,
 }
 
-impl Drop for WaitingGuard {
+impl<T> Drop for WaitingGuard<T> {
     fn drop(&mut self) {
         let left = self.queue.waiting.fetch_sub(1, Ordering::AcqRel) - 1;
         if left > 0 {
@@ -207,7 +218,7 @@ impl Drop for WaitingGuard {
     }
 }
 
-impl LocalHold {
+impl<T> LocalHold<T> {
     /// Records the holder's current end of validity (after acquire, hand-off and every extend).
     pub(crate) fn set_valid_until(&self, until: Instant) {
         *self
@@ -234,12 +245,12 @@ impl LocalHold {
     }
 
     /// Leaves `lock` for the next local holder.
-    pub(crate) fn hand_off(&self, lock: Lock) {
+    pub(crate) fn hand_off(&self, lock: T) {
         *self.queue.handoff.lock().unwrap_or_else(|p| p.into_inner()) = Some(lock);
     }
 
     /// Takes a lock handed off by the previous local holder, if any.
-    pub(crate) fn take_handoff(&self) -> Option<Lock> {
+    pub(crate) fn take_handoff(&self) -> Option<T> {
         self.queue
             .handoff
             .lock()
@@ -248,7 +259,7 @@ impl LocalHold {
     }
 
     /// Lets the next waiter in now; returns a handed-off lock nobody will take (to release it).
-    pub(crate) fn leave(mut self) -> Option<Lock> {
+    pub(crate) fn leave(mut self) -> Option<T> {
         *self
             .queue
             .holder_until
@@ -260,7 +271,7 @@ impl LocalHold {
     }
 }
 
-impl Drop for LocalHold {
+impl<T> Drop for LocalHold<T> {
     fn drop(&mut self) {
         // `leave` already did this when it ran; otherwise: the lock was dropped without release.
         if self.permit.take().is_some() {
@@ -274,5 +285,69 @@ impl Drop for LocalHold {
                 queues.orphan(orphan);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn key(k: &'static [u8]) -> Bytes {
+        Bytes::from_static(k)
+    }
+
+    #[tokio::test]
+    async fn one_holder_at_a_time_and_a_hand_off_reaches_the_next() {
+        let queues: Arc<LocalQueues<u32>> = Arc::default();
+        let first = queues.try_enter(&key(b"r")).unwrap().unwrap();
+        first.set_valid_until(Instant::now() + Duration::from_secs(10));
+        assert!(queues.try_enter(&key(b"r")).is_err(), "held");
+        assert!(queues.try_enter(&key(b"other")).is_ok(), "per resource");
+        let waiter = tokio::spawn({
+            let queues = queues.clone();
+            async move { queues.enter(&key(b"r")).await }
+        });
+        while !first.has_waiters() {
+            tokio::task::yield_now().await;
+        }
+        first.hand_off(7);
+        assert_eq!(first.leave(), None, "a waiter takes it");
+        let next = waiter.await.unwrap().expect("the head of the queue");
+        assert_eq!(next.take_handoff(), Some(7));
+    }
+
+    #[tokio::test]
+    async fn a_hand_off_nobody_takes_is_orphaned() {
+        let queues: Arc<LocalQueues<u32>> = Arc::default();
+        let orphaned = Arc::new(Mutex::new(Vec::new()));
+        queues.on_orphan(Box::new({
+            let orphaned = orphaned.clone();
+            move |t| orphaned.lock().unwrap().push(t)
+        }));
+        let hold = queues.try_enter(&key(b"r")).unwrap().unwrap();
+        hold.hand_off(3);
+        assert_eq!(hold.leave(), Some(3), "no waiter: back to the caller");
+        let hold = queues.try_enter(&key(b"r")).unwrap().unwrap();
+        hold.hand_off(4);
+        drop(hold);
+        assert_eq!(
+            *orphaned.lock().unwrap(),
+            vec![4],
+            "dropped: released by the callback"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiters_stop_queueing_behind_an_expired_holder() {
+        let queues: Arc<LocalQueues<u32>> = Arc::default();
+        let hold = queues.try_enter(&key(b"r")).unwrap().unwrap();
+        hold.set_valid_until(Instant::now() + Duration::from_millis(50));
+        assert!(
+            queues.enter(&key(b"r")).await.is_none(),
+            "expired: go to the nodes"
+        );
+        assert!(matches!(queues.try_enter(&key(b"r")), Ok(None)));
+        drop(hold);
     }
 }

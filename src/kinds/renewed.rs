@@ -1,21 +1,22 @@
-//! Watchdog renewal: locks that extend themselves while their holder works — the public side
-//! ([`RenewPolicy`], [`RenewedLock`]) and each lock's [`Entry`]; the task that renews them is
-//! `crate::watchdog`.
+//! Renewed locks: locks that extend themselves while their holder works — [`RenewPolicy`] and
+//! [`RenewedLock`]; each lock's record is `crate::watchdog::entry`, the task that renews them
+//! `crate::watchdog::task`.
 //!
 //! A lock is declared lost when its validity ends unrenewed, or when a renewal round shows a
 //! majority can no longer be won (enough nodes say the key is gone or someone else's): then the
 //! holder's [`CancellationToken`] fires at once and the lock never keeps running as if held. A round
 //! that only failed (timeouts, disconnects, overload) is retried while validity remains.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
-use crate::Redlock;
+use crate::watchdog::entry::{next_renewal, Entry};
 
 /// How a renewed lock renews. `Default`: every third of the TTL, no cap.
 #[derive(Debug, Clone, Default)]
@@ -59,23 +60,6 @@ pub struct RenewedLock {
     entry: Arc<Entry>,
 }
 
-#[derive(Debug)]
-pub(crate) struct Entry {
-    state: Mutex<EntryState>,
-    pub(crate) lost: CancellationToken,
-    pub(crate) every: Duration,
-    stop_renewing_at: Option<Instant>,
-    max_renewals: Option<u32>,
-}
-
-#[derive(Debug)]
-pub(crate) struct EntryState {
-    /// `None` once released.
-    pub(crate) lock: Option<Lock>,
-    pub(crate) renewals: u32,
-    pub(crate) next_renewal: Instant,
-}
-
 impl Redlock {
     /// Acquires `resource` (retrying like [`acquire`](Self::acquire)) and keeps it alive with the
     /// watchdog until the returned lock is released or dropped.
@@ -97,11 +81,11 @@ impl Redlock {
     /// renewal due at the same tick.
     pub async fn acquire_renewed(
         &self,
-        resource: &[u8],
+        resource: impl AsRef<[u8]>,
         ttl: Duration,
         policy: RenewPolicy,
     ) -> Result<RenewedLock, LockError> {
-        self.check_policy(&policy, self.check_ttl(ttl)?)?;
+        self.check_policy(&policy, self.core().check_ttl(ttl)?)?;
         let lock = self.acquire(resource, ttl).await?;
         self.renew(lock, policy)
     }
@@ -111,29 +95,31 @@ impl Redlock {
     /// # Errors
     /// [`LockError::InvalidInput`] if `policy.every` is not below the lock's TTL (nothing is released).
     pub fn renew(&self, lock: Lock, policy: RenewPolicy) -> Result<RenewedLock, LockError> {
-        let every = self.check_policy(&policy, lock.ttl)?;
+        let every = self.check_policy(&policy, lock.ttl())?;
+        let core = self.core();
         let now = Instant::now();
-        let first = next_renewal(now, every, lock.valid_until, self.round_timeout(lock.ttl));
-        let entry = Arc::new(Entry {
-            lost: CancellationToken::new(),
+        let first = next_renewal(
+            now,
             every,
-            // A lifetime too long to represent is no cap at all.
-            stop_renewing_at: policy.max_lifetime.and_then(|max| now.checked_add(max)),
-            max_renewals: policy.max_renewals,
-            state: Mutex::new(EntryState {
-                lock: Some(lock),
-                renewals: 0,
-                next_renewal: first,
-            }),
-        });
+            lock.valid_until(),
+            core.round_timeout(lock.ttl()),
+        );
         // Spread: locks taken in one burst would otherwise all renew in the same instant forever.
         let spread = every.mul_f64(0.25 * fastrand::f64());
         let first_at = first.checked_sub(spread).unwrap_or(first).max(now);
-        entry.lock().next_renewal = first_at;
-        if self.watchdog().register(Arc::downgrade(&entry), first_at) {
-            tokio::spawn(crate::watchdog::run(
-                self.downgrade(),
-                self.watchdog().wake_handle(),
+        // A lifetime too long to represent is no cap at all.
+        let stop_renewing_at = policy.max_lifetime.and_then(|max| now.checked_add(max));
+        let entry = Arc::new(Entry::new(
+            lock,
+            every,
+            stop_renewing_at,
+            policy.max_renewals,
+            first_at,
+        ));
+        if core.watchdog().register(Arc::downgrade(&entry), first_at) {
+            tokio::spawn(crate::watchdog::task::run(
+                Arc::downgrade(core),
+                core.watchdog().wake_handle(),
             ));
         }
         Ok(RenewedLock {
@@ -146,7 +132,7 @@ impl Redlock {
 impl Redlock {
     /// The renewal interval for `ttl`; it must leave room for a renewal round before validity ends.
     fn check_policy(&self, policy: &RenewPolicy, ttl: Duration) -> Result<Duration, LockError> {
-        let timing = &self.settings().timing;
+        let timing = &self.core().settings().timing;
         let every = policy.every.unwrap_or(ttl / 3);
         let room = ttl.saturating_sub(timing.drift(ttl));
         if every.is_zero() || every.saturating_add(timing.node_timeout(ttl)) >= room {
@@ -157,18 +143,6 @@ impl Redlock {
         }
         Ok(every)
     }
-}
-
-/// When to renew next after a round started at `from`: one interval later, but never later than one
-/// node timeout before the validity ends (a lock handed over with little validity left renews at once).
-pub(crate) fn next_renewal(
-    from: Instant,
-    every: Duration,
-    valid_until: Instant,
-    node_timeout: Duration,
-) -> Instant {
-    let latest = valid_until.checked_sub(node_timeout).unwrap_or(valid_until);
-    from.checked_add(every).map_or(latest, |at| at.min(latest))
 }
 
 impl RenewedLock {
@@ -204,7 +178,7 @@ impl RenewedLock {
 
     /// Renewals done so far.
     pub fn renewals(&self) -> u32 {
-        self.entry.lock().renewals
+        self.entry.renewals()
     }
 
     /// Stops renewal and releases the lock on every node (also after it was lost: what is left of it
@@ -234,77 +208,5 @@ impl Drop for RenewedLock {
                 rt.spawn(async move { engine.release(lock).await });
             }
         }
-    }
-}
-
-impl Entry {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, EntryState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The current end of validity; now once released.
-    pub(crate) fn valid_until(&self) -> Instant {
-        self.lock()
-            .lock
-            .as_ref()
-            .map_or_else(Instant::now, |l| l.valid_until)
-    }
-
-    /// Whether the lock is lost: the watchdog said so, or its validity ended (even if the watchdog
-    /// has not run yet, e.g. because the work blocks the runtime).
-    pub(crate) fn is_lost(&self) -> bool {
-        self.lost.is_cancelled() || Instant::now() >= self.valid_until()
-    }
-
-    /// Completes when [`is_lost`](Self::is_lost) becomes true.
-    pub(crate) async fn lost(&self) {
-        loop {
-            let until = self.valid_until();
-            tokio::select! {
-                _ = self.lost.cancelled() => return,
-                _ = tokio::time::sleep_until(until) => {
-                    if Instant::now() >= self.valid_until() {
-                        return;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Takes the lock out (release or drop); the watchdog forgets the entry.
-    fn take(&self) -> Option<Lock> {
-        let lock = self.lock().lock.take();
-        self.lost.cancel();
-        lock
-    }
-
-    /// When the watchdog must next look at this entry: the next renewal, or the end of validity if
-    /// renewal has stopped. `None` once released or lost.
-    pub(crate) fn next_event(&self) -> Option<Instant> {
-        let st = self.lock();
-        let lock = st.lock.as_ref()?;
-        if self.lost.is_cancelled() {
-            return None;
-        }
-        if !self.renews(&st) {
-            return Some(lock.valid_until);
-        }
-        Some(st.next_renewal.min(lock.valid_until))
-    }
-
-    /// How much earlier than due this entry may renew to join a round that starts now: a sixteenth
-    /// of its interval, at most [`crate::watchdog::COALESCE_WINDOW`]; none when it has stopped
-    /// renewing (its next event is then the end of its validity, which must not come early).
-    pub(crate) fn coalesce_window(&self) -> Duration {
-        if self.renews(&self.lock()) {
-            (self.every / 16).min(crate::watchdog::COALESCE_WINDOW)
-        } else {
-            Duration::ZERO
-        }
-    }
-
-    pub(crate) fn renews(&self, st: &EntryState) -> bool {
-        self.max_renewals.is_none_or(|max| st.renewals < max)
-            && self.stop_renewing_at.is_none_or(|at| Instant::now() < at)
     }
 }

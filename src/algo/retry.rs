@@ -23,6 +23,15 @@ impl RetryPolicy {
         }
     }
 
+    /// How long an acquire's retries may take in all: `count + 1` rounds of the longest pause plus a
+    /// node deadline each. Retries woken early by a release do not count against `count`, so this
+    /// bounds them instead; waiting in the local queue stands in for the attempts it saves, so it gets
+    /// the same budget.
+    pub(crate) fn budget(&self, node_timeout: Duration) -> Duration {
+        let round = self.delay + self.jitter + node_timeout;
+        round.saturating_mul(self.count.saturating_add(1))
+    }
+
     /// A random pause before the next attempt.
     pub fn next_delay(&self) -> Duration {
         let jitter_us = u64::try_from(self.jitter.as_micros()).unwrap_or(u64::MAX);
@@ -48,6 +57,18 @@ mod tests {
             .all(|d| *d >= Duration::from_millis(10) && *d <= Duration::from_millis(15)));
         let distinct: std::collections::HashSet<_> = samples.iter().collect();
         assert!(distinct.len() > 100, "jitter should spread retries");
+    }
+
+    #[test]
+    fn the_budget_covers_every_counted_retry() {
+        let p = RetryPolicy::new(3, Duration::from_millis(10), Duration::from_millis(5));
+        // 4 attempts, each the longest pause plus a node deadline.
+        assert_eq!(
+            p.budget(Duration::from_millis(1)),
+            Duration::from_millis(64)
+        );
+        let p = RetryPolicy::new(u32::MAX, Duration::from_secs(1), Duration::ZERO);
+        assert_eq!(p.budget(Duration::ZERO), Duration::from_secs(1) * u32::MAX);
     }
 
     #[test]

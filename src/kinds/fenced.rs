@@ -38,19 +38,43 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
 
-use crate::acquire::HeldGuard;
-use crate::error::LockError;
-use crate::fanout::fan_out;
-use crate::kind::Kind;
+use super::exclusive::{EXTEND, RELEASE, RELEASE_NOTIFY};
+use super::{script_cmd, Kind, Spec};
+use crate::algo::quorum::Vote;
+use crate::algo::value::LockValue;
+use crate::engine::release::HeldGuard;
+use crate::engine::Redlock;
+use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
 use crate::observe::Op;
-use crate::quorum::Vote;
-use crate::scripts::COMMIT_FENCE;
-use crate::transport::{Args, Cmd};
-use crate::Redlock;
+use crate::transport::{Args, Cmd, Keys, NodeResult, Reply, Script};
+
+/// An exclusive lock whose acquire also reads the resource's fence counter on every node, for a
+/// fencing token committed afterwards.
+pub(crate) static FENCED: Spec = Spec {
+    name: "Fenced",
+    acquire: acquire_fenced_cmd,
+    vote: fenced_set_vote,
+    release: &RELEASE,
+    release_notify: &RELEASE_NOTIFY,
+    extend: &EXTEND,
+    extends_first_key: true,
+    give_up: None,
+    suffixes: &[FENCE_SUFFIX],
+    queues_locally: true,
+    // Its token belongs to one holder: the next holder needs a larger one.
+    hands_off: false,
+    multi_resource: false,
+    shared: false,
+    scripts: &[&ACQUIRE_FENCED, &COMMIT_FENCE],
+};
 
 /// Suffix of a resource's fence counter key.
-pub(crate) const FENCE_SUFFIX: &[u8] = b":fence";
+const FENCE_SUFFIX: &[u8] = b":fence";
+
+fn acquire_fenced_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
+    script_cmd(&ACQUIRE_FENCED, keys, value, Args::of(&[ttl_ms]))
+}
 
 /// Most commit rounds one fenced acquire makes before giving up (each conflict raises the proposal to
 /// above every counter seen, so a second round normally suffices).
@@ -73,51 +97,55 @@ impl Redlock {
     /// # Errors
     /// As [`acquire`](Self::acquire); [`LockError::FenceNotCommitted`] if no commit won a majority
     /// within the validity (the lock is then released).
-    pub async fn acquire_fenced(&self, resource: &[u8], ttl: Duration) -> Result<Lock, LockError> {
-        let target = self.target(Kind::Fenced, resource)?;
-        let lock = self.acquire_target(target, ttl, true).await?;
+    pub async fn acquire_fenced(
+        &self,
+        resource: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<Lock, LockError> {
+        let target = self
+            .core()
+            .target(Kind::new(&FENCED, 0), resource.as_ref())?;
+        let lock = self.core().acquire(target, ttl, true).await?;
         self.commit_fence(lock).await
     }
 
     /// One attempt of [`acquire_fenced`](Self::acquire_fenced).
     pub async fn try_acquire_fenced(
         &self,
-        resource: &[u8],
+        resource: impl AsRef<[u8]>,
         ttl: Duration,
     ) -> Result<Lock, LockError> {
-        let target = self.target(Kind::Fenced, resource)?;
-        let lock = self.acquire_target(target, ttl, false).await?;
+        let target = self
+            .core()
+            .target(Kind::new(&FENCED, 0), resource.as_ref())?;
+        let lock = self.core().acquire(target, ttl, false).await?;
         self.commit_fence(lock).await
     }
 
     async fn commit_fence(&self, lock: Lock) -> Result<Lock, LockError> {
+        let core = self.core();
         // Released if no token is committed, or if this future is dropped mid-commit.
-        let mut guard = HeldGuard::new(self, lock);
+        let mut guard = HeldGuard::new(core, lock);
         let lock = guard.lock_mut();
-        let mut floor = lock.fence_floor;
+        let mut floor = lock.fence_floor();
         let mut rounds = 0;
         while rounds < COMMIT_ROUNDS {
             rounds += 1;
-            let Ok(_slot) = self.admit(Some(lock.valid_until)).await else {
+            let Ok(_slot) = core.admit(Some(lock.valid_until())).await else {
                 break;
             };
             let start = Instant::now();
-            if start >= lock.valid_until {
+            if start >= lock.valid_until() {
                 break;
             }
             let token = propose(floor);
-            let cmd = Cmd::Script {
-                script: &COMMIT_FENCE,
-                keys: lock.keys.clone(),
-                value: lock.value,
-                args: Args::of(&[token]),
-            };
-            let deadline = self.round_deadline(start, lock.ttl, Some(lock.valid_until));
-            let tally = fan_out(self.nodes(), &cmd, deadline, Vote::of_fence_commit).await;
-            self.metrics().round(Op::Fence, &tally, start.elapsed());
+            let cmd = script_cmd(&COMMIT_FENCE, lock.keys(), lock.value(), Args::of(&[token]));
+            let deadline = core.round_deadline(start, lock.ttl(), Some(lock.valid_until()));
+            let tally = core.fan_out(&cmd, deadline, fence_commit_vote).await;
+            core.metrics().round(Op::Fence, &tally, start.elapsed());
             // Usable only if the majority confirmed while the lock was still valid.
-            if tally.won() && Instant::now() < lock.valid_until {
-                lock.fence = Some(token);
+            if tally.won() && Instant::now() < lock.valid_until() {
+                lock.set_fence(token);
                 return Ok(guard.keep());
             }
             if tally.conflicts == 0 {
@@ -142,6 +170,66 @@ pub(crate) fn propose(floor: u64) -> u64 {
     });
     floor.saturating_add(1).max(clock)
 }
+
+/// Reads a fenced acquire reply: `+<counter>` (set) or `-<counter>` (taken).
+fn fenced_set_vote(result: NodeResult) -> Vote {
+    match result {
+        Ok(Reply::Data(d)) => match (d.first(), d.get(1..).and_then(parse_counter)) {
+            (Some(b'+'), Some(c)) => Vote::YesAt(c),
+            (Some(b'-'), Some(c)) => Vote::TakenAt(c),
+            _ => Vote::Failed(NodeError::Protocol(
+                "fenced acquire script: bulk string is not +<counter> or -<counter>".into(),
+            )),
+        },
+        Ok(other) => Vote::Failed(other.unexpected("fenced acquire script")),
+        Err(e) => Vote::Failed(e),
+    }
+}
+
+/// Reads a fence commit reply: `1` raised, `C<counter>` conflict, else as [`of_script`](Vote::of_script).
+fn fence_commit_vote(result: NodeResult) -> Vote {
+    match result {
+        Ok(Reply::Data(d)) if d.first() == Some(&b'C') => {
+            match d.get(1..).and_then(parse_counter) {
+                Some(c) => Vote::Conflict(c),
+                None => Vote::Failed(NodeError::Protocol(
+                    "fence commit script: bulk string is not C<counter>".into(),
+                )),
+            }
+        }
+        other => Vote::of_script(other),
+    }
+}
+
+fn parse_counter(digits: &[u8]) -> Option<u64> {
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+// Fencing. KEYS: [1] lock key, [2] the resource's fence counter (no TTL; a 20-digit zero-padded
+// decimal, so Lua's string comparison is numeric comparison and no counter passes through a double).
+
+/// Fenced acquire: `SET NX PX`, answering `+<counter>` (set) or `-<counter>` (taken) with the node's
+/// fence counter, in the same round trip.
+pub(crate) static ACQUIRE_FENCED: Script = Script {
+    source: "local c = redis.call('GET', KEYS[2]) or '0' \
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return '+' .. c end \
+return '-' .. c",
+    sha1: "fed820042ea4030d9010d0f55c299911033c8c78",
+    resend: false,
+};
+
+/// Fence commit: raise the counter to the proposal `ARGV[2]`, only while our lock value is there and
+/// only upward; `C<counter>` when the node is already at or above it.
+pub(crate) static COMMIT_FENCE: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v ~= ARGV[1] then if v == false then return 0 end return -1 end \
+local t = string.rep('0', 20 - #ARGV[2]) .. ARGV[2] \
+local c = redis.call('GET', KEYS[2]) \
+if c and c >= t then return 'C' .. c end \
+redis.call('SET', KEYS[2], t) return 1",
+    sha1: "61781927340d957dd626264402250b366d377508",
+    resend: false,
+};
 
 #[cfg(test)]
 mod tests {

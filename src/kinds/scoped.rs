@@ -8,9 +8,10 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
+use super::renewed::RenewPolicy;
+use crate::engine::Redlock;
 use crate::error::LockError;
-use crate::renew::{Entry, RenewPolicy};
-use crate::Redlock;
+use crate::watchdog::entry::Entry;
 
 /// What the work inside [`Redlock::with_lock`] gets: a way to notice that the lock was lost.
 #[derive(Debug, Clone)]
@@ -72,7 +73,7 @@ impl Redlock {
     /// ```
     pub async fn with_lock<F, Fut, T>(
         &self,
-        resource: &[u8],
+        resource: impl AsRef<[u8]>,
         ttl: Duration,
         work: F,
     ) -> Result<T, LockError>

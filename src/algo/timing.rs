@@ -4,7 +4,7 @@
 //! a little fast, and timers have millisecond granularity. A lock is granted only if `validity` is above
 //! zero **and** at least `TTL x min_validity_factor`: a lock granted with 2 ms left cannot protect anything.
 //!
-//! Why the 2 ms: TTLs are sent in whole milliseconds rounded down (`Redlock::check_ttl`, so validity is
+//! Why the 2 ms: TTLs are sent in whole milliseconds rounded down (`Core::check_ttl`, so validity is
 //! computed from what the nodes got), and a node expires a key by its own millisecond clock read when the
 //! `SET` ran, truncated, so a key may die up to 1 ms before `grant + TTL`; elapsed time is measured from
 //! before the first byte was sent, so it only overstates the node's share. Every comparison here is on
@@ -88,6 +88,11 @@ impl Timing {
     pub fn min_validity(&self, ttl: Duration) -> Duration {
         ttl.mul_f64(self.min_validity_factor)
     }
+}
+
+/// `d` in whole milliseconds (rounded down, saturating): what `PX` and the scripts take.
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

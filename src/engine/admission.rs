@@ -23,8 +23,8 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
+use crate::algo::quorum::quorum;
 use crate::error::LockError;
-use crate::quorum::quorum;
 use crate::transport::NodeClient;
 
 /// How often a round that holds its slot looks again at lagging connections (rare: a majority of

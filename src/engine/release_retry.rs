@@ -23,6 +23,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::fanout::send_all;
 use crate::error::NodeError;
 use crate::observe;
 use crate::transport::{Cmd, NodeClient, Pending};
@@ -57,15 +58,14 @@ impl ReleaseRetry {
 
     /// Queues `cmd` (a release) on every node now, and makes sure each copy lands.
     pub(crate) fn fire(&self, nodes: &[Arc<dyn NodeClient>], cmd: &Cmd, until: Instant) {
-        for node in nodes {
-            let pending = node.send(cmd);
+        send_all(nodes, cmd, |node, pending| {
             self.submit(Job {
                 node: node.clone(),
                 cmd: cmd.clone(),
                 pending: Some(pending),
                 until,
-            });
-        }
+            })
+        });
     }
 
     /// A release round could not confirm `node` because of `cause`: send it again if the cause

@@ -5,8 +5,8 @@
 //!   100,000 locks renewing at different instants a scan of all of them per wake-up would cost
 //!   O(n) per renewal; the heap costs O(log n). A released lock's record is dropped when it comes up.
 //! - **Coalesced.** Every renewal due at one wake-up starts in the same poll, and locks of the common
-//!   kinds share one extend call per node per batch (see `crate::renew_round`); admission control
-//!   (see `crate::admission`) spreads rounds beyond what the engine may have in flight.
+//!   kinds share one extend call per node per batch (see `round`); admission control
+//!   (see `crate::engine::admission`) spreads rounds beyond what the engine may have in flight.
 //! - **Rounds run beside the timer.** Renewals in flight are polled together with the heap's timer,
 //!   so a slow batch does not hold back locks that fall due meanwhile.
 //! - **A failed round is not a lost lock.** Timeouts, disconnects or overload mean "not renewed this
@@ -14,7 +14,10 @@
 //!   validity ends unrenewed, or when a round shows that a majority can no longer be won (enough nodes
 //!   say the key is gone or holds someone else's value).
 
-use futures::stream::{FuturesUnordered, StreamExt};
+//!
+//! Files: this one (the schedule, held by the engine's core), `task` (the loop that works through it),
+//! `entry` (one renewed lock's record), `round` (one renewal round, coalesced or not).
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -22,16 +25,18 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::renew::Entry;
-use crate::renew_round;
-use crate::Redlock;
+pub(crate) mod entry;
+pub(crate) mod round;
+pub(crate) mod task;
+
+use entry::Entry;
 
 /// How early a renewal may start to share its round with renewals due now (see
-/// [`Entry::coalesce_window`]): renewing early is always safe, and locks renewed together stay
+/// `Entry::coalesce_window`): renewing early is always safe, and locks renewed together stay
 /// together, since each one's next renewal counts from its round's start.
 pub(crate) const COALESCE_WINDOW: Duration = Duration::from_millis(2);
 
-/// The engine's schedule of renewed locks and its (lazily started) task.
+/// The engine's schedule of renewed locks; whether its (lazily started) task runs.
 #[derive(Debug, Default)]
 pub(crate) struct Watchdog {
     registry: Mutex<Registry>,
@@ -103,70 +108,5 @@ impl Watchdog {
             self.wake.notify_one();
         }
         start
-    }
-}
-
-/// The watchdog loop. Holds the engine weakly while it sleeps, so it never keeps it alive; ends when
-/// nothing is scheduled or in flight (the next `renew` starts it again).
-pub(crate) async fn run(weak: Weak<crate::redlock::Inner>, wake: Arc<Notify>) {
-    let mut in_flight = FuturesUnordered::new();
-    loop {
-        let next = {
-            let Some(engine) = Redlock::upgrade(&weak) else {
-                return;
-            };
-            let dog = engine.watchdog();
-            let now = Instant::now();
-            let mut ready = Vec::new();
-            let mut registry = dog.registry();
-            while registry
-                .heap
-                .peek()
-                .is_some_and(|Reverse(d)| d.at <= now + COALESCE_WINDOW)
-            {
-                let Some(Reverse(due)) = registry.heap.pop() else {
-                    break;
-                };
-                let Some(entry) = due.entry.upgrade() else {
-                    continue;
-                };
-                match entry.next_event() {
-                    None => {} // released or lost: forget it
-                    Some(at) if at > now + entry.coalesce_window() => registry.push(at, due.entry),
-                    Some(_) => ready.push(entry),
-                }
-            }
-            if !ready.is_empty() {
-                for round in renew_round::rounds(&engine, ready) {
-                    in_flight.push(renew_round::renew(engine.clone(), round));
-                }
-            }
-            if registry.heap.is_empty() && in_flight.is_empty() {
-                registry.running = false;
-                return;
-            }
-            registry.heap.peek().map(|Reverse(d)| d.at)
-        };
-        tokio::select! {
-            _ = sleep_until_opt(next) => {}
-            _ = wake.notified() => {}
-            Some(done) = in_flight.next(), if !in_flight.is_empty() => {
-                if let Some(engine) = Redlock::upgrade(&weak) {
-                    let mut registry = engine.watchdog().registry();
-                    for (entry, at) in done {
-                        if let Some(at) = at {
-                            registry.push(at, Arc::downgrade(&entry));
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-async fn sleep_until_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }

@@ -1,5 +1,7 @@
 //! The one fan-out: send a command to every node at once, then count replies until the quorum is won or
-//! lost or the round's deadline passes. Acquire, release and extend are this plus a vote reader.
+//! lost or the round's deadline passes. Acquire, release and extend are this plus a vote reader; the
+//! commands nobody waits on (release-on-failure, a writer's give-up, the waiter mark) are its sending
+//! half alone ([`send_all`], [`fire`]).
 //!
 //! Why one timer for the round: every node's request starts at the same instant, so the per-node
 //! deadlines are the same instant too; one `sleep_until` replaces N timers. Replies still pending at the
@@ -28,9 +30,9 @@ const GRACE_MAX: Duration = Duration::from_millis(10);
 
 use tokio::time::Instant;
 
+use crate::algo::quorum::{Decision, Tally, Vote};
 use crate::config::MAX_NODES;
 use crate::error::NodeError;
-use crate::quorum::{Decision, Tally, Vote};
 use crate::transport::{self, Cmd, NodeClient, NodeResult, Pending};
 
 thread_local! {
@@ -96,6 +98,23 @@ impl Count for One {
     fn fail(&mut self, index: usize, error: NodeError) -> Decision {
         self.tally.record(index, Vote::Failed(error))
     }
+}
+
+/// The sending half of a round, for commands whose replies nobody counts: queues `cmd` on every node
+/// now and hands each node's reply future to `each`.
+pub(crate) fn send_all(
+    nodes: &[Arc<dyn NodeClient>],
+    cmd: &Cmd,
+    mut each: impl FnMut(&Arc<dyn NodeClient>, Pending),
+) {
+    for node in nodes {
+        each(node, node.send(cmd));
+    }
+}
+
+/// Queues `cmd` on every node and forgets the replies.
+pub(crate) fn fire(nodes: &[Arc<dyn NodeClient>], cmd: &Cmd) {
+    send_all(nodes, cmd, |_, pending| drop(pending));
 }
 
 /// Sends `cmd` to all `nodes` and tallies `read(reply)` votes until decided or `deadline`.

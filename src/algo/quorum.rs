@@ -1,6 +1,8 @@
 //! The quorum tally: counts each node's vote and decides as soon as the majority is won or lost.
 //!
-//! Plain logic, no I/O: [`crate::fanout`] feeds it replies as they arrive.
+//! Plain logic, no I/O: the fan-out (`crate::engine::fanout`) feeds it replies as they arrive. Votes
+//! are read from replies here for the two shapes most kinds share (`SET NX`, and scripts answering
+//! `1`/`0`/`-1`); a kind whose script answers otherwise reads its own (see `crate::kinds`).
 
 use crate::error::NodeError;
 use crate::transport::{NodeResult, Reply};
@@ -42,36 +44,6 @@ impl Vote {
         }
     }
 
-    /// Reads a fenced acquire reply: `+<counter>` (set) or `-<counter>` (taken).
-    pub(crate) fn of_fenced_set(result: NodeResult) -> Self {
-        match result {
-            Ok(Reply::Data(d)) => match (d.first(), d.get(1..).and_then(parse_counter)) {
-                (Some(b'+'), Some(c)) => Self::YesAt(c),
-                (Some(b'-'), Some(c)) => Self::TakenAt(c),
-                _ => Self::Failed(NodeError::Protocol(
-                    "fenced acquire script: bulk string is not +<counter> or -<counter>".into(),
-                )),
-            },
-            Ok(other) => Self::Failed(other.unexpected("fenced acquire script")),
-            Err(e) => Self::Failed(e),
-        }
-    }
-
-    /// Reads a fence commit reply: `1` raised, `C<counter>` conflict, else as [`of_script`](Self::of_script).
-    pub(crate) fn of_fence_commit(result: NodeResult) -> Self {
-        match result {
-            Ok(Reply::Data(d)) if d.first() == Some(&b'C') => {
-                match d.get(1..).and_then(parse_counter) {
-                    Some(c) => Self::Conflict(c),
-                    None => Self::Failed(NodeError::Protocol(
-                        "fence commit script: bulk string is not C<counter>".into(),
-                    )),
-                }
-            }
-            other => Self::of_script(other),
-        }
-    }
-
     /// Reads a release/extend script reply (`1` ours, `0` gone, `-1` someone else's).
     /// `WRONGTYPE` means another kind of key sits at the lock's key: not ours.
     pub(crate) fn of_script(result: NodeResult) -> Self {
@@ -89,25 +61,6 @@ impl Vote {
             Err(e) => Self::Failed(e),
         }
     }
-}
-
-impl Vote {
-    /// Reads one lock's character of a coalesced extend answer (see
-    /// [`crate::scripts::EXTEND_MANY`]): `1` extended, `0` gone, `-` someone else's.
-    pub(crate) fn of_extend_code(code: u8) -> Self {
-        match code {
-            b'1' => Self::Yes,
-            b'0' => Self::Gone,
-            b'-' => Self::Taken,
-            _ => Self::Failed(NodeError::Protocol(
-                "coalesced extend script: an answer is none of 1, 0, -".into(),
-            )),
-        }
-    }
-}
-
-fn parse_counter(digits: &[u8]) -> Option<u64> {
-    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// Where a round stands.
@@ -134,7 +87,8 @@ pub struct Tally {
     pub(crate) yes_mask: u16,
     pub(crate) taken_mask: u16,
     pub(crate) gone_mask: u16,
-    /// Release rounds: "gone" counts toward the goal (see [`Tally::for_release`]).
+    /// Release rounds: "gone" counts toward the goal (see [`Tally::for_release`]); the release rule
+    /// lives there and nowhere else.
     release: bool,
     /// Fence commits refused because a node's counter was already at or above the proposal.
     pub(crate) conflicts: usize,

@@ -1,29 +1,31 @@
 //! The attempt loop every lock kind shares: local queue, attempts, random pauses cut short by release
 //! notifications, and taking over a lock handed off by the previous local holder.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::core::Core;
+use super::fanout::{fire, Deadline};
+use super::release::HeldGuard;
+use super::waitq::LocalHold;
+use crate::algo::quorum::Vote;
+use crate::algo::timing::millis;
+use crate::algo::value::LockValue;
+use crate::algo::verdict::acquire_error;
 use crate::error::LockError;
-use crate::fanout::{fan_out, Deadline};
-use crate::lock::Lock;
+use crate::kinds::exclusive::MARK_WAITING;
+use crate::kinds::{script_cmd, Target};
+use crate::lock::{Grant, Lock};
 use crate::observe::Op;
-use crate::quorum::{Tally, Vote};
-use crate::redlock::{millis, Target};
 use crate::transport::subscriber::Subscription;
-use crate::transport::{Args, Cmd, NodeClient};
-use crate::value::LockValue;
-use crate::waitq::LocalHold;
-use crate::Redlock;
+use crate::transport::{Args, Cmd, Keys, NodeClient};
 
-impl Redlock {
+impl Core {
     /// Acquires `target`: with `retry`, waits its turn in the local queue and retries as configured;
     /// without, makes exactly one attempt (and fails at once if a local task holds it).
-    pub(crate) async fn acquire_target(
+    pub(crate) async fn acquire(
         &self,
         target: Target,
         ttl: Duration,
@@ -44,15 +46,13 @@ impl Redlock {
         // few races to other processes in a row); they are bounded by the time the counted retries
         // would take instead.
         let mut counted = 0;
-        let budget_end = deadline.or_else(|| {
-            let round = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl);
-            Instant::now().checked_add(round.saturating_mul(s.retry.count.saturating_add(1)))
-        });
+        let budget_end = deadline
+            .or_else(|| Instant::now().checked_add(s.retry.budget(s.timing.node_timeout(ttl))));
         // A writer that gives up, or whose caller drops this future mid-wait, must not keep readers
         // out with its intent until the intent's TTL runs out.
         let give_up = GiveUpOnDrop {
             nodes: self.nodes(),
-            cmd: target.kind.give_up_cmd(&target.keys, LockValue::ZERO),
+            cmd: target.kind.give_up_cmd(&target.keys),
         };
         // Once we wait on another process, every attempt is preceded by our waiter mark on each
         // connection: a release that beats the attempt then still finds the mark and publishes.
@@ -74,7 +74,7 @@ impl Redlock {
             }
             let err = match self.attempt(&target, ttl, budget_end).await {
                 Ok(mut lock) => {
-                    lock.attempts = attempts;
+                    lock.set_attempts(attempts);
                     break Ok(lock);
                 }
                 Err(err) => err,
@@ -101,8 +101,7 @@ impl Redlock {
                 if mark_ahead.is_none() {
                     // The first loss: the holder may have released between our attempt and our
                     // mark, unheard. Wait only for the mark to land, then try again at once (free).
-                    let marked = fan_out(
-                        self.nodes(),
+                    let marked = self.fan_out(
                         &mark,
                         Deadline::fixed(Instant::now() + self.round_timeout(ttl)),
                         Vote::of_script,
@@ -152,7 +151,7 @@ impl Redlock {
         ttl: Duration,
         wait: bool,
         deadline: Option<Instant>,
-    ) -> Result<Option<LocalHold>, LockError> {
+    ) -> Result<Option<LocalHold<Lock>>, LockError> {
         let s = self.settings();
         if !s.local_queue || !target.kind.queues_locally() {
             return Ok(None);
@@ -160,17 +159,16 @@ impl Redlock {
         let key = &target.keys.as_slice()[0];
         let local_contended = || LockError::Contended {
             taken: 0,
-            nodes: self.node_count(),
+            nodes: self.nodes().len(),
             local: true,
         };
         if !wait {
             return self.queues().try_enter(key).map_err(|()| local_contended());
         }
         // Waiting locally stands in for the attempts it saves, so it gets their budget.
-        let budget = s.acquire_timeout.unwrap_or_else(|| {
-            let round = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl);
-            round.saturating_mul(s.retry.count.saturating_add(1))
-        });
+        let budget = s
+            .acquire_timeout
+            .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
         let until = deadline.unwrap_or_else(|| Instant::now() + budget);
         match tokio::time::timeout_at(until, self.queues().enter(key)).await {
             Ok(hold) => Ok(hold),
@@ -180,13 +178,16 @@ impl Redlock {
     }
 
     /// Takes a lock the previous local holder handed off, if it is still good for `ttl`.
-    async fn take_over(&self, hold: &LocalHold, target: &Target, ttl: Duration) -> Option<Lock> {
+    async fn take_over(
+        &self,
+        hold: &LocalHold<Lock>,
+        target: &Target,
+        ttl: Duration,
+    ) -> Option<Lock> {
         // Released if this future is dropped while extending, or if the lock is not usable.
         let mut guard = HeldGuard::new(self, hold.take_handoff()?);
         let lock = guard.lock_mut();
-        let same = std::mem::discriminant(&lock.kind) == std::mem::discriminant(&target.kind)
-            && lock.keys.as_slice() == target.keys.as_slice();
-        if !same || !lock.is_valid() {
+        if !lock.is_for(target) || !lock.is_valid() {
             return None;
         }
         // Enough validity left: no round trip at all. Otherwise one extend instead of release + acquire.
@@ -195,8 +196,7 @@ impl Redlock {
             return None;
         }
         let mut lock = guard.keep();
-        lock.handoffs += 1;
-        lock.attempts = 0;
+        lock.handed_over();
         Some(lock)
     }
 
@@ -215,7 +215,7 @@ impl Redlock {
         // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
         // releases on every node (also those that said no or timed out: their command may still land).
         let guard = ReleaseOnDrop {
-            engine: self,
+            core: self,
             target,
             value,
             ttl,
@@ -223,7 +223,9 @@ impl Redlock {
         };
         let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
         let deadline = self.round_deadline(start, ttl, None);
-        let tally = fan_out(self.nodes(), &cmd, deadline, target.kind.acquire_vote()).await;
+        let tally = self
+            .fan_out(&cmd, deadline, target.kind.acquire_vote())
+            .await;
         // One clock read serves the metric and the validity (a read is most of what observing costs).
         let elapsed = start.elapsed();
         self.metrics().round(Op::Acquire, &tally, elapsed);
@@ -234,20 +236,14 @@ impl Redlock {
         match s.timing.validity(ttl, elapsed) {
             Some(validity) if validity >= min => {
                 guard.disarm();
-                Ok(Lock {
-                    keys: target.keys.clone(),
-                    kind: target.kind,
+                let grant = Grant {
                     prefix_len: s.key_prefix.len(),
                     value,
                     ttl,
                     valid_until: start + elapsed + validity,
-                    local: None,
-                    handoffs: 0,
-                    fence_floor: tally.max_counter,
-                    fence: None,
-                    held: tally.yes_mask,
-                    attempts: 1,
-                })
+                    tally,
+                };
+                Ok(Lock::granted(target, grant))
             }
             left => Err(LockError::ValidityExpired {
                 left: left.unwrap_or_default(),
@@ -255,90 +251,22 @@ impl Redlock {
             }),
         }
     }
-
-    /// Queues `lock`'s release on every node without waiting (and without a notification); copies
-    /// that do not land are sent again until the keys have expired (see `release_retry`).
-    pub(crate) fn release_in_background(&self, lock: &Lock) {
-        self.release_retry().fire(
-            self.nodes(),
-            &release_cmd(lock.kind.release_script(false), lock),
-            Instant::now() + lock.ttl,
-        );
-    }
-}
-
-/// Polls `fut` once: a fan-out queues its commands on every node in its first poll. Returns the output
-/// if it already finished. Used to queue a release, let a local waiter in, then await the replies.
-pub(crate) async fn start<F: Future>(mut fut: Pin<&mut F>) -> Option<F::Output> {
-    std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
-        std::task::Poll::Ready(out) => std::task::Poll::Ready(Some(out)),
-        std::task::Poll::Pending => std::task::Poll::Ready(None),
-    })
-    .await
 }
 
 /// Marks (for `mark_for`) that a client elsewhere waits for the lock at `key`.
 fn mark_waiting_cmd(key: &bytes::Bytes, mark_for: Duration) -> Cmd {
-    Cmd::Script {
-        script: &crate::scripts::MARK_WAITING,
-        keys: crate::transport::Keys::One(key.clone()),
-        value: LockValue::ZERO,
-        args: Args::of(&[millis(mark_for).max(1)]),
-    }
-}
-
-pub(crate) fn release_cmd(script: &'static crate::scripts::Script, lock: &Lock) -> Cmd {
-    Cmd::Script {
-        script,
-        keys: lock.keys.clone(),
-        value: lock.value,
-        args: Args::NONE,
-    }
-}
-
-/// Owns a lock held on the nodes while more work is done with it; releases it in the background if
-/// dropped before [`keep`](Self::keep) (an early return, or the caller's future being dropped).
-pub(crate) struct HeldGuard<'a> {
-    engine: &'a Redlock,
-    lock: Option<Lock>,
-}
-
-impl<'a> HeldGuard<'a> {
-    pub(crate) fn new(engine: &'a Redlock, lock: Lock) -> Self {
-        Self {
-            engine,
-            lock: Some(lock),
-        }
-    }
-
-    pub(crate) fn lock_mut(&mut self) -> &mut Lock {
-        self.lock.as_mut().expect("held until kept")
-    }
-
-    pub(crate) fn keep(mut self) -> Lock {
-        self.lock.take().expect("held until kept")
-    }
-}
-
-impl Drop for HeldGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(lock) = self.lock.take() {
-            self.engine.release_in_background(&lock);
-        }
-    }
-}
-
-/// Queues `cmd` on every node and forgets the replies.
-fn fire(nodes: &[Arc<dyn NodeClient>], cmd: &Cmd) {
-    for node in nodes {
-        drop(node.send(cmd));
-    }
+    script_cmd(
+        &MARK_WAITING,
+        &Keys::One(key.clone()),
+        LockValue::ZERO,
+        Args::of(&[millis(mark_for).max(1)]),
+    )
 }
 
 /// Fires the release script at every node when dropped while armed; never waits for replies (the
 /// engine's release re-sender does, and sends again where a copy did not land).
 struct ReleaseOnDrop<'a> {
-    engine: &'a Redlock,
+    core: &'a Core,
     target: &'a Target,
     value: LockValue,
     ttl: Duration,
@@ -356,17 +284,15 @@ impl Drop for ReleaseOnDrop<'_> {
         if self.armed {
             // Queued now; each connection writes it after this attempt's command, so it cannot
             // overtake it. No notification: a failed attempt freed nothing anyone waits for.
-            let cmd = Cmd::Script {
-                script: self.target.kind.release_script(false),
-                keys: self.target.keys.clone(),
-                value: self.value,
-                args: Args::NONE,
-            };
+            let cmd = self
+                .target
+                .kind
+                .release_cmd(&self.target.keys, self.value, false);
             // Keys this attempt set expire within one TTL of now (the SET was sent before now).
             let until = Instant::now() + self.ttl;
-            self.engine
+            self.core
                 .release_retry()
-                .fire(self.engine.nodes(), &cmd, until);
+                .fire(self.core.nodes(), &cmd, until);
         }
     }
 }
@@ -387,24 +313,6 @@ impl Drop for GiveUpOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(cmd) = self.cmd.take() {
             fire(self.nodes, &cmd);
-        }
-    }
-}
-
-/// Why an attempt lost: "contended" when other owners account for at least as many refusals as node
-/// failures do (the lock is held elsewhere; waiters subscribe to its release), else "quorum not reached".
-fn acquire_error(tally: Tally) -> LockError {
-    if tally.taken > 0 && tally.taken >= tally.failures.len() {
-        LockError::Contended {
-            taken: tally.taken,
-            nodes: tally.nodes,
-            local: false,
-        }
-    } else {
-        LockError::QuorumNotReached {
-            ok: tally.yes,
-            needed: tally.quorum(),
-            failures: tally.failures,
         }
     }
 }

@@ -7,17 +7,44 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use super::{script_cmd, Kind, Spec, Target};
 use crate::addr::Topology;
+use crate::algo::quorum::Vote;
+use crate::algo::value::LockValue;
+use crate::engine::Redlock;
 use crate::error::LockError;
-use crate::kind::Kind;
 use crate::lock::Lock;
-use crate::redlock::Target;
-use crate::transport::{Keys, MAX_SCRIPT_KEYS};
-use crate::Redlock;
+use crate::transport::{Args, Cmd, Keys, Script, MAX_SCRIPT_KEYS};
+
+/// Several resources, one owner, all or none on each node.
+pub(crate) static MULTI: Spec = Spec {
+    name: "Multi",
+    acquire: acquire_multi_cmd,
+    vote: Vote::of_script,
+    release: &RELEASE_MULTI,
+    release_notify: &RELEASE_MULTI,
+    extend: &EXTEND_MULTI,
+    extends_first_key: false,
+    give_up: None,
+    suffixes: &[],
+    // One queue per resource: a lock spanning several would wait in all of them.
+    queues_locally: false,
+    hands_off: false,
+    multi_resource: true,
+    shared: false,
+    scripts: &[&ACQUIRE_MULTI, &RELEASE_MULTI, &EXTEND_MULTI],
+};
+
+fn acquire_multi_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
+    script_cmd(&ACQUIRE_MULTI, keys, value, Args::of(&[ttl_ms]))
+}
 
 impl Redlock {
     /// Acquires every resource in `resources` as one lock for `ttl`, retrying like
     /// [`acquire`](Self::acquire). Release and extend it like any lock: they act on all its resources.
+    ///
+    /// The list stays `&[&[u8]]` (not generic like the single-resource methods): only a known element
+    /// type lets `&[b"account:1", b"acct:22"]`, byte strings of different lengths, coerce.
     ///
     /// Cost: one round trip per attempt (one script per node), like a single-resource lock.
     ///
@@ -40,7 +67,7 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lock, LockError> {
         let target = self.multi_target(resources)?;
-        self.acquire_target(target, ttl, true).await
+        self.core().acquire(target, ttl, true).await
     }
 
     /// One attempt of [`acquire_many`](Self::acquire_many).
@@ -50,7 +77,7 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lock, LockError> {
         let target = self.multi_target(resources)?;
-        self.acquire_target(target, ttl, false).await
+        self.core().acquire(target, ttl, false).await
     }
 
     fn multi_target(&self, resources: &[&[u8]]) -> Result<Target, LockError> {
@@ -65,23 +92,24 @@ impl Redlock {
         }
         let mut seen = HashSet::with_capacity(resources.len());
         let mut keys = Vec::with_capacity(resources.len());
-        for resource in resources {
-            if !seen.insert(*resource) {
+        for &resource in resources {
+            if !seen.insert(resource) {
                 return Err(LockError::InvalidInput(format!(
                     "resource {:?} is listed twice",
                     String::from_utf8_lossy(resource)
                 )));
             }
-            keys.push(self.key(resource, b"")?);
+            keys.push(self.core().key(resource, b"")?);
         }
         // A cluster runs the all-or-none script only if every key is in one hash slot: say so here,
         // not as a CROSSSLOT failure on one node.
         let clustered = self
+            .core()
             .settings()
             .nodes
             .iter()
             .any(|n| n.topology == Topology::Cluster);
-        if clustered && !crate::keys::one_slot(&keys) {
+        if clustered && !crate::algo::keys::one_slot(&keys) {
             return Err(LockError::InvalidInput(
                 "on a Redis Cluster node the resources of one lock must share a hash tag, \
                  e.g. {order:7}:items and {order:7}:payment"
@@ -89,8 +117,37 @@ impl Redlock {
             ));
         }
         Ok(Target {
-            kind: Kind::Multi,
+            kind: Kind::new(&MULTI, 0),
             keys: Keys::Many(keys.into()),
         })
     }
 }
+
+/// Multi-resource acquire: set every key (PX `ARGV[2]`) or none, atomically on this node.
+pub(crate) static ACQUIRE_MULTI: Script = Script {
+    source: "for _, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then return -1 end end \
+for _, k in ipairs(KEYS) do redis.call('SET', k, ARGV[1], 'PX', ARGV[2]) end return 1",
+    sha1: "f69de666a49b4d05c67f379e529aa25649363d2e",
+    resend: false,
+};
+
+/// Multi-resource release: delete each key that holds our value.
+pub(crate) static RELEASE_MULTI: Script = Script {
+    source: "local mine, other = 0, 0 \
+for _, k in ipairs(KEYS) do local v = redis.call('GET', k) \
+if v == ARGV[1] then redis.call('DEL', k) mine = mine + 1 elseif v ~= false then other = other + 1 end end \
+if other > 0 then return -1 elseif mine == #KEYS then return 1 else return 0 end",
+    sha1: "78c6f83903604553c9a162a05318091066ff6109",
+    resend: true,
+};
+
+/// Multi-resource extend: `PEXPIRE` every key, only if every key holds our value.
+pub(crate) static EXTEND_MULTI: Script = Script {
+    source: "local gone = 0 \
+for _, k in ipairs(KEYS) do local v = redis.call('GET', k) \
+if v == false then gone = gone + 1 elseif v ~= ARGV[1] then return -1 end end \
+if gone > 0 then return 0 end \
+for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ARGV[2]) end return 1",
+    sha1: "d59efcad97f753e7e1f17de0f553a80570ae0de6",
+    resend: true,
+};

@@ -1,0 +1,20 @@
+//! The algorithm in plain Rust: no I/O, no tasks, no engine. Everything here is unit-tested without
+//! Redis.
+//!
+//! - `quorum`: the vote tally and early decision; reading the common reply shapes as votes.
+//! - `verdict`: a lost round's tally turned into the error the caller gets.
+//! - `timing`: validity = TTL − elapsed − drift, node deadlines.
+//! - `retry`: the random pause between attempts, and the time budget of an acquire's retries.
+//! - `rtt`: a node's round-trip estimate (smoothed RTT + 4 x variation, as TCP).
+//! - `quarantine`: crashed-node quarantine — no vote from a node younger than `max_ttl`.
+//! - `keys`: the key layout — `prefix{resource}`, so a lock's keys share one Cluster hash slot.
+//! - `value`: the 20-byte random lock value (a bearer secret, never printed).
+
+pub(crate) mod keys;
+pub(crate) mod quarantine;
+pub(crate) mod quorum;
+pub(crate) mod retry;
+pub(crate) mod rtt;
+pub(crate) mod timing;
+pub(crate) mod value;
+pub(crate) mod verdict;

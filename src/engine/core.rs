@@ -1,0 +1,211 @@
+//! [`Core`]: what every round of every lock works on — the nodes, the validated settings, admission
+//! control, the local queues, the metric handles, the release re-sender and the watchdog's schedule.
+//!
+//! The attempt loop (`acquire`), release and extend (`release`) and the watchdog's task
+//! (`crate::watchdog`) all depend on this one struct and on nothing of each other's: the engine does not
+//! own the watchdog's logic, and the watchdog does not call back into the engine.
+//!
+//! # Before every round
+//! A turn from admission control, and a node deadline fitted to the network. The order matters for
+//! validity: admission is awaited **before** the round's clock starts, so a round that waited in this
+//! process's queue does not count that wait against the node deadline, while validity is still
+//! measured from a moment before any of its bytes can reach a node.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::admission::{Admission, Admitted};
+use super::fanout::{self, Deadline};
+use super::release_retry::ReleaseRetry;
+use super::waitq::LocalQueues;
+use crate::algo::quorum::{Tally, Vote};
+use crate::algo::timing::millis;
+use crate::config::Settings;
+use crate::error::LockError;
+use crate::kinds::{Kind, Target};
+use crate::lock::Lock;
+use crate::observe::Metrics;
+use crate::transport::subscriber::Notifier;
+use crate::transport::{Cmd, Keys, NodeClient, NodeResult};
+use crate::watchdog::Watchdog;
+
+/// The engine's shared state (one per [`crate::Redlock`] and its clones).
+pub(crate) struct Core {
+    settings: Settings,
+    nodes: Vec<Arc<dyn NodeClient>>,
+    /// The renewed locks' schedule; the task that works through it is `crate::watchdog::task`.
+    watchdog: Watchdog,
+    queues: Arc<LocalQueues<Lock>>,
+    /// Release subscribers, started on the first contended wait.
+    notifier: OnceLock<Notifier>,
+    metrics: Metrics,
+    /// Admission control: how many rounds may be on the nodes at once.
+    admission: Admission,
+    /// Re-sends releases that did not reach a node.
+    release_retry: ReleaseRetry,
+}
+
+impl Core {
+    /// The core over connected `nodes`; starts the release re-sender on the current runtime.
+    pub(crate) fn new(settings: Settings, nodes: Vec<Arc<dyn NodeClient>>) -> Arc<Self> {
+        let admission = Admission::new(settings.max_in_flight, settings.connect.max_pending);
+        let core = Arc::new(Self {
+            metrics: Metrics::new(nodes.len()),
+            settings,
+            nodes,
+            watchdog: Watchdog::default(),
+            queues: Arc::default(),
+            notifier: OnceLock::new(),
+            admission,
+            release_retry: ReleaseRetry::start(),
+        });
+        // A lock handed to local waiters that all gave up is released, not left to its TTL. Weak: the
+        // queues must not keep the engine alive.
+        let weak = Arc::downgrade(&core);
+        core.queues.on_orphan(Box::new(move |lock: Lock| {
+            if let Some(core) = weak.upgrade() {
+                core.release_in_background(&lock);
+            }
+        }));
+        core
+    }
+
+    pub(crate) fn nodes(&self) -> &[Arc<dyn NodeClient>] {
+        &self.nodes
+    }
+
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub(crate) fn watchdog(&self) -> &Watchdog {
+        &self.watchdog
+    }
+
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    pub(crate) fn release_retry(&self) -> &ReleaseRetry {
+        &self.release_retry
+    }
+
+    pub(crate) fn queues(&self) -> &Arc<LocalQueues<Lock>> {
+        &self.queues
+    }
+
+    pub(crate) fn notifier(&self) -> &Notifier {
+        self.notifier
+            .get_or_init(|| Notifier::start(&self.settings.nodes, &self.settings.connect))
+    }
+
+    /// Waits for a round slot until `until` (`None`: as long as it takes).
+    ///
+    /// # Errors
+    /// [`LockError::Overloaded`] if `until` passes first; nothing was sent.
+    pub(crate) async fn admit(&self, until: Option<Instant>) -> Result<Admitted<'_>, LockError> {
+        self.admission.enter(&self.nodes, until).await
+    }
+
+    /// The deadline of a round that starts at `start`: the fitted node deadline first, extended for
+    /// nodes that are answering, but never past what the TTL allows nor past `limit` (a lock's
+    /// current validity, for extends).
+    pub(crate) fn round_deadline(
+        &self,
+        start: Instant,
+        ttl: Duration,
+        limit: Option<Instant>,
+    ) -> Deadline {
+        let longest = start + self.settings.timing.longest_round(ttl);
+        let last = limit.map_or(longest, |l| l.min(longest));
+        Deadline::new(start, self.round_timeout(ttl), last)
+    }
+
+    /// The per-node deadline of a round of a lock with this TTL: the configured one, or fitted to the
+    /// slowest node's measured round trip (see [`crate::algo::timing::Timing::fitted_node_timeout`]).
+    pub(crate) fn round_timeout(&self, ttl: Duration) -> Duration {
+        let rtt = self.nodes.iter().filter_map(|n| n.rtt()?.bound()).max();
+        self.settings.timing.fitted_node_timeout(ttl, rtt)
+    }
+
+    /// One round of `cmd` on every node (see [`fanout::fan_out`]).
+    pub(crate) async fn fan_out(
+        &self,
+        cmd: &Cmd,
+        deadline: Deadline,
+        read: fn(NodeResult) -> Vote,
+    ) -> Tally {
+        fanout::fan_out(&self.nodes, cmd, deadline, read).await
+    }
+
+    /// Builds the target of a single-resource lock of `kind`: the resource's key, then one per suffix
+    /// of the kind (its fence counter, its reader set, ...).
+    pub(crate) fn target(&self, kind: Kind, resource: &[u8]) -> Result<Target, LockError> {
+        let key = self.key(resource, b"")?;
+        let suffixes = kind.spec().suffixes;
+        let keys = if suffixes.is_empty() {
+            Keys::One(key)
+        } else {
+            let mut keys = Vec::with_capacity(1 + suffixes.len());
+            keys.push(key);
+            for suffix in suffixes {
+                keys.push(self.key(resource, suffix)?);
+            }
+            Keys::Many(keys.into())
+        };
+        Ok(Target { kind, keys })
+    }
+
+    /// Validates a resource name and returns its key plus `suffix` (see [`crate::algo::keys`]).
+    pub(crate) fn key(&self, resource: &[u8], suffix: &[u8]) -> Result<Bytes, LockError> {
+        let s = &self.settings;
+        if resource.is_empty() {
+            return Err(LockError::InvalidInput("resource name is empty".into()));
+        }
+        if resource.len() > s.max_resource_len {
+            return Err(LockError::InvalidInput(format!(
+                "resource name is {} bytes, the limit is {}",
+                resource.len(),
+                s.max_resource_len
+            )));
+        }
+        crate::algo::keys::key(&s.key_prefix, resource, suffix)
+    }
+
+    /// Validates a TTL and returns it in whole milliseconds: PX takes milliseconds, and validity must be
+    /// computed from what the nodes got.
+    pub(crate) fn check_ttl(&self, ttl: Duration) -> Result<Duration, LockError> {
+        let s = &self.settings;
+        let whole = Duration::from_millis(millis(ttl));
+        if whole.is_zero() {
+            return Err(LockError::InvalidInput(format!(
+                "ttl {ttl:?} is below 1 ms"
+            )));
+        }
+        if whole > s.max_ttl {
+            return Err(LockError::InvalidInput(format!(
+                "ttl {ttl:?} is above max_ttl {:?}",
+                s.max_ttl
+            )));
+        }
+        let node_timeout = s.timing.node_timeout(whole);
+        if node_timeout >= whole {
+            return Err(LockError::InvalidInput(format!(
+                "ttl {ttl:?} is not above the node timeout {node_timeout:?}"
+            )));
+        }
+        Ok(whole)
+    }
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core")
+            .field("nodes", &self.settings.nodes)
+            .field("transport", &self.settings.transport)
+            .finish_non_exhaustive()
+    }
+}

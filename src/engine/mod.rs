@@ -1,0 +1,146 @@
+//! The engine: [`Redlock`] (the handle callers hold) over [`core::Core`] (what every round works on).
+//!
+//! - `core`: [`core::Core`] — nodes, settings, admission, local queues, metrics, release re-sender,
+//!   the watchdog's schedule; input validation and what every round needs before its fan-out.
+//! - `acquire`: the attempt loop every lock kind shares — local queue, attempts, pauses cut short by
+//!   release notifications, release-on-failure, taking over a locally handed-off lock.
+//! - `release`: release (with local hand-off) and extend, for every kind.
+//! - `fanout`: the one fan-out — send to every node, decide as soon as the majority is won or lost.
+//! - `admission`: admission control — at most `max_in_flight` rounds on the nodes, the rest wait (FIFO).
+//! - `release_retry`: releases are not dropped — re-sent in the background where they did not land.
+//! - `waitq`: the in-process FIFO queue per resource and bounded local hand-off (cohorting); a leaf,
+//!   generic over what it hands off.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::error::LockError;
+use crate::lock::Lock;
+use crate::transport;
+
+pub(crate) mod acquire;
+pub(crate) mod admission;
+pub(crate) mod core;
+pub(crate) mod fanout;
+pub(crate) mod release;
+pub(crate) mod release_retry;
+pub(crate) mod waitq;
+
+/// A Redlock engine over a fixed set of independent Redis masters. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct Redlock {
+    core: Arc<core::Core>,
+}
+
+impl Redlock {
+    /// Validates `config` and connects to every node concurrently.
+    ///
+    /// Waits at most `connect_timeout` for the first connections. An unreachable node is not an error
+    /// here: it starts disconnected, votes "failed" until it comes back, and reconnects in the background.
+    /// Invalid configuration (no nodes, a malformed URL, a duplicate node, a factor out of range) is, and
+    /// so is a node its transport cannot serve at all ([`LockError::Node`]).
+    pub async fn new(config: Config) -> Result<Self, LockError> {
+        let mut settings = config.validate()?;
+        settings.connect.scripts = crate::kinds::scripts();
+        let connects = settings
+            .nodes
+            .iter()
+            .map(|addr| transport::connect(settings.transport, addr.clone(), &settings.connect));
+        let nodes = futures::future::join_all(connects).await;
+        if let Some((index, source)) = nodes
+            .iter()
+            .enumerate()
+            .find_map(|(index, node)| Some((index, node.setup_error()?)))
+        {
+            return Err(LockError::Node { index, source });
+        }
+        // One server behind two names (localhost and 127.0.0.1, say) would vote twice.
+        let mut seen = std::collections::HashMap::new();
+        for (index, node) in nodes.iter().enumerate() {
+            if let Some(run_id) = node.run_id() {
+                if let Some(first) = seen.insert(run_id, index) {
+                    return Err(LockError::InvalidConfig(format!(
+                        "nodes {first} and {index} are the same Redis server (same run_id); \
+                         Redlock needs independent nodes"
+                    )));
+                }
+            }
+        }
+        Ok(Self {
+            core: core::Core::new(settings, nodes),
+        })
+    }
+
+    /// What every round works on.
+    pub(crate) fn core(&self) -> &Arc<core::Core> {
+        &self.core
+    }
+
+    /// Number of nodes in the set.
+    pub fn node_count(&self) -> usize {
+        self.core.nodes().len()
+    }
+
+    /// The smoothed round-trip time to each node (configuration order), as this engine measures it on
+    /// its own connections: `None` before the first reply, and for nodes carried by fred. The default
+    /// node deadline follows these (see [`Config::node_timeout`]).
+    pub fn rtt_estimates(&self) -> Vec<Option<Duration>> {
+        self.core
+            .nodes()
+            .iter()
+            .map(|n| n.rtt().and_then(|r| r.smoothed()))
+            .collect()
+    }
+
+    /// Number of nodes whose connection is up right now.
+    pub fn connected_nodes(&self) -> usize {
+        self.core
+            .nodes()
+            .iter()
+            .filter(|n| n.is_connected())
+            .count()
+    }
+
+    /// Releases `lock` on every node with its owner-checked release script.
+    ///
+    /// # Errors
+    /// [`LockError::NotOwner`] if another owner's value sits at the key (our lock had expired and was
+    /// taken); [`LockError::AlreadyExpired`] if the keys were already gone; [`LockError::QuorumNotReached`]
+    /// if too many nodes failed to answer (copies that did not land are re-sent in the background until
+    /// the keys' TTL); [`LockError::Overloaded`] if the round could not even start within one TTL (only
+    /// with a majority of nodes frozen and their queues full; the release is then sent in the
+    /// background).
+    ///
+    /// With the local queue on and another task of this process waiting for the resource, the lock may
+    /// instead be handed to that task (see [`Config::max_local_handoffs`]); this then returns `Ok` without
+    /// a round trip.
+    pub async fn release(&self, lock: Lock) -> Result<(), LockError> {
+        self.core.release(lock).await
+    }
+
+    /// Extends `lock` to `ttl` from now, on every node, with its owner-checked extend script.
+    ///
+    /// The extension counts only if a majority confirmed before the lock's current validity ended. On
+    /// success `valid_until` becomes `start + ttl - drift`, measured from this call's start. On failure it
+    /// can only move earlier (a partial extend with a shorter TTL may have shortened some keys).
+    ///
+    /// # Errors
+    /// [`LockError::AlreadyExpired`] if the validity had already ended (nothing is sent) or the keys were
+    /// gone; [`LockError::NotOwner`] if another owner holds the resource; [`LockError::QuorumNotReached`];
+    /// [`LockError::ValidityExpired`] if the confirmations came too late to leave any validity;
+    /// [`LockError::InvalidInput`] for a bad `ttl`.
+    pub async fn extend(&self, lock: &mut Lock, ttl: Duration) -> Result<(), LockError> {
+        self.core.extend(lock, ttl).await
+    }
+}
+
+impl fmt::Debug for Redlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redlock")
+            .field("nodes", &self.core.settings().nodes)
+            .field("transport", &self.core.settings().transport)
+            .finish_non_exhaustive()
+    }
+}

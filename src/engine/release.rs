@@ -1,0 +1,178 @@
+//! Release and extend, for every kind of lock: the owner-checked scripts of the lock's kind, sent to
+//! every node in one round; a release may instead hand the lock to a local waiter.
+
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::core::Core;
+use super::fanout::{release_round, Deadline};
+use super::waitq::LocalHold;
+use crate::algo::quorum::Vote;
+use crate::algo::verdict::owner_error;
+use crate::error::LockError;
+use crate::lock::Lock;
+use crate::observe::Op;
+
+impl Core {
+    /// [`crate::Redlock::release`].
+    pub(crate) async fn release(&self, mut lock: Lock) -> Result<(), LockError> {
+        let s = self.settings();
+        let mut local = lock.take_local();
+        // Hand off only with validity to spare: the receiver extends if it needs more.
+        let spare = s
+            .timing
+            .min_validity(lock.ttl())
+            .max(s.timing.node_timeout(lock.ttl()));
+        if local.as_ref().is_some_and(LocalHold::has_waiters)
+            && lock.kind().hands_off()
+            && lock.handoffs() < s.max_local_handoffs
+            && lock.remaining() >= spare
+        {
+            if let Some(hold) = local.take() {
+                hold.hand_off(lock);
+                self.leave(hold);
+                return Ok(());
+            }
+        }
+        // A release waits its turn (each admitted round ends by its deadline, so the line moves), up to
+        // one TTL: by then the keys have expired anyway. Only a majority of nodes frozen with full
+        // queues gets there; the release is then handed to the background re-sender, not dropped.
+        let _slot = match self.admit(Some(Instant::now() + lock.ttl())).await {
+            Ok(slot) => slot,
+            Err(overloaded) => {
+                self.release_in_background(&lock);
+                return Err(overloaded);
+            }
+        };
+        let timeout = self.round_timeout(lock.ttl());
+        let started = Instant::now();
+        let cmd = lock.release_cmd(s.notify_releases);
+        // Past one TTL the keys are gone anyway; until then a node that is answering is waited for.
+        let deadline = Deadline::new(started, timeout, started + lock.ttl());
+        let mut round = pin!(release_round(self.nodes(), &cmd, deadline));
+        // The first poll queues the release on every connection; a local waiter let in after that is
+        // written behind it, so its SET finds the key gone — no need to wait for our replies first.
+        let early = start(round.as_mut()).await;
+        let remote_flag = local.as_ref().map(LocalHold::remote_waiting_flag);
+        let yield_to_remote = local.as_ref().is_some_and(LocalHold::remote_waiting);
+        if !yield_to_remote {
+            if let Some(local) = local.take() {
+                self.leave(local);
+            }
+        }
+        let tally = match early {
+            Some(tally) => tally,
+            None => round.await,
+        };
+        self.metrics().round(Op::Release, &tally, started.elapsed());
+        // Nodes the round could not confirm get the release again in the background; the keys
+        // expire by themselves at most one TTL from now (the last grant or extend was before this).
+        if !tally.failures.is_empty() {
+            let keys_expire = Instant::now() + lock.ttl();
+            for (index, cause) in &tally.failures {
+                if let Some(node) = self.nodes().get(*index) {
+                    self.release_retry().resend(node, &cmd, cause, keys_expire);
+                }
+            }
+        }
+        if let Some(flag) = remote_flag {
+            flag.store(tally.waiters > 0, std::sync::atomic::Ordering::Release);
+        }
+        if let Some(local) = local {
+            // A waiter elsewhere was told of this release; local waiters, already in line, would beat
+            // it every time. Give its SET a moment to arrive first (cohort fairness across processes).
+            let grace = (timeout / 20).clamp(Duration::from_millis(1), Duration::from_millis(5));
+            tokio::time::sleep(grace).await;
+            self.leave(local);
+        }
+        // The release rule (a majority can no longer hold our value, and at least one delete
+        // happened) is the release tally's own (`Tally::for_release`).
+        if tally.won() {
+            Ok(())
+        } else {
+            Err(owner_error(tally, lock.held()))
+        }
+    }
+
+    /// Leaves the local queue; a handed-off lock nobody will take is released.
+    fn leave(&self, hold: LocalHold<Lock>) {
+        if let Some(orphan) = hold.leave() {
+            self.release_in_background(&orphan);
+        }
+    }
+
+    /// [`crate::Redlock::extend`].
+    pub(crate) async fn extend(&self, lock: &mut Lock, ttl: Duration) -> Result<(), LockError> {
+        let ttl = self.check_ttl(ttl)?;
+        if Instant::now() >= lock.valid_until() {
+            return Err(LockError::AlreadyExpired);
+        }
+        // Waiting past the validity would be pointless: nothing could extend the lock after it.
+        let _slot = self.admit(Some(lock.valid_until())).await?;
+        let start = Instant::now();
+        if start >= lock.valid_until() {
+            return Err(LockError::AlreadyExpired);
+        }
+        let cmd = lock.extend_cmd(ttl);
+        // Replies after the current validity ended prove nothing: someone else may hold it by then.
+        let deadline = self.round_deadline(start, ttl, Some(lock.valid_until()));
+        let tally = self.fan_out(&cmd, deadline, Vote::of_script).await;
+        self.metrics().round(Op::Extend, &tally, start.elapsed());
+        lock.settle_extend(&self.settings().timing, ttl, start, tally)
+    }
+
+    /// Queues `lock`'s release on every node without waiting (and without a notification); copies
+    /// that do not land are sent again until the keys have expired (see `release_retry`).
+    pub(crate) fn release_in_background(&self, lock: &Lock) {
+        self.release_retry().fire(
+            self.nodes(),
+            &lock.release_cmd(false),
+            Instant::now() + lock.ttl(),
+        );
+    }
+}
+
+/// Polls `fut` once: a fan-out queues its commands on every node in its first poll. Returns the output
+/// if it already finished. Used to queue a release, let a local waiter in, then await the replies.
+async fn start<F: Future>(mut fut: Pin<&mut F>) -> Option<F::Output> {
+    std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
+        std::task::Poll::Ready(out) => std::task::Poll::Ready(Some(out)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
+}
+
+/// Owns a lock held on the nodes while more work is done with it; releases it in the background if
+/// dropped before [`keep`](Self::keep) (an early return, or the caller's future being dropped).
+pub(crate) struct HeldGuard<'a> {
+    core: &'a Core,
+    lock: Option<Lock>,
+}
+
+impl<'a> HeldGuard<'a> {
+    pub(crate) fn new(core: &'a Core, lock: Lock) -> Self {
+        Self {
+            core,
+            lock: Some(lock),
+        }
+    }
+
+    pub(crate) fn lock_mut(&mut self) -> &mut Lock {
+        self.lock.as_mut().expect("held until kept")
+    }
+
+    pub(crate) fn keep(mut self) -> Lock {
+        self.lock.take().expect("held until kept")
+    }
+}
+
+impl Drop for HeldGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            self.core.release_in_background(&lock);
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The exclusive lock: one resource, one owner. The hot path: its acquire is a plain `SET NX PX`, no
+//! script.
+//!
+//! Its release and extend scripts are shared by every single-key kind (fenced, write), as are the
+//! coalesced extend the watchdog sends for them and the waiter mark behind release notifications.
+//!
+//! # The scripts of every kind
+//! Keys and values always travel as `KEYS`/`ARGV`, never spliced into the source, so a resource name is
+//! data and can be any bytes. Release/extend scripts answer `1` (done: we owned it), `0` (gone: expired)
+//! or `-1` (someone else's value is there), so callers can tell "not owner" from "already expired";
+//! acquire scripts answer `1` (acquired) or `-1` (taken). The digests are checked against a real
+//! `SCRIPT LOAD` in the tests, and by every connection's handshake, which loads them all.
+
+use std::time::Duration;
+
+use super::{Kind, Spec};
+use crate::algo::quorum::Vote;
+use crate::algo::value::LockValue;
+use crate::engine::Redlock;
+use crate::error::{LockError, NodeError};
+use crate::lock::Lock;
+use crate::transport::{Cmd, Keys, Script};
+
+/// The exclusive lock.
+pub(crate) static EXCLUSIVE: Spec = Spec {
+    name: "Exclusive",
+    acquire: set_nx_px,
+    vote: Vote::of_set,
+    release: &RELEASE,
+    release_notify: &RELEASE_NOTIFY,
+    extend: &EXTEND,
+    extends_first_key: true,
+    give_up: None,
+    suffixes: &[],
+    queues_locally: true,
+    hands_off: true,
+    multi_resource: false,
+    shared: false,
+    scripts: &[
+        &RELEASE,
+        &RELEASE_NOTIFY,
+        &MARK_WAITING,
+        &EXTEND,
+        &EXTEND_MANY,
+    ],
+};
+
+fn set_nx_px(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
+    Cmd::SetNxPx {
+        key: keys.as_slice()[0].clone(),
+        value,
+        ttl_ms,
+    }
+}
+
+impl Redlock {
+    /// Acquires `resource` for `ttl`, retrying with a random pause as configured.
+    ///
+    /// Each attempt sends `SET key value NX PX ttl` to all nodes at once and returns as soon as a majority
+    /// is won or lost. A lock is returned only if a majority confirmed **and** the validity left
+    /// (`ttl - elapsed - drift`) is at least the configured minimum. A failed attempt releases its key on
+    /// every node (without waiting) before the pause.
+    ///
+    /// `resource` is any bytes: `"orders:42"`, `b"orders:42"`, a `Vec<u8>`. `ttl` is used in whole
+    /// milliseconds (rounded down).
+    ///
+    /// # Cancellation
+    /// Dropping the future mid-attempt is safe: keys the attempt may have set are released in the
+    /// background, best effort.
+    ///
+    /// # Errors
+    /// [`LockError::Contended`], [`LockError::QuorumNotReached`] or [`LockError::ValidityExpired`] from
+    /// the last attempt once retries are used up; [`LockError::Timeout`] when `acquire_timeout` passes;
+    /// [`LockError::InvalidInput`] for an empty or too long resource or a TTL that is zero, below 1 ms, too
+    /// large, or not above the node timeout.
+    pub async fn acquire(
+        &self,
+        resource: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<Lock, LockError> {
+        let target = self.core().target(exclusive(), resource.as_ref())?;
+        self.core().acquire(target, ttl, true).await
+    }
+
+    /// One acquire attempt, no retries. Same guarantees and errors as [`acquire`](Self::acquire).
+    pub async fn try_acquire(
+        &self,
+        resource: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<Lock, LockError> {
+        let target = self.core().target(exclusive(), resource.as_ref())?;
+        self.core().acquire(target, ttl, false).await
+    }
+}
+
+fn exclusive() -> Kind {
+    Kind::new(&EXCLUSIVE, 0)
+}
+
+/// Reads one lock's character of a coalesced extend answer (see [`EXTEND_MANY`]): `1` extended, `0`
+/// gone, `-` someone else's.
+pub(crate) fn extend_many_vote(code: u8) -> Vote {
+    match code {
+        b'1' => Vote::Yes,
+        b'0' => Vote::Gone,
+        b'-' => Vote::Taken,
+        _ => Vote::Failed(NodeError::Protocol(
+            "coalesced extend script: an answer is none of 1, 0, -".into(),
+        )),
+    }
+}
+
+/// Compare-and-delete: `DEL` only if the key still holds our value. Also releases a write lock
+/// (`KEYS[1]` is the writer key; the others are ignored).
+pub(crate) static RELEASE: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then return redis.call('DEL', KEYS[1]) \
+elseif v == false then return 0 else return -1 end",
+    sha1: "73afff61f75cb8d8c5c4e250cc4561d4b66c2e4f",
+    resend: true,
+};
+
+/// [`RELEASE`], then — only when a waiter elsewhere has marked itself (see [`MARK_WAITING`]) —
+/// `PUBLISH` on the key's name so it wakes at once, answering 2 instead of 1. Uncontended releases
+/// pay one `EXISTS`, not a `PUBLISH`: the nodes are the bottleneck of a busy lock service.
+pub(crate) static RELEASE_NOTIFY: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then redis.call('DEL', KEYS[1]) \
+if redis.call('EXISTS', KEYS[1] .. ':wait') == 1 then redis.call('PUBLISH', KEYS[1], '') return 2 end \
+return 1 elseif v == false then return 0 else return -1 end",
+    sha1: "25d6aa0d92d61881e46b2b8d17f45af094b09f38",
+    resend: true,
+};
+
+/// A client that lost a round marks that it waits (`KEYS[1]..':wait'`, for `ARGV[2]` ms), so the
+/// holder's release answers 2 and its process yields to the waiter at the end of a hand-off streak.
+/// (The marker key is derived, not declared: fine on standalone nodes, the only kind this engine's
+/// own transport serves.)
+pub(crate) static MARK_WAITING: Script = Script {
+    source: "redis.call('SET', KEYS[1] .. ':wait', '1', 'PX', ARGV[2]) return 1",
+    sha1: "ea7d993d5d0b27e328e5d76513e65dee1105e6a7",
+    resend: true,
+};
+
+/// Compare-and-`PEXPIRE`: reset the TTL (ms in `ARGV[2]`) only if the key still holds our value.
+pub(crate) static EXTEND: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 \
+elseif v == false then return 0 else return -1 end",
+    sha1: "4bbcd4c07b7515b9ce88be6710a50d3381df9c19",
+    resend: true,
+};
+
+/// Coalesced extend: [`EXTEND`] for several exclusive locks in one call (`KEYS[i]` with value
+/// `ARGV[2i-1]` and TTL `ARGV[2i]` ms). Answers one character per lock, in order: `1` extended, `0`
+/// gone, `-` someone else's (or a key of another type: `pcall`, so one odd key cannot fail the
+/// others' answers). One call per node per watchdog tick instead of one per lock: the nodes parse,
+/// dispatch and reply once.
+pub(crate) static EXTEND_MANY: Script = Script {
+    source: "local r = {} \
+for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
+if v == ARGV[2 * i - 1] then redis.call('PEXPIRE', k, ARGV[2 * i]) r[i] = '1' \
+elseif v == false then r[i] = '0' else r[i] = '-' end end \
+return table.concat(r)",
+    sha1: "81a233c89febc3d1371cd894da87af9fc0586cdc",
+    resend: true,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_transport_tests_use_these_scripts() {
+        use crate::transport::test_scripts as copies;
+        for (ours, copy) in [
+            (&RELEASE, &copies::RELEASE),
+            (&EXTEND_MANY, &copies::EXTEND_MANY),
+        ] {
+            assert_eq!((ours.source, ours.sha1), (copy.source, copy.sha1));
+        }
+    }
+}
