@@ -235,3 +235,26 @@ async fn lock_debug_never_shows_the_value() {
     assert!(shown.contains("secret-holder"));
     e.release(lock).await.unwrap();
 }
+
+#[cfg(feature = "fred")]
+#[tokio::test]
+async fn a_node_its_transport_cannot_serve_is_a_node_error() {
+    // fred takes database indexes up to 255 only: that node can never be served, so building fails
+    // and names it, instead of an engine whose node fails every command.
+    let config = Config {
+        nodes: vec![
+            "redis://127.0.0.1:1".into(),
+            "redis://127.0.0.1:2/300".into(),
+        ],
+        transport: redlock_engine::Transport::Fred,
+        connect_timeout: Duration::from_millis(50),
+        ..common::fresh_config()
+    };
+    match Redlock::new(config).await {
+        Err(err @ LockError::Node { index: 1, .. }) => {
+            assert!(err.to_string().contains("255"), "{err}");
+            assert!(std::error::Error::source(&err).is_some());
+        }
+        other => panic!("expected LockError::Node for node 1, got {other:?}"),
+    }
+}

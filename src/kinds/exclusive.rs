@@ -64,6 +64,18 @@ impl Redlock {
     /// `resource` is any bytes: `"orders:42"`, `b"orders:42"`, a `Vec<u8>`. `ttl` is used in whole
     /// milliseconds (rounded down).
     ///
+    /// ```no_run
+    /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+    /// use std::time::Duration;
+    /// let lock = redlock.acquire("orders:42", Duration::from_secs(10)).await?;
+    /// // ... the work the lock protects ...
+    /// redlock.release(lock).await?;
+    /// let id = 43;
+    /// let lock = redlock.acquire(format!("orders:{id}"), Duration::from_secs(10)).await?;
+    /// redlock.release(lock).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Cancellation
     /// Dropping the future mid-attempt is safe: keys the attempt may have set are released in the
     /// background, best effort.
