@@ -19,7 +19,7 @@
 //!   whose start precedes `fp`.
 //! - **expired at grant**: a lock returned with `valid_until` not after the return itself.
 //! - **torn reads**: a read-write lock's holder saw the counter and its mirror differ, or (a reader)
-//!   saw them change under its lock, while the lock was still valid (see [`crate::section`]).
+//!   saw them change under its lock, while the lock was still valid (see [`crate::client::section`]).
 //!
 //! - **stale writes accepted**: fenced-store writes the store accepted although a write with a higher
 //!   token had been accepted before (in the store's own order, the sequence number it returns). It

@@ -10,6 +10,16 @@ use tokio::net::TcpStream;
 
 use crate::resp::encode;
 
+/// The counter of `resource` on the storage node.
+pub fn counter_key(resource: &str) -> String {
+    format!("counter:{resource}")
+}
+
+/// The mirror of `resource`'s counter, written second by a read-write lock's writer.
+pub fn mirror_key(resource: &str) -> String {
+    format!("mirror:{resource}")
+}
+
 /// One connection to the storage node.
 #[derive(Debug)]
 pub struct Counter {

@@ -217,7 +217,7 @@ impl Env {
         expected
             .keys()
             .map(|r| {
-                let key = crate::section::counter_key(r);
+                let key = crate::counter::counter_key(r);
                 let value = self.storage.cmd(&[b"GET", key.as_bytes()]);
                 (r.clone(), value.parse().unwrap_or(0))
             })

@@ -5,16 +5,20 @@
 //!
 //! # Layout
 //! - `suite`: the orchestrator — settings, the run over scenarios, the summary and exit status.
-//! - `scenarios`: one file per scenario, and the runner that judges each one's logs.
+//! - `scenarios`: one file per scenario (`sNN_*`), and the runner that judges each one's logs; shared by
+//!   several: `mixed_faults` (the fault timeline of 12-14), `key_census` (15's census of lock keys),
+//!   `support` (in-process engines, bounded retries, time marks).
 //! - `env`: one scenario's processes (nodes, storage, proxies, clients) and their teardown.
-//! - `client`: the client process — the acquire loop of each lock kind, logging; `renewed`: its
-//!   renewed-lock holders and the load beside them (scenario 15).
-//! - `section`: the critical section of each lock kind on the counter (and its mirror), and the release.
+//! - `client`: the client process — its options (`client/args`), shared context (`client/ctx`), the
+//!   acquire loop of each lock kind (`client/worker`), their critical section on the counter and its
+//!   mirror, and the release (`client/section`), and the renewed-lock holders with the load beside
+//!   them (`client/renewed`, scenario 15).
 //! - `checker`: overlaps (per resource, readers may share), overruns, validity lies, torn reads,
-//!   latency percentiles from the logs.
-//! - `record`: the log format shared by writers and the checker; `renewal_log`: its `R` line.
+//!   latency percentiles from the logs; `checker_tests.rs`: its rules on synthetic logs.
+//! - `record`: the log format shared by writers and the checker — the line types and the writer, the
+//!   coded fields (`record/fields`), the `G` line (`record/grant`); `renewal_log`: its `R` line.
 //! - `node`, `proxy`, `procs`: redis-server processes, the fault-injecting TCP proxy, process guards.
-//! - `counter`, `resp`: the storage counter client and a one-shot RESP client.
+//! - `counter`, `resp`: the storage counter client (and the keys it keeps), a one-shot RESP client.
 //! - `clock`: `CLOCK_MONOTONIC` nanoseconds, shared by all processes; `faketime`: scenario 10's setup.
 
 mod checker;
@@ -28,10 +32,8 @@ mod procs;
 mod proxy;
 mod record;
 mod renewal_log;
-mod renewed;
 mod resp;
 mod scenarios;
-mod section;
 mod suite;
 
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! The `R` log line of a renewed lock (scenario 15): one per hold, beside its `G` line, written by
-//! [`crate::renewed`] and read by the checker.
+//! [`crate::client::renewed`] and read by the checker.
 //!
 //! `R holder resource t1 end vu renewals cause` — the acquire's return, when the holder stopped holding
 //! (its release started, or it saw the lock lost), the lock's `valid_until` at that moment (raw ns),

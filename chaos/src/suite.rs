@@ -47,13 +47,7 @@ pub fn main(args: SuiteArgs) -> ExitCode {
 async fn run(args: SuiteArgs) -> ExitCode {
     let chosen: Vec<_> = scenarios::ALL
         .into_iter()
-        .filter(|s| {
-            if args.scenarios.is_empty() {
-                !scenarios::OPT_IN.contains(&s.number)
-            } else {
-                args.scenarios.contains(&s.number)
-            }
-        })
+        .filter(|s| args.scenarios.is_empty() || args.scenarios.contains(&s.number))
         .collect();
     if chosen.is_empty() {
         eprintln!("chaos: no such scenario {:?} (1-15)", args.scenarios);

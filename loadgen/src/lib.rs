@@ -3,12 +3,16 @@
 //!
 //! # Layout
 //! - `main.rs`: thin — the allocator and [`app::main`].
-//! - [`app`]: one invocation: options → nodes → runtime → scenarios × engines → outputs; exit codes.
-//! - [`cli`]: clap options and their validation into a [`cli::Plan`]; [`units`]: `10s`, `100k`, `1ms..5ms`.
+//! - [`app`]: one invocation: options → nodes → runtime → [`session`] → outputs; exit codes, signals.
+//! - [`session`]: every scenario × engine in run order, the ceiling once, then overload; status lines,
+//!   the [`report::Report`] and its notes.
+//! - [`cli`]: clap options ([`cli::Options`]) and their validation ([`cli::plan`]) into a [`cli::Plan`];
+//!   [`units`]: `10s`, `100k`, `1ms..5ms`.
 //! - [`workload`]: scenarios, workload knobs, key picking (uniform, zipf).
 //! - [`nodes`]: spawned redis-servers (stopped on every way out), pre-run checks, the mid-run health monitor.
 //! - [`engines`]: the [`engines::LockClient`] trait and one file per engine; the redis-benchmark ceiling.
-//! - [`overload`]: issue 14's overload scenarios — burst, held (renewed locks), overload — and their table.
+//! - [`overload`]: issue 14's overload scenarios — burst, held (renewed locks: [`overload::held`], one
+//!   file per engine family), overload — their options, CPU counters and table.
 //! - [`worker`]: one worker's acquire-hold-release loop; [`run`]: one engine on one scenario.
 //! - [`procs`]: `--processes P`: one run spread over P loadgen processes, their records merged.
 //! - [`stats`]: per-worker histograms, merged; percentiles; Jain's fairness.
@@ -23,6 +27,7 @@ pub mod overload;
 pub mod procs;
 pub mod report;
 pub mod run;
+pub mod session;
 pub mod stats;
 pub mod units;
 pub mod worker;

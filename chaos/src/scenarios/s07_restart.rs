@@ -48,7 +48,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     wait(ctx.phase.max(settle)).await;
     let log = Log::create(&env.dir.join("owners.log")).map_err(|e| e.to_string())?;
     let map = InstantMap::new();
-    let key = crate::section::counter_key(RESOURCE);
+    let key = crate::counter::counter_key(RESOURCE);
     let io = |e: std::io::Error| format!("storage: {e}");
     let mut counter = Counter::connect(env.storage.port).await.map_err(io)?;
 
@@ -105,7 +105,7 @@ async fn finish(
     read: i64,
 ) -> Result<Grant, String> {
     let Acquired { lock, t0, fp, t1 } = acq;
-    let key = crate::section::counter_key(RESOURCE);
+    let key = crate::counter::counter_key(RESOURCE);
     let vu = map.to_ns(lock.valid_until());
     let wrote = if lock.is_valid() {
         counter

@@ -11,9 +11,9 @@
 use std::time::Duration;
 
 use crate::client::LockMode;
+use crate::counter::mirror_key;
 use crate::env::{Ctx, Env};
 use crate::record::{LockKind, Via};
-use crate::section::mirror_key;
 
 use super::mixed_faults::{self, client_args, Restart};
 use super::Findings;
@@ -40,7 +40,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let pairs: Vec<(&str, String, String)> = RESOURCES
         .iter()
         .map(|r| {
-            let key = crate::section::counter_key(r);
+            let key = crate::counter::counter_key(r);
             let counter = env.storage.cmd(&[b"GET", key.as_bytes()]);
             let mirror = env.storage.cmd(&[b"GET", mirror_key(r).as_bytes()]);
             (*r, counter, mirror)

@@ -161,15 +161,27 @@ struct Census {
 }
 
 impl Census {
-    /// Whether `r` was held across the census and the kill on too few surviving nodes for a majority:
-    /// then its loss is the algorithm's, not a false one.
+    /// Whether `r` was held on too few surviving nodes for a majority: then its loss is the
+    /// algorithm's, not a false one. For a lock granted before the census just before the kill began,
+    /// that census tells (it saw every copy). A lock granted while that census ran or after it (still
+    /// before the kill) may have had copies the census read before they were set, so a census taken
+    /// while node 0 was down and `r` was held tells instead: while `r` is valid none of its keys can
+    /// expire (validity < TTL) and no renewal sets a missing one, so the copies found then are the
+    /// live nodes it was granted on. Only censuses every surviving node answered count (a silent node
+    /// would count as holding nothing). A lock granted before the census whose copies on live nodes
+    /// then drop below a majority is **not** excused: a held key leaving a live node is a bug to find.
     fn explains(&self, r: &Renewal) -> bool {
-        r.t1 < self.at
-            && r.end > self.kill
-            && self
-                .spread
-                .get(&r.resource)
-                .is_some_and(|s| s.surviving < QUORUM)
+        if r.t1 < self.at {
+            return r.end > self.kill
+                && self
+                    .spread
+                    .get(&r.resource)
+                    .is_some_and(|s| s.surviving < QUORUM);
+        }
+        self.during
+            .iter()
+            .filter(|(at, c)| r.t1 < *at && *at < r.end && c.answered == crate::env::NODES - 1)
+            .any(|(_, c)| c.spread.get(&r.resource).map_or(0, |s| s.surviving) < QUORUM)
     }
 
     /// On how many live nodes `r`'s resource's most widely held value lay at each census taken while

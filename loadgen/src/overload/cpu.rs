@@ -42,6 +42,13 @@ impl ServerCounters {
     }
 }
 
+/// [`server_counters`] on a blocking thread (the probe is a blocking client), for async callers.
+pub async fn server_counters_async(nodes: Vec<NodeUrl>) -> Result<ServerCounters, String> {
+    tokio::task::spawn_blocking(move || server_counters(&nodes))
+        .await
+        .map_err(|e| format!("INFO reader failed: {e}"))?
+}
+
 /// Reads the counters of every server behind `nodes` (blocking: call it off the runtime's thread).
 pub fn server_counters(nodes: &[NodeUrl]) -> Result<ServerCounters, String> {
     let timeout = Duration::from_secs(5);

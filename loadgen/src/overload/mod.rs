@@ -3,8 +3,8 @@
 //!
 //! - [`args`]: their options (`--burst`, `--held`, `--hold-for`, …) and validation into a [`args::Spec`].
 //! - [`burst`]: B acquires on distinct keys at once; success rate, drain time, goodput vs (b).
-//! - [`held`]: H renewed locks held; lost locks, renewals/s, client and server CPU per renewal.
-//! - [`held_rslock`]: the same for rslock, which has no watchdog: a renewal loop per lock around `extend`.
+//! - [`held`]: H renewed locks held; lost locks, renewals/s, client and server CPU per renewal — on the
+//!   redlock engines (their watchdog) and on rslock (a renewal loop per lock around `extend`).
 //! - [`cpu`]: getrusage and the servers' `INFO cpu`/`commandstats` counters.
 //! - [`report`]: their text table and the `overload` ratios of the JSON document.
 //!
@@ -15,7 +15,6 @@ pub mod args;
 pub mod burst;
 pub mod cpu;
 pub mod held;
-pub mod held_rslock;
 pub mod report;
 
 use crate::engines::{EngineKind, Waiting};

@@ -9,16 +9,17 @@
 //!
 //! A holder that finds its lock expired after the pause skips the write and tries `extend` (which must
 //! fail). A fenced lock also writes to the fenced store, whether or not it is still valid (see
-//! [`crate::client`]).
+//! [`super`]).
 
 use std::time::Duration;
 
 use redlock_engine::Lock;
 
-use crate::client::Ctx;
 use crate::clock::{mono_ns, with_first_poll};
-use crate::counter::Counter;
+use crate::counter::{counter_key, mirror_key, Counter};
 use crate::record::{Fenced, Grant, LockKind, Outcome, Seen, Via, Wrote};
+
+use super::ctx::Ctx;
 
 /// A lock just granted, and what the log needs to know about how.
 pub struct Held<'a> {
@@ -35,16 +36,6 @@ pub struct Held<'a> {
     pub nth: u64,
     /// Keep the lock until only 40% of the TTL is left (see `--linger-every`).
     pub linger: bool,
-}
-
-/// The counter of `resource` on the storage node.
-pub(crate) fn counter_key(resource: &str) -> String {
-    format!("counter:{resource}")
-}
-
-/// The mirror of `resource`'s counter, written second by a read-write lock's writer.
-pub fn mirror_key(resource: &str) -> String {
-    format!("mirror:{resource}")
 }
 
 /// The critical section and the release.

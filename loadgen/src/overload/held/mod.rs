@@ -1,29 +1,32 @@
 //! held: H renewed locks (`acquire_renewed`, TTL 3 s, renewed every second) held at once for a while.
 //! Counts the locks lost — a false loss, since nobody else wants the keys — the renewals per second, and
-//! what a renewal costs in CPU on the client and on the servers. redlock engines only: rslock has no
-//! watchdog: [`super::held_rslock`] renews its locks with a loop per lock around `LockManager::extend`.
+//! what a renewal costs in CPU on the client and on the servers.
 //!
 //! Phases: acquire all (at most `--acquire-concurrency` in flight), hold for `--hold-for` (the measured
 //! phase: CPU and renewals are deltas over it), release all (same bound).
+//!
+//! - this file: the record both engines fill ([`HeldRecord`], one place for the hold's rates) and the
+//!   run over every held count of an engine;
+//! - [`redlock`]: the redlock engines, renewed by their watchdog;
+//! - [`rslock`]: rslock, which has no watchdog: a renewal loop per lock around `LockManager::extend`.
+
+pub mod redlock;
+pub mod rslock;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use redlock_engine::{RenewPolicy, RenewedLock, Transport};
+use redlock_engine::Transport;
 use serde::Serialize;
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 
-use crate::engines::cause;
 use crate::engines::redlock::build;
 use crate::engines::{EngineKind, RetrySpec, Waiting};
-use crate::machine::loadavg;
 use crate::nodes::addr::NodeUrl;
 use crate::run::RunContext;
 
 use super::args::Spec;
-use super::cpu::{process_cpu, server_counters, ServerCounters};
+use super::cpu::ServerCounters;
+use redlock::Held;
 
 /// One engine's held run (every figure `None` when the engine has no watchdog).
 #[derive(Debug, Clone, Serialize)]
@@ -141,7 +144,7 @@ impl HeldRecord {
 }
 
 /// Runs every held count of `spec` on `kind`: redlock engines with the watchdog, rslock with a loop per
-/// lock ([`super::held_rslock`]); raw gets an n/a record, the ceiling none.
+/// lock ([`rslock`]); raw gets an n/a record, the ceiling none.
 pub async fn run(
     kind: EngineKind,
     waiting: Option<Waiting>,
@@ -161,7 +164,7 @@ pub async fn run(
                 let record = HeldRecord::empty(kind, label.clone(), count, spec);
                 let tag = format!("{tag}h{i}");
                 let record = tokio::select! {
-                    r = super::held_rslock::run(ctx, nodes, spec, count, &tag, record) => r?,
+                    r = rslock::run(ctx, nodes, spec, count, &tag, record) => r?,
                     why = ctx.health.lost() => return Err(why),
                 };
                 if !ctx.quiet {
@@ -217,129 +220,8 @@ pub async fn run(
     Ok(out)
 }
 
-/// One held run.
-struct Held<'a> {
-    engine: redlock_engine::Redlock,
-    nodes: &'a [NodeUrl],
-    spec: &'a Spec,
-    count: usize,
-    tag: String,
-}
-
-impl Held<'_> {
-    async fn run(self, mut r: HeldRecord) -> Result<HeldRecord, String> {
-        let spec = self.spec;
-        let gate = Arc::new(Semaphore::new(spec.acquire_concurrency));
-        let started = Instant::now();
-        let mut tasks = JoinSet::new();
-        for i in 0..self.count {
-            let (engine, gate) = (self.engine.clone(), gate.clone());
-            let resource = format!("lg{}:{i}", self.tag).into_bytes();
-            let (ttl, policy) = (
-                spec.held_ttl,
-                RenewPolicy::default().every(spec.renew_every),
-            );
-            tasks.spawn(async move {
-                let _permit = gate.acquire_owned().await;
-                engine.acquire_renewed(&resource, ttl, policy).await
-            });
-        }
-        let mut locks: Vec<RenewedLock> = Vec::with_capacity(self.count);
-        while let Some(joined) = tasks.join_next().await {
-            match joined.map_err(|e| format!("an acquire task failed: {e}"))? {
-                Ok(lock) => locks.push(lock),
-                Err(e) => {
-                    *r.failures
-                        .entry(format!("acquire:{}", cause::of(&e)))
-                        .or_default() += 1
-                }
-            }
-        }
-        r.supported = true;
-        r.acquired = Some(locks.len() as u64);
-        r.acquire_phase_s = Some(started.elapsed().as_secs_f64());
-        // Lost is sticky once the watchdog says so, but `is_lost()` is also true while validity has run
-        // out before a late renewal lands; a per-lock flag sampled each second keeps both kinds, at
-        // one pass over the locks per second (a watcher task per lock would add its own timer
-        // wake-ups to the client CPU being measured).
-        let mut ever_lost = vec![false; locks.len()];
-        let sample = |locks: &[RenewedLock], ever: &mut [bool]| -> u64 {
-            for (seen, lock) in ever.iter_mut().zip(locks) {
-                *seen |= lock.is_lost();
-            }
-            ever.iter().filter(|&&l| l).count() as u64
-        };
-        r.lost_while_acquiring = Some(sample(&locks, &mut ever_lost));
-
-        let nodes = self.nodes.to_vec();
-        let servers_before = counters(nodes.clone()).await?;
-        let renewals_before: u64 = locks.iter().map(|l| u64::from(l.renewals())).sum();
-        let cpu_before = process_cpu();
-        r.loadavg[0] = loadavg();
-        let hold_start = Instant::now();
-        let mut ticker = tokio::time::interval(Duration::from_secs(1));
-        ticker.tick().await;
-        while hold_start.elapsed() < spec.hold_for {
-            let left = spec.hold_for.saturating_sub(hold_start.elapsed());
-            tokio::select! {
-                _ = ticker.tick() => r.lost_timeline.push(sample(&locks, &mut ever_lost)),
-                _ = tokio::time::sleep(left) => {}
-            }
-        }
-        let hold = hold_start.elapsed();
-        let cpu = process_cpu().saturating_sub(cpu_before);
-        // Servers first: a renewal the servers ran but whose reply is not in yet is counted on neither
-        // side; the other order would count its EVALSHA without the renewal.
-        let servers = counters(nodes).await?.since(servers_before);
-        let renewals = locks.iter().map(|l| u64::from(l.renewals())).sum::<u64>() - renewals_before;
-        r.loadavg[1] = loadavg();
-        r.lost = Some(sample(&locks, &mut ever_lost));
-        r.lost_at_end = Some(locks.iter().filter(|l| l.is_lost()).count() as u64);
-
-        r.record_hold(hold, renewals, locks.len(), spec.renew_every, cpu, servers);
-
-        let failed = self.release_all(locks, &mut r.failures).await?;
-        r.failed_releases = Some(failed);
-        Ok(r)
-    }
-
-    /// Releases every lock, `--acquire-concurrency` at a time; counts the failures by cause.
-    async fn release_all(
-        &self,
-        locks: Vec<RenewedLock>,
-        failures: &mut BTreeMap<String, u64>,
-    ) -> Result<u64, String> {
-        let gate = Arc::new(Semaphore::new(self.spec.acquire_concurrency));
-        let mut tasks = JoinSet::new();
-        for lock in locks {
-            let gate = gate.clone();
-            tasks.spawn(async move {
-                let _permit = gate.acquire_owned().await;
-                lock.release().await
-            });
-        }
-        let mut failed = 0;
-        while let Some(joined) = tasks.join_next().await {
-            if let Err(e) = joined.map_err(|e| format!("a release task failed: {e}"))? {
-                failed += 1;
-                *failures
-                    .entry(format!("release:{}", cause::of(&e)))
-                    .or_default() += 1;
-            }
-        }
-        Ok(failed)
-    }
-}
-
-/// The servers' counters, read on a blocking thread (the probe is a blocking client).
-pub(super) async fn counters(nodes: Vec<NodeUrl>) -> Result<ServerCounters, String> {
-    tokio::task::spawn_blocking(move || server_counters(&nodes))
-        .await
-        .map_err(|e| format!("INFO reader failed: {e}"))?
-}
-
 /// The line printed when a held run ends.
-pub(super) fn status_line(r: &HeldRecord) -> String {
+fn status_line(r: &HeldRecord) -> String {
     let opt = |v: Option<f64>| v.map_or_else(|| "n/a".into(), |v| format!("{v:.1}"));
     format!(
         "loadgen: {:<16} held {:<8} acquired {:?}, lost {:?}, renewals/s {}, client {} µs/renewal, server {} µs/renewal, failures {:?}",

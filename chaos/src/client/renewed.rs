@@ -24,13 +24,11 @@ use redlock_engine::{RenewPolicy, RenewedLock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::client::Ctx;
 use crate::clock::{mono_ns, with_polls};
 use crate::record::{Fenced, Grant, LockKind, Outcome, Seen, Via, Wrote};
 use crate::renewal_log::{Loss, Renewal};
 
-/// Upper bound on rounds per task, so no loop is unbounded even if the stop signal never comes.
-const MAX_ROUNDS: u64 = 10_000_000;
+use super::ctx::{Ctx, MAX_ROUNDS};
 
 /// Starts every holder and load task of the process.
 pub fn spawn(ctx: &Arc<Ctx>) -> Vec<JoinHandle<Result<(), String>>> {
@@ -135,7 +133,7 @@ async fn hold(
         fenced: Fenced::None,
         kind: LockKind::Exclusive,
         // `RenewedLock` does not say how many attempts it took; with the local queue off (see
-        // `crate::client`) it always came from the nodes, never handed over.
+        // `crate::client::run`) it always came from the nodes, never handed over.
         via: Via::Nodes(1),
         seen: Seen::None,
     });

@@ -1,7 +1,7 @@
 //! held for rslock. rslock has no watchdog, so each lock gets the loop a user of rslock would write: a
 //! task that sleeps one interval, then `LockManager::extend`s the lock (one attempt, as every rslock call
 //! here), until told to stop. Lost: an extend that failed, or one that succeeded only after the previous
-//! validity had ended (the lock was free in between). Same phases and counters as [`super::held`].
+//! validity had ended (the lock was free in between). Same phases and counters as [`super`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,11 +15,11 @@ use crate::engines::rslock::RslockClient;
 use crate::engines::{LockClient, RetrySpec};
 use crate::machine::loadavg;
 use crate::nodes::addr::NodeUrl;
+use crate::overload::args::Spec;
+use crate::overload::cpu::{process_cpu, server_counters_async};
 use crate::run::RunContext;
 
-use super::args::Spec;
-use super::cpu::process_cpu;
-use super::held::{counters, HeldRecord};
+use super::HeldRecord;
 
 /// Shared by the renewal tasks.
 #[derive(Debug, Default)]
@@ -81,7 +81,7 @@ pub async fn run(
     r.acquire_phase_s = Some(started.elapsed().as_secs_f64());
     r.lost_while_acquiring = Some(counts.lost.load(Ordering::Relaxed));
 
-    let servers_before = counters(nodes.to_vec()).await?;
+    let servers_before = server_counters_async(nodes.to_vec()).await?;
     let renewals_before = counts.renewals.load(Ordering::Relaxed);
     let cpu_before = process_cpu();
     r.loadavg[0] = loadavg();
@@ -97,7 +97,9 @@ pub async fn run(
     }
     let hold = hold_start.elapsed();
     let cpu = process_cpu().saturating_sub(cpu_before);
-    let servers = counters(nodes.to_vec()).await?.since(servers_before);
+    let servers = server_counters_async(nodes.to_vec())
+        .await?
+        .since(servers_before);
     let renewals = counts.renewals.load(Ordering::Relaxed) - renewals_before;
     r.loadavg[1] = loadavg();
     let lost = counts.lost.load(Ordering::Relaxed);

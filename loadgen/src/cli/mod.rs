@@ -1,0 +1,187 @@
+//! Command-line options (clap derive) and their validation into a [`Plan`]: what to run, on which nodes.
+//!
+//! - this file: the options as clap parses them ([`Options`], `--scenario`, `--runtime`) and
+//!   [`one_line`] for clap's errors;
+//! - [`plan`]: [`Options::plan`], the checks, and the [`Plan`] they produce.
+
+pub mod plan;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use crate::engines::{EngineKind, Waiting};
+use crate::overload::args::{Kind, OverloadArgs};
+use crate::units::{parse_count, parse_duration, parse_hold, Hold};
+use crate::workload::Distribution;
+
+pub use plan::{NodeSource, Plan, DEFAULT_ENGINES, MAX_PROCESSES};
+
+/// Throughput and latency of redlock-engine under contention, side by side with rslock, the raw command
+/// stream and the Redis-side ceiling. With no arguments: 5 spawned redis-servers, the standard scenarios,
+/// every engine.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "loadgen", version)]
+pub struct Options {
+    /// Existing nodes, comma-separated `redis://host:port` URLs (or `redis-cluster://host:port?node=…` and
+    /// `redis-sentinel://host:port?sentinelServiceName=…`, for redlock and redlock-fred); never stopped.
+    /// Default: spawn local redis-servers.
+    #[arg(long, value_delimiter = ',', value_name = "URLS")]
+    pub nodes: Vec<String>,
+    /// redis-server processes to start on free loopback ports when `--nodes` is not given (1..=9).
+    #[arg(long, default_value = "5", value_parser = parse_count, value_name = "N")]
+    pub spawn: u64,
+    /// Engines to run, one after another on the same nodes and workload.
+    /// Default: redlock,redlock-fred,rslock,raw, plus ceiling when redis-benchmark is installed.
+    #[arg(long = "engine", value_delimiter = ',', value_name = "LIST")]
+    pub engines: Option<Vec<EngineKind>>,
+    /// `standard`: (a) 1 worker, distinct keys; (b) 64 workers, distinct keys; (c) 64 workers on 4 keys.
+    /// `custom`: one run with --concurrency/--keys. Default: standard, or custom when either is given.
+    /// `burst`, `held`, `overload`: issue 14's overload scenarios (redlock and rslock by default).
+    #[arg(long, value_enum)]
+    pub scenario: Option<ScenarioKind>,
+    /// Concurrent workers (tokio tasks). Default (custom): 64.
+    #[arg(long, value_parser = parse_count, value_name = "N")]
+    pub concurrency: Option<u64>,
+    /// Keys the workers pick from; far more keys than workers means no contention. Default (custom): 1m.
+    #[arg(long, value_parser = parse_count, value_name = "N")]
+    pub keys: Option<u64>,
+    /// How workers pick keys.
+    #[arg(long, value_enum, default_value_t = Distribution::Uniform)]
+    pub distribution: Distribution,
+    /// Exponent of the zipf distribution (1.0: key k is picked in proportion to 1/k).
+    #[arg(long, default_value_t = 1.0, value_name = "S")]
+    pub zipf_exponent: f64,
+    /// How long a lock is held before release: `0`, `2ms`, or a range `1ms..5ms`.
+    #[arg(long, default_value = "0", value_parser = parse_hold, value_name = "TIME")]
+    pub hold: Hold,
+    /// Lock TTL.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "TIME")]
+    pub ttl: Duration,
+    /// Attempts after the first one before an acquire counts as failed.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub retries: u32,
+    /// Base pause between attempts.
+    #[arg(long, default_value = "50ms", value_parser = parse_duration, value_name = "TIME")]
+    pub retry_delay: Duration,
+    /// Random extra pause, uniform in [0, jitter].
+    #[arg(long, default_value = "50ms", value_parser = parse_duration, value_name = "TIME")]
+    pub retry_jitter: Duration,
+    /// Measured time per run. Default: 5s.
+    #[arg(long, value_parser = parse_duration, value_name = "TIME", conflicts_with = "cycles")]
+    pub duration: Option<Duration>,
+    /// Stop each run after this many acquire calls instead of after --duration.
+    #[arg(long, value_parser = parse_count, value_name = "N")]
+    pub cycles: Option<u64>,
+    /// Uncounted warm-up before each run.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "TIME")]
+    pub warmup: Duration,
+    /// loadgen processes on the same nodes: the workers of each run (--concurrency, or the scenario's) are
+    /// split among them (64 workers, 4 processes: 16 each), started together, and their histograms and
+    /// per-worker counts merged, so contention and fairness across processes are measured. A scenario with
+    /// fewer workers than P runs in that many processes. The ceiling always runs once.
+    #[arg(long, default_value = "1", value_parser = parse_count, value_name = "P")]
+    pub processes: u64,
+    /// How redlock and redlock-fred wait under contention: `smart` (the engine's defaults: in-process
+    /// queue, release notifications, local hand-off) or `plain` (randomized retry backoff only). A list,
+    /// e.g. `plain,smart`, runs each in turn in the same run. Other engines ignore it.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "smart",
+        value_name = "LIST"
+    )]
+    pub waiting: Vec<Waiting>,
+    /// Internal: run as one worker process of a `--processes` run, driven over stdin/stdout.
+    #[arg(long, hide = true, requires = "tag")]
+    pub worker_process: bool,
+    /// Internal: the key tag shared by the processes of one run.
+    #[arg(long, hide = true, value_name = "TAG")]
+    pub tag: Option<String>,
+    /// Tokio runtime flavour. `current` measured faster on a 2-core machine (see results/README.md).
+    #[arg(long, value_enum, default_value_t = RuntimeKind::Current)]
+    pub runtime: RuntimeKind,
+    /// Write the results as one JSON document to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write a Markdown summary, an SVG latency-percentile plot and the JSON into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// No progress bar and no table; errors still go to stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Options of the overload scenarios.
+    #[command(flatten)]
+    pub overload: OverloadArgs,
+}
+
+/// `--scenario`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScenarioKind {
+    /// The three standard scenarios.
+    Standard,
+    /// One run from --concurrency and --keys.
+    Custom,
+    /// B acquires at once on distinct keys (--burst), after (b) for the goodput ratio.
+    Burst,
+    /// H renewed locks held (--held, --hold-for).
+    Held,
+    /// (b), then --overload-workers workers on distinct keys.
+    Overload,
+}
+
+impl ScenarioKind {
+    /// The overload scenario it names, if any.
+    fn overload(self) -> Option<Kind> {
+        match self {
+            Self::Burst => Some(Kind::Burst),
+            Self::Held => Some(Kind::Held),
+            Self::Overload => Some(Kind::Overload),
+            Self::Standard | Self::Custom => None,
+        }
+    }
+}
+
+/// `--runtime`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// One thread runs every worker and connection.
+    Current,
+    /// A worker thread per core.
+    Multi,
+}
+
+impl RuntimeKind {
+    /// The `--runtime` value that selects it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Current => "current",
+            Self::Multi => "multi",
+        }
+    }
+
+    /// How reports name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Current => "current-thread",
+            Self::Multi => "multi-thread",
+        }
+    }
+}
+
+/// Folds a clap error into one line (clap prints usage and hints on several).
+pub fn one_line(err: &clap::Error) -> String {
+    err.to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

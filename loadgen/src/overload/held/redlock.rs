@@ -1,0 +1,132 @@
+//! held on the redlock engines: `acquire_renewed` with `RenewPolicy::every(--renew-every)`, so the
+//! engine's watchdog does every renewal; lost is what `is_lost()` says, sampled each second.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redlock_engine::{RenewPolicy, RenewedLock};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::engines::cause;
+use crate::machine::loadavg;
+use crate::nodes::addr::NodeUrl;
+use crate::overload::args::Spec;
+use crate::overload::cpu::{process_cpu, server_counters_async};
+
+use super::HeldRecord;
+
+/// One held run.
+pub(super) struct Held<'a> {
+    pub(super) engine: redlock_engine::Redlock,
+    pub(super) nodes: &'a [NodeUrl],
+    pub(super) spec: &'a Spec,
+    pub(super) count: usize,
+    pub(super) tag: String,
+}
+
+impl Held<'_> {
+    pub(super) async fn run(self, mut r: HeldRecord) -> Result<HeldRecord, String> {
+        let spec = self.spec;
+        let gate = Arc::new(Semaphore::new(spec.acquire_concurrency));
+        let started = Instant::now();
+        let mut tasks = JoinSet::new();
+        for i in 0..self.count {
+            let (engine, gate) = (self.engine.clone(), gate.clone());
+            let resource = format!("lg{}:{i}", self.tag).into_bytes();
+            let (ttl, policy) = (
+                spec.held_ttl,
+                RenewPolicy::default().every(spec.renew_every),
+            );
+            tasks.spawn(async move {
+                let _permit = gate.acquire_owned().await;
+                engine.acquire_renewed(&resource, ttl, policy).await
+            });
+        }
+        let mut locks: Vec<RenewedLock> = Vec::with_capacity(self.count);
+        while let Some(joined) = tasks.join_next().await {
+            match joined.map_err(|e| format!("an acquire task failed: {e}"))? {
+                Ok(lock) => locks.push(lock),
+                Err(e) => {
+                    *r.failures
+                        .entry(format!("acquire:{}", cause::of(&e)))
+                        .or_default() += 1
+                }
+            }
+        }
+        r.supported = true;
+        r.acquired = Some(locks.len() as u64);
+        r.acquire_phase_s = Some(started.elapsed().as_secs_f64());
+        // Lost is sticky once the watchdog says so, but `is_lost()` is also true while validity has run
+        // out before a late renewal lands; a per-lock flag sampled each second keeps both kinds, at
+        // one pass over the locks per second (a watcher task per lock would add its own timer
+        // wake-ups to the client CPU being measured).
+        let mut ever_lost = vec![false; locks.len()];
+        let sample = |locks: &[RenewedLock], ever: &mut [bool]| -> u64 {
+            for (seen, lock) in ever.iter_mut().zip(locks) {
+                *seen |= lock.is_lost();
+            }
+            ever.iter().filter(|&&l| l).count() as u64
+        };
+        r.lost_while_acquiring = Some(sample(&locks, &mut ever_lost));
+
+        let nodes = self.nodes.to_vec();
+        let servers_before = server_counters_async(nodes.clone()).await?;
+        let renewals_before: u64 = locks.iter().map(|l| u64::from(l.renewals())).sum();
+        let cpu_before = process_cpu();
+        r.loadavg[0] = loadavg();
+        let hold_start = Instant::now();
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        ticker.tick().await;
+        while hold_start.elapsed() < spec.hold_for {
+            let left = spec.hold_for.saturating_sub(hold_start.elapsed());
+            tokio::select! {
+                _ = ticker.tick() => r.lost_timeline.push(sample(&locks, &mut ever_lost)),
+                _ = tokio::time::sleep(left) => {}
+            }
+        }
+        let hold = hold_start.elapsed();
+        let cpu = process_cpu().saturating_sub(cpu_before);
+        // Servers first: a renewal the servers ran but whose reply is not in yet is counted on neither
+        // side; the other order would count its EVALSHA without the renewal.
+        let servers = server_counters_async(nodes).await?.since(servers_before);
+        let renewals = locks.iter().map(|l| u64::from(l.renewals())).sum::<u64>() - renewals_before;
+        r.loadavg[1] = loadavg();
+        r.lost = Some(sample(&locks, &mut ever_lost));
+        r.lost_at_end = Some(locks.iter().filter(|l| l.is_lost()).count() as u64);
+
+        r.record_hold(hold, renewals, locks.len(), spec.renew_every, cpu, servers);
+
+        let failed = self.release_all(locks, &mut r.failures).await?;
+        r.failed_releases = Some(failed);
+        Ok(r)
+    }
+
+    /// Releases every lock, `--acquire-concurrency` at a time; counts the failures by cause.
+    async fn release_all(
+        &self,
+        locks: Vec<RenewedLock>,
+        failures: &mut BTreeMap<String, u64>,
+    ) -> Result<u64, String> {
+        let gate = Arc::new(Semaphore::new(self.spec.acquire_concurrency));
+        let mut tasks = JoinSet::new();
+        for lock in locks {
+            let gate = gate.clone();
+            tasks.spawn(async move {
+                let _permit = gate.acquire_owned().await;
+                lock.release().await
+            });
+        }
+        let mut failed = 0;
+        while let Some(joined) = tasks.join_next().await {
+            if let Err(e) = joined.map_err(|e| format!("a release task failed: {e}"))? {
+                failed += 1;
+                *failures
+                    .entry(format!("release:{}", cause::of(&e)))
+                    .or_default() += 1;
+            }
+        }
+        Ok(failed)
+    }
+}

@@ -1,0 +1,292 @@
+//! One invocation's measurements, on the runtime [`crate::app`] started: every scenario × engine (×
+//! waiting mode) in run order, the ceiling measured once, overload's runs after them, each run's status
+//! line, and the [`Report`] with the notes on how the numbers were made.
+
+use std::time::Duration;
+
+use crate::cli::{NodeSource, Plan, RuntimeKind};
+use crate::engines::ceiling::{self, Ceiling};
+use crate::engines::rslock::RslockClient;
+use crate::engines::{EngineKind, RetrySpec, Waiting};
+use crate::machine::{Machine, Versions};
+use crate::nodes::addr::NodeUrl;
+use crate::nodes::health::Health;
+use crate::report::{group, micros, Report, RunRecord};
+use crate::run::{label, run_engine, RunContext};
+use crate::stats::jain;
+use crate::workload::{Scenario, Stop};
+
+/// Runs every scenario of `plan` on every engine, then the overload part; the report (not yet written).
+pub async fn execute(
+    plan: &Plan,
+    urls: &[String],
+    nodes: &[NodeUrl],
+    redis_version: String,
+    engines: Vec<EngineKind>,
+    mut notes: Vec<String>,
+) -> Result<Report, String> {
+    let health = Health::start(nodes)?;
+    let loadavg_start = crate::machine::loadavg();
+    let ctx = RunContext {
+        urls,
+        health: &health,
+        workload: &plan.workload,
+        quiet: plan.quiet,
+    };
+    let mut runs = Vec::new();
+    // The ceiling does not depend on the scenario: measure it once, show it in each.
+    let mut ceiling: Option<Ceiling> = None;
+    let mut run_no = 0;
+    for scenario in &plan.scenarios {
+        for &engine in &engines {
+            if engine == EngineKind::Ceiling {
+                let c = match &ceiling {
+                    Some(c) => c.clone(),
+                    None => ceiling
+                        .insert(measure_ceiling(plan, nodes, &health).await?)
+                        .clone(),
+                };
+                let record = ceiling_record(scenario, nodes.len(), c);
+                if !plan.quiet {
+                    eprintln!("{}", status_line(&record));
+                }
+                runs.push(record);
+            } else {
+                let modes: Vec<Option<Waiting>> = if engine.has_waiting() {
+                    plan.waiting.iter().copied().map(Some).collect()
+                } else {
+                    vec![None]
+                };
+                for waiting in modes {
+                    run_no += 1;
+                    let tag = format!("{run_no:02}");
+                    let processes = plan.processes.min(scenario.concurrency).max(1);
+                    let out = if processes > 1 {
+                        crate::procs::run_processes(
+                            engine,
+                            waiting,
+                            &ctx,
+                            plan.runtime,
+                            scenario,
+                            &tag,
+                            processes,
+                            &label(engine, waiting),
+                        )
+                        .await
+                        .map_err(|e| format!("{}: {e}", label(engine, waiting)))?
+                    } else {
+                        run_engine(engine, waiting, &ctx, scenario, &tag).await?
+                    };
+                    let record = RunRecord {
+                        engine,
+                        waiting,
+                        processes: Some(processes),
+                        scenario: scenario.clone(),
+                        nodes: nodes.len(),
+                        cycles: out.stats.cycles,
+                        elapsed: out.elapsed,
+                        cycles_per_s: out.stats.cycles as f64 / out.elapsed.as_secs_f64().max(1e-9),
+                        attempts_per_acquire: out.stats.attempts_per_acquire(),
+                        failed_acquires: out
+                            .stats
+                            .failed_acquires
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), *v))
+                            .collect(),
+                        failed_releases: out
+                            .stats
+                            .failed_releases
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), *v))
+                            .collect(),
+                        fairness: jain(&out.per_worker),
+                        per_process: out.per_process,
+                        acquire: Some(out.stats.acquire),
+                        release: Some(out.stats.release),
+                        ceiling: None,
+                    };
+                    if !plan.quiet {
+                        eprintln!("{}", status_line(&record));
+                    }
+                    runs.push(record);
+                }
+            }
+        }
+    }
+    let overload = match &plan.overload {
+        Some(spec) => {
+            let b = |label: &str| {
+                runs.iter()
+                    .find(|r| r.scenario.id == "b" && r.label() == label)
+                    .map(|r| r.cycles_per_s)
+            };
+            crate::overload::run(spec, &ctx, nodes, &engines, &plan.waiting, b).await?
+        }
+        None => Default::default(),
+    };
+    notes.extend(standard_notes(plan, &engines));
+    if let Some(spec) = &plan.overload {
+        notes.extend(crate::overload::notes(spec, &plan.workload));
+    }
+    Ok(Report {
+        overload,
+        command: command_line(),
+        machine: Machine {
+            loadavg_start,
+            ..Machine::detect()
+        },
+        versions: Versions::with_redis(redis_version),
+        node_source: match plan.nodes {
+            NodeSource::Spawn(_) => "spawned",
+            NodeSource::Existing(_) => "existing",
+        },
+        nodes: nodes.len(),
+        workload: plan.workload.clone(),
+        runtime: plan.runtime,
+        engines,
+        scenarios: plan.scenarios.clone(),
+        runs,
+        processes: plan.processes,
+        waiting: plan.waiting.clone(),
+        notes,
+    })
+}
+
+async fn measure_ceiling(
+    plan: &Plan,
+    nodes: &[NodeUrl],
+    health: &Health,
+) -> Result<Ceiling, String> {
+    let round = match plan.workload.stop {
+        Stop::Duration(d) => (d / 2).clamp(Duration::from_millis(200), Duration::from_secs(10)),
+        Stop::Cycles(_) => Duration::from_secs(2),
+    };
+    if !plan.quiet {
+        eprintln!(
+            "loadgen: ceiling: redis-benchmark -c {} -P {} on every node at once",
+            ceiling::CLIENTS,
+            ceiling::PIPELINE
+        );
+    }
+    let limit = round * 4 + Duration::from_secs(30);
+    tokio::select! {
+        c = tokio::time::timeout(limit, ceiling::measure(nodes, plan.workload.ttl, round)) => {
+            c.map_err(|_| format!("ceiling: redis-benchmark did not finish within {limit:?}"))?
+        }
+        why = health.lost() => Err(why),
+    }
+}
+
+fn ceiling_record(scenario: &Scenario, nodes: usize, c: Ceiling) -> RunRecord {
+    RunRecord {
+        engine: EngineKind::Ceiling,
+        scenario: scenario.clone(),
+        nodes,
+        cycles: 0,
+        elapsed: c.elapsed,
+        cycles_per_s: c.cycles_per_s,
+        acquire: None,
+        release: None,
+        attempts_per_acquire: None,
+        failed_acquires: Default::default(),
+        failed_releases: Default::default(),
+        fairness: None,
+        ceiling: Some(c),
+        waiting: None,
+        processes: None,
+        per_process: Vec::new(),
+    }
+}
+
+fn status_line(r: &RunRecord) -> String {
+    let lat = r.acquire_pct().map_or_else(String::new, |p| {
+        format!("  acquire p50 {} p99 {}", micros(p.p50), micros(p.p99))
+    });
+    let mut fair = r
+        .fairness
+        .map_or_else(String::new, |f| format!("  fairness {f:.3}"));
+    if let Some(f) = r.process_fairness() {
+        fair.push_str(&format!(" (processes {f:.3})"));
+    }
+    let procs = match r.processes {
+        Some(p) if p > 1 => format!(" x{p} proc"),
+        _ => String::new(),
+    };
+    format!(
+        "loadgen: {:<16} {:<34} {:>10} cycles/s{lat}{fair}",
+        r.label(),
+        format!("{}{procs}", r.scenario.label),
+        group(r.cycles_per_s)
+    )
+}
+
+fn standard_notes(plan: &Plan, engines: &[EngineKind]) -> Vec<String> {
+    let w = &plan.workload;
+    let retry = RetrySpec {
+        retries: w.retries,
+        delay: w.retry_delay,
+        jitter: w.retry_jitter,
+    };
+    let mut notes = vec![match plan.runtime {
+        RuntimeKind::Current => "runtime: tokio current-thread (the default: measured faster than multi-thread for this workload on a 2-core machine, see results/README.md)".to_string(),
+        RuntimeKind::Multi => "runtime: tokio multi-thread, one worker thread per core".to_string(),
+    }];
+    notes.push(
+        "keys: all workers share the key space; 'distinct keys' means 1m keys picked uniformly, so collisions are rare but possible (they show as attempts/acquire above 1)"
+            .into(),
+    );
+    notes.push("attempts/acquire: for redlock, Lock::attempts of each successful acquire (attempts on the nodes; 0 for a lock handed over locally, so the mean can be below 1; failed acquires do not report it); rslock's retry loop is replayed in loadgen to count them (same pause distribution and timer)".into());
+    if engines.iter().any(|e| e.has_waiting()) {
+        let modes: Vec<&str> = plan.waiting.iter().map(|w| w.name()).collect();
+        notes.push(format!(
+            "waiting ({}): smart = the engine's defaults (in-process FIFO queue per resource, release notifications to waiters in other processes, up to 4 local hand-offs in a row); plain = randomized retry backoff only (local_queue, notify_releases off, max_local_handoffs 0), shown as redlock[plain]",
+            modes.join(",")
+        ));
+    }
+    if plan.processes > 1 {
+        notes.push(format!(
+            "processes: each run's workers were split among {} loadgen processes on the same nodes (a scenario with fewer workers used that many), started together after a start barrier; histograms and per-worker counts merged, fairness over every worker of every process, cycles/s over the longest process's measured time",
+            plan.processes
+        ));
+    }
+    if engines.contains(&EngineKind::Rslock) {
+        notes.push(format!(
+            "{}; ours: {} retries, pause {:?} + uniform [0, {:?}]",
+            RslockClient::describe(retry),
+            w.retries,
+            w.retry_delay,
+            w.retry_jitter
+        ));
+        notes.push("rslock has no per-node reply deadline and releases with an unchecked result (its unlock returns nothing)".into());
+    }
+    if engines.contains(&EngineKind::Raw) {
+        notes.push("raw: SET NX PX on every node then the release script on every node, over redlock's pipeline, waiting for every reply; no early quorum decision, no validity check".into());
+    }
+    if engines.contains(&EngineKind::Ceiling) {
+        notes.push(format!(
+            "ceiling: measured once, redis-benchmark on every node at once, -c {} -P {} ({} requests in flight per node) over 100k random keys: SET NX PX, then EVALSHA of the release script; cycles/s = 1/(1/acquire_rate + 1/release_rate), rate = summed ops/s / N; no latency (pipelined batches). More clients lower it here: with -c 64 the 5 redis-benchmark processes take the 2 cores from the servers",
+            ceiling::CLIENTS,
+            ceiling::PIPELINE,
+            ceiling::CLIENTS * ceiling::PIPELINE
+        ));
+    }
+    notes
+}
+
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .map(|a| {
+            if a.contains(' ') || a.is_empty() {
+                format!("'{a}'")
+            } else {
+                a
+            }
+        })
+        .collect();
+    if args.is_empty() {
+        "loadgen".into()
+    } else {
+        format!("loadgen {}", args.join(" "))
+    }
+}
