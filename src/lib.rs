@@ -10,8 +10,8 @@
 //!   round-trip estimate, as TCP keeps one), `quarantine` (no vote from a node younger than
 //!   `max_ttl`), `keys` (`prefix{resource}`: a lock's keys share one Cluster hash slot), `value` (the
 //!   20-byte random lock value, a bearer secret never printed).
-//! - `engine/`: [`Redlock`] (in `engine/mod.rs`: construction, release, extend) over `core` (the one
-//!   struct every round works on — nodes, settings, admission, local queues, metrics, release
+//! - `engine/`: [`Redlock`] (in `engine/mod.rs`: release, extend; `start`: construction) over `core`
+//!   (the one struct every round works on — nodes, settings, admission, local queues, metrics, release
 //!   re-sender, the watchdog's schedule); `acquire` (the attempt loop every kind shares), `release`
 //!   (release with local hand-off, and extend), `fanout` (the one fan-out: send to every node, decide
 //!   as soon as the majority is won or lost), `admission` (at most `max_in_flight` rounds on the nodes,
@@ -23,8 +23,8 @@
 //!   coalesced extend and the waiter mark), `fenced` ([`Redlock::acquire_fenced`]), `multi`
 //!   ([`Redlock::acquire_many`]), `rwlock` ([`Redlock::acquire_read`], [`Redlock::acquire_write`]),
 //!   `renewed` ([`RenewedLock`], [`RenewPolicy`]), `scoped` ([`Redlock::with_lock`], [`LockContext`]),
-//!   `owner` ([`LockOwner`], reentrant holds). `kinds/mod.rs` is what the engine knows of a kind (a
-//!   `Spec`) and the list of kinds.
+//!   `owner` ([`LockOwner`], reentrant holds); `spec` is what the engine knows of a kind (a `Spec`, a
+//!   lock's `Kind`, an acquire's `Target`), and `kinds/mod.rs` lists the kinds.
 //! - `watchdog/`: the schedule of renewed locks (a timer heap, in `watchdog/mod.rs`), `task` (the loop
 //!   renewing every due lock; a failed round is retried while validity remains), `entry` (one renewed
 //!   lock's record), `round` (one renewal round — for one lock, or coalesced: one extend call per node
@@ -34,7 +34,8 @@
 //!   node: `read`, `write`), `fred` (feature `fred`; also every Cluster and Sentinel node set:
 //!   `settings`, `identity`, `scripts`), `subscriber` (release notifications), `connect` (TCP + TLS +
 //!   handshake), `resp` (command encoding), `bounded` (reply framing with depth and size bounds, so a
-//!   hostile node cannot abort the process or exhaust its memory), `test_scripts` (tests only).
+//!   hostile node cannot abort the process or exhaust its memory; its tests in `bounded_tests`),
+//!   `test_scripts` (two scripts for the transport's own tests; fred's tests in `fred/tests`).
 //! - `lock`: [`Lock`], what acquire returns; its fields are private, its rules behind methods.
 //! - [`config`], [`builder`]: every knob with its default; validation into typed errors.
 //! - [`error`]: [`LockError`] and [`NodeError`].

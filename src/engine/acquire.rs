@@ -16,7 +16,7 @@ use crate::algo::value::LockValue;
 use crate::algo::verdict::acquire_error;
 use crate::error::LockError;
 use crate::kinds::exclusive::MARK_WAITING;
-use crate::kinds::{script_cmd, Target};
+use crate::kinds::spec::{script_cmd, Target};
 use crate::lock::{Grant, Lock};
 use crate::observe::Op;
 use crate::transport::subscriber::Subscription;

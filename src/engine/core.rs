@@ -25,7 +25,7 @@ use crate::algo::quorum::{Tally, Vote};
 use crate::algo::timing::millis;
 use crate::config::Settings;
 use crate::error::LockError;
-use crate::kinds::{Kind, Target};
+use crate::kinds::spec::{Kind, Target};
 use crate::lock::Lock;
 use crate::observe::Metrics;
 use crate::transport::subscriber::Notifier;

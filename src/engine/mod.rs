@@ -1,5 +1,6 @@
 //! The engine: [`Redlock`] (the handle callers hold) over [`core::Core`] (what every round works on).
 //!
+//! - `start`: [`Redlock::new`] — validation, connecting, the handshake's script list (every kind's).
 //! - `core`: [`core::Core`] — nodes, settings, admission, local queues, metrics, release re-sender,
 //!   the watchdog's schedule; input validation and what every round needs before its fan-out.
 //! - `acquire`: the attempt loop every lock kind shares — local queue, attempts, pauses cut short by
@@ -15,10 +16,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Config;
 use crate::error::LockError;
 use crate::lock::Lock;
-use crate::transport;
 
 pub(crate) mod acquire;
 pub(crate) mod admission;
@@ -26,6 +25,7 @@ pub(crate) mod core;
 pub(crate) mod fanout;
 pub(crate) mod release;
 pub(crate) mod release_retry;
+mod start;
 pub(crate) mod waitq;
 
 /// A Redlock engine over a fixed set of independent Redis masters. Cheap to clone (one `Arc`).
@@ -35,42 +35,9 @@ pub struct Redlock {
 }
 
 impl Redlock {
-    /// Validates `config` and connects to every node concurrently.
-    ///
-    /// Waits at most `connect_timeout` for the first connections. An unreachable node is not an error
-    /// here: it starts disconnected, votes "failed" until it comes back, and reconnects in the background.
-    /// Invalid configuration (no nodes, a malformed URL, a duplicate node, a factor out of range) is, and
-    /// so is a node its transport cannot serve at all ([`LockError::Node`]).
-    pub async fn new(config: Config) -> Result<Self, LockError> {
-        let mut settings = config.validate()?;
-        settings.connect.scripts = crate::kinds::scripts();
-        let connects = settings
-            .nodes
-            .iter()
-            .map(|addr| transport::connect(settings.transport, addr.clone(), &settings.connect));
-        let nodes = futures::future::join_all(connects).await;
-        if let Some((index, source)) = nodes
-            .iter()
-            .enumerate()
-            .find_map(|(index, node)| Some((index, node.setup_error()?)))
-        {
-            return Err(LockError::Node { index, source });
-        }
-        // One server behind two names (localhost and 127.0.0.1, say) would vote twice.
-        let mut seen = std::collections::HashMap::new();
-        for (index, node) in nodes.iter().enumerate() {
-            if let Some(run_id) = node.run_id() {
-                if let Some(first) = seen.insert(run_id, index) {
-                    return Err(LockError::InvalidConfig(format!(
-                        "nodes {first} and {index} are the same Redis server (same run_id); \
-                         Redlock needs independent nodes"
-                    )));
-                }
-            }
-        }
-        Ok(Self {
-            core: core::Core::new(settings, nodes),
-        })
+    /// An engine over `core` (see `start`).
+    pub(crate) fn from_core(core: Arc<core::Core>) -> Self {
+        Self { core }
     }
 
     /// What every round works on.
@@ -85,7 +52,7 @@ impl Redlock {
 
     /// The smoothed round-trip time to each node (configuration order), as this engine measures it on
     /// its own connections: `None` before the first reply, and for nodes carried by fred. The default
-    /// node deadline follows these (see [`Config::node_timeout`]).
+    /// node deadline follows these (see [`crate::Config::node_timeout`]).
     pub fn rtt_estimates(&self) -> Vec<Option<Duration>> {
         self.core
             .nodes()
@@ -114,7 +81,7 @@ impl Redlock {
     /// background).
     ///
     /// With the local queue on and another task of this process waiting for the resource, the lock may
-    /// instead be handed to that task (see [`Config::max_local_handoffs`]); this then returns `Ok` without
+    /// instead be handed to that task (see [`crate::Config::max_local_handoffs`]); this then returns `Ok` without
     /// a round trip.
     pub async fn release(&self, lock: Lock) -> Result<(), LockError> {
         self.core.release(lock).await

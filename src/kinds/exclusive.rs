@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::{Kind, Spec};
+use super::spec::{Kind, Spec};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;

@@ -39,7 +39,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 
 use super::exclusive::{EXTEND, RELEASE, RELEASE_NOTIFY};
-use super::{script_cmd, Kind, Spec};
+use super::spec::{script_cmd, Kind, Spec};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::release::HeldGuard;

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::{script_cmd, Kind, Spec, Target};
+use super::spec::{script_cmd, Kind, Spec, Target};
 use crate::addr::Topology;
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;

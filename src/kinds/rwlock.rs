@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use super::exclusive::{EXTEND, RELEASE, RELEASE_NOTIFY};
-use super::{script_cmd, Kind, Spec};
+use super::spec::{script_cmd, Kind, Spec};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;

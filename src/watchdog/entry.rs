@@ -8,8 +8,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::COALESCE_WINDOW;
 use crate::lock::Lock;
+
+/// How early a renewal may start to share its round with renewals due now (see
+/// [`Entry::coalesce_window`]): renewing early is always safe, and locks renewed together stay
+/// together, since each one's next renewal counts from its round's start.
+pub(crate) const COALESCE_WINDOW: Duration = Duration::from_millis(2);
 
 #[derive(Debug)]
 pub(crate) struct Entry {

@@ -21,7 +21,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -30,11 +29,6 @@ pub(crate) mod round;
 pub(crate) mod task;
 
 use entry::Entry;
-
-/// How early a renewal may start to share its round with renewals due now (see
-/// `Entry::coalesce_window`): renewing early is always safe, and locks renewed together stay
-/// together, since each one's next renewal counts from its round's start.
-pub(crate) const COALESCE_WINDOW: Duration = Duration::from_millis(2);
 
 /// The engine's schedule of renewed locks; whether its (lazily started) task runs.
 #[derive(Debug, Default)]

@@ -8,7 +8,8 @@ use std::sync::{Arc, Weak};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::{round, COALESCE_WINDOW};
+use super::entry::COALESCE_WINDOW;
+use super::round;
 use crate::engine::core::Core;
 
 /// The watchdog loop; ends when the engine is gone, or when nothing is scheduled or in flight (the

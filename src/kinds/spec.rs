@@ -1,0 +1,145 @@
+//! What the engine knows of a kind of lock: its [`Spec`], a lock's [`Kind`] (a `Spec` and its one
+//! number) and an acquire's [`Target`]. Each kind's file defines its `Spec`; the engine and [`Lock`]
+//! only ever ask the `Spec`.
+//!
+//! [`Lock`]: crate::Lock
+
+use std::fmt;
+
+use crate::algo::quorum::Vote;
+use crate::algo::value::LockValue;
+use crate::transport::{Args, Cmd, Keys, NodeResult, Script};
+
+/// What a kind of lock is, as the engine sees it.
+#[derive(Debug)]
+pub(crate) struct Spec {
+    /// For `Debug`.
+    pub(crate) name: &'static str,
+    /// The command an attempt sends: `(keys, value, ttl_ms, arg)` (`arg`: see [`Kind`]).
+    pub(crate) acquire: fn(&Keys, LockValue, u64, u64) -> Cmd,
+    /// How an acquire reply votes.
+    pub(crate) vote: fn(NodeResult) -> Vote,
+    /// The owner-checked release script.
+    pub(crate) release: &'static Script,
+    /// The release that also publishes it for waiters in other processes (or `release` again).
+    pub(crate) release_notify: &'static Script,
+    /// The owner-checked extend script (`ARGV[2]`: the new TTL in ms).
+    pub(crate) extend: &'static Script,
+    /// Whose extend is `exclusive::EXTEND` on the first key alone, so the watchdog may coalesce it with
+    /// others into one `exclusive::EXTEND_MANY` call per node.
+    pub(crate) extends_first_key: bool,
+    /// What a writer sends when it gives up, so its intent stops holding readers back: `(keys, arg)`.
+    pub(crate) give_up: Option<fn(&Keys, u64) -> Cmd>,
+    /// The resource's other keys, after its own: `prefix{resource}` + each suffix.
+    pub(crate) suffixes: &'static [&'static [u8]],
+    /// Whether waiters queue in-process: exclusive holders do; readers share, and multi-resource locks
+    /// span several queues.
+    pub(crate) queues_locally: bool,
+    /// Whether a release may hand the lock to a local waiter (not a fenced lock: its token belongs to
+    /// one holder, and the next holder needs a larger one).
+    pub(crate) hands_off: bool,
+    /// Whether every key is a resource of its own (multi-resource locks).
+    pub(crate) multi_resource: bool,
+    /// Whether holders share the resource (readers).
+    pub(crate) shared: bool,
+    /// Every script this kind sends, for the handshake.
+    pub(crate) scripts: &'static [&'static Script],
+}
+
+/// One lock's kind: its [`Spec`], and the one number some kinds carry (a reader limit, a writer's
+/// ticket).
+#[derive(Clone, Copy)]
+pub(crate) struct Kind {
+    spec: &'static Spec,
+    arg: u64,
+}
+
+/// What one acquire is for: the kind of lock and its keys (prefix included).
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) kind: Kind,
+    pub(crate) keys: Keys,
+}
+
+impl Kind {
+    pub(crate) fn new(spec: &'static Spec, arg: u64) -> Self {
+        Self { spec, arg }
+    }
+
+    pub(crate) fn spec(self) -> &'static Spec {
+        self.spec
+    }
+
+    /// Whether both are the same kind (whatever their `arg`).
+    pub(crate) fn same_as(self, other: Kind) -> bool {
+        std::ptr::eq(self.spec, other.spec)
+    }
+
+    pub(crate) fn acquire_cmd(self, keys: &Keys, value: LockValue, ttl_ms: u64) -> Cmd {
+        (self.spec.acquire)(keys, value, ttl_ms, self.arg)
+    }
+
+    pub(crate) fn acquire_vote(self) -> fn(NodeResult) -> Vote {
+        self.spec.vote
+    }
+
+    /// The release command; `notify` also publishes the release for waiters in other processes.
+    pub(crate) fn release_cmd(self, keys: &Keys, value: LockValue, notify: bool) -> Cmd {
+        let script = if notify {
+            self.spec.release_notify
+        } else {
+            self.spec.release
+        };
+        script_cmd(script, keys, value, Args::NONE)
+    }
+
+    /// The extend command, to `ttl_ms` from when the node runs it.
+    pub(crate) fn extend_cmd(self, keys: &Keys, value: LockValue, ttl_ms: u64) -> Cmd {
+        script_cmd(self.spec.extend, keys, value, Args::of(&[ttl_ms]))
+    }
+
+    pub(crate) fn give_up_cmd(self, keys: &Keys) -> Option<Cmd> {
+        self.spec.give_up.map(|cmd| cmd(keys, self.arg))
+    }
+
+    pub(crate) fn extends_first_key(self) -> bool {
+        self.spec.extends_first_key
+    }
+
+    pub(crate) fn queues_locally(self) -> bool {
+        self.spec.queues_locally
+    }
+
+    pub(crate) fn hands_off(self) -> bool {
+        self.spec.hands_off
+    }
+
+    pub(crate) fn multi_resource(self) -> bool {
+        self.spec.multi_resource
+    }
+
+    pub(crate) fn shared(self) -> bool {
+        self.spec.shared
+    }
+}
+
+impl fmt::Debug for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.spec.name)
+    }
+}
+
+/// `EVALSHA script` on `keys`, with the lock value and `args`.
+pub(crate) fn script_cmd(
+    script: &'static Script,
+    keys: &Keys,
+    value: LockValue,
+    args: Args,
+) -> Cmd {
+    Cmd::Script {
+        script,
+        keys: keys.clone(),
+        value,
+        args,
+    }
+}
