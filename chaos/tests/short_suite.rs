@@ -30,8 +30,9 @@ fn the_short_suite_passes() {
     ] {
         assert!(text.contains(&format!("scenario {name}: grants")), "{name}");
     }
-    // Scenario 15 is opt-in (an open finding, see `scenarios::OPT_IN`).
-    assert!(!text.contains("scenario 15-renewed-under-load"));
+    // Renewed locks under load and a kill -9: back in the short set once it stopped finding false
+    // losses (see chaos/README.md).
+    assert!(text.contains("scenario 15-renewed-under-load: grants"));
 }
 
 #[test]

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 name="${1:-main}"
 out=results/benches
-cmd=(cargo bench --bench logic --bench e2e -- --save-baseline "$name")
+cmd=(cargo bench --features fred --bench logic --bench e2e -- --save-baseline "$name")
 
 scripts/with-redis true # install redis-server first, so the install is not part of the run
 dirty=""
