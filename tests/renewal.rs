@@ -85,8 +85,10 @@ async fn coalesced_renewals_answer_for_each_lock_on_its_own() {
         tokio::time::sleep(Duration::from_millis(400)).await;
         let renewals: u32 = locks.iter().map(|l| l.renewals()).sum();
         let calls = evalsha_calls(&cluster[0]) - calls_before;
+        // Without coalescing every renewal is its own call (measured: 254 renewals, 254 calls); with
+        // it, 3.8-6 per call here depending on how the renewals' starts spread.
         assert!(
-            u64::from(renewals) > 4 * calls,
+            u64::from(renewals) > 2 * calls,
             "{renewals} renewals took {calls} script calls on one node: not coalesced"
         );
         for i in 0..120 {
