@@ -150,6 +150,12 @@ impl Builder {
         self
     }
 
+    /// See [`Config::clock_guard`]. Off only to measure its cost, or to show the hazard it covers.
+    pub fn clock_guard(mut self, on: bool) -> Self {
+        self.config.clock_guard = on;
+        self
+    }
+
     /// See [`Config::local_queue`].
     pub fn local_queue(mut self, on: bool) -> Self {
         self.config.local_queue = on;

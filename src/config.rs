@@ -85,6 +85,12 @@ pub struct Config {
     /// a majority restart means no lock for `max_ttl`, and neither does a node set started less than
     /// `max_ttl` ago. Default: `true`.
     pub quarantine: bool,
+    /// Clock-jump guard: every acquire round first reads each node's `TIME` in the same pipeline, and a
+    /// node whose wall clock moved faster than this process's monotonic clock by more than
+    /// `drift_factor` (it expires keys early: an operator's step, an NTP step, a VM resumed from a
+    /// snapshot) does not vote for `max_ttl`. See the README's clock-jump section for what it assumes.
+    /// Default: `true`.
+    pub clock_guard: bool,
     /// With `local_queue`: how many times in a row a lock may be handed to a waiting task of this
     /// process without releasing it on the nodes (0 disables hand-off). Default: 4.
     pub max_local_handoffs: u32,
@@ -111,6 +117,7 @@ impl Default for Config {
             retry_jitter: Duration::from_millis(50),
             acquire_timeout: None,
             max_ttl: Duration::from_secs(60),
+            clock_guard: true,
             max_resource_len: 1024,
             connect_timeout: Duration::from_secs(1),
             max_pending: 65_536,
@@ -289,6 +296,13 @@ impl Config {
                 // not after a 2 s backoff; a refused connect on a LAN costs microseconds.
                 reconnect_max: Duration::from_millis(250),
                 quarantine: self.quarantine.then_some(self.max_ttl),
+                clock_guard: self
+                    .clock_guard
+                    .then_some(crate::algo::clock::GuardSettings {
+                        drift: self.drift_factor,
+                        slack: crate::algo::clock::SLACK,
+                        hold: self.max_ttl,
+                    }),
                 tls,
                 limits: crate::transport::bounded::Limits {
                     max_size: self.max_reply_size,

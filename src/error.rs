@@ -179,6 +179,10 @@ pub enum NodeError {
     /// The node restarted recently (or its `run_id` changed): its answers do not vote until it has
     /// been up for the maximum lock lifetime.
     Quarantined,
+    /// The node's wall clock jumped forward (the clock guard saw its `TIME` outrun this process's
+    /// monotonic clock): it may have expired keys early, so its answers do not vote for the maximum
+    /// lock lifetime.
+    ClockJump,
 }
 
 impl fmt::Display for NodeError {
@@ -192,6 +196,7 @@ impl fmt::Display for NodeError {
             Self::Protocol(msg) => write!(f, "protocol error: {msg}"),
             Self::Connect(msg) => write!(f, "connect failed: {msg}"),
             Self::Quarantined => f.write_str("quarantined after a restart"),
+            Self::ClockJump => f.write_str("its wall clock jumped forward: not voting for max_ttl"),
         }
     }
 }

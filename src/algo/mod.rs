@@ -6,10 +6,12 @@
 //! - `timing`: validity = TTL − elapsed − drift, node deadlines.
 //! - `retry`: the random pause between attempts, and the time budget of an acquire's retries.
 //! - `rtt`: a node's round-trip estimate (smoothed RTT + 4 x variation, as TCP).
+//! - `clock`: the clock-jump guard's rule — does a node's wall clock move with our monotonic clock?
 //! - `quarantine`: crashed-node quarantine — no vote from a node younger than `max_ttl`.
 //! - `keys`: the key layout — `prefix{resource}`, so a lock's keys share one Cluster hash slot.
 //! - `value`: the 20-byte random lock value (a bearer secret, never printed).
 
+pub(crate) mod clock;
 pub(crate) mod keys;
 pub(crate) mod quarantine;
 pub(crate) mod quorum;

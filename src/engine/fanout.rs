@@ -180,7 +180,7 @@ pub(crate) async fn run(
             } else {
                 // Sent all the same (a release must reach it too); only its answer does not count.
                 drop(pending);
-                count.fail(index, NodeError::Quarantined);
+                count.fail(index, node.silenced_by());
             }
         }
     });
@@ -194,7 +194,15 @@ pub(crate) async fn run(
             match Pin::new(pending).poll(cx) {
                 Poll::Ready(reply) => {
                     *slot = None;
-                    if count.reply(index, reply) != Decision::Open && early {
+                    // The clock guard reads the node's `TIME` just before an acquire, in the same
+                    // pipeline, and judges it before this reply is handed over: a jump it saw
+                    // silences the node now, so this round does not count the vote.
+                    let decided = if nodes[index].votes() {
+                        count.reply(index, reply)
+                    } else {
+                        count.fail(index, nodes[index].silenced_by())
+                    };
+                    if decided != Decision::Open && early {
                         return Poll::Ready(());
                     }
                 }

@@ -287,8 +287,33 @@ fn to_reply(frame: Bytes) -> NodeResult {
         b':' => Ok(Reply::Int(parse_int(&frame[1..line_end]).unwrap_or(0))),
         b'$' if frame[1] == b'-' => Ok(Reply::Nil),
         b'$' => Ok(Reply::Data(frame.slice(line_end + 2..frame.len() - 2))),
+        b'*' => Ok(time_reply(&frame).map_or(Reply::Other, Reply::Time)),
         _ => Ok(Reply::Other),
     }
+}
+
+/// A `TIME` reply: `*2`, then two bulk strings of 1-19 digits (seconds, then microseconds below one
+/// million), as microseconds since the Unix epoch. Any other array is `None`.
+fn time_reply(frame: &[u8]) -> Option<i64> {
+    let rest = frame.strip_prefix(b"*2\r\n")?;
+    let (secs, rest) = bulk_digits(rest)?;
+    let (micros, rest) = bulk_digits(rest)?;
+    if !rest.is_empty() || micros >= 1_000_000 {
+        return None;
+    }
+    secs.checked_mul(1_000_000)?.checked_add(micros)
+}
+
+/// One `$len\r\n<digits>\r\n` at the start of `buf`: its value and what follows.
+fn bulk_digits(buf: &[u8]) -> Option<(i64, &[u8])> {
+    let rest = buf.strip_prefix(b"$")?;
+    let nl = memchr(b'\r', rest)?;
+    let len: usize = std::str::from_utf8(&rest[..nl]).ok()?.parse().ok()?;
+    let body = rest.get(nl + 2..nl + 2 + len)?;
+    if body.is_empty() || !body.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some((parse_int(body)?, rest.get(nl + 4 + len..)?))
 }
 
 /// A length: `-1` (null) is `None`; other negatives, signs, blanks and non-digits are malformed.

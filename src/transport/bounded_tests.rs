@@ -51,6 +51,52 @@ fn real_replies_scan_complete_at_their_length_and_incomplete_before() {
     }
 }
 
+/// What a `TIME` reply means, read with the reference decoder.
+fn time_of(items: &[redis_protocol::resp2::types::BytesFrame]) -> Option<i64> {
+    use redis_protocol::resp2::types::BytesFrame as F;
+    let num = |f: &F| match f {
+        F::BulkString(b) if !b.is_empty() && b.iter().all(u8::is_ascii_digit) => {
+            std::str::from_utf8(b).ok()?.parse::<i64>().ok()
+        }
+        _ => None,
+    };
+    match items {
+        [s, u] => {
+            let (s, u) = (num(s)?, num(u)?);
+            (u < 1_000_000).then_some(s * 1_000_000 + u)
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn reads_time_replies_and_nothing_else_as_time() {
+    let r = |b: &[u8]| {
+        Framer::new(SMALL)
+            .next_reply(&mut BytesMut::from(b))
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(
+        r(b"*2\r\n$10\r\n1700000000\r\n$6\r\n123456\r\n"),
+        Ok(Reply::Time(1_700_000_000_123_456))
+    );
+    assert_eq!(
+        r(b"*2\r\n$1\r\n5\r\n$1\r\n7\r\n"),
+        Ok(Reply::Time(5_000_007))
+    );
+    for other in [
+        &b"*2\r\n$1\r\n5\r\n$7\r\n1000000\r\n"[..],
+        b"*2\r\n$1\r\n5\r\n$2\r\n-7\r\n",
+        b"*2\r\n$1\r\n5\r\n:7\r\n",
+        b"*3\r\n$1\r\n5\r\n$1\r\n7\r\n$1\r\n7\r\n",
+        b"*1\r\n$1\r\n5\r\n",
+        b"*2\r\n$0\r\n\r\n$1\r\n7\r\n",
+    ] {
+        assert_eq!(r(other), Ok(Reply::Other), "{other:?}");
+    }
+}
+
 #[test]
 fn agrees_with_redis_protocol_on_real_replies() {
     for reply in real_replies() {
@@ -65,6 +111,9 @@ fn agrees_with_redis_protocol_on_real_replies() {
             F::BulkString(s) => Ok(Reply::Data(s)),
             F::Integer(i) => Ok(Reply::Int(i)),
             F::Null if reply[0] == b'$' => Ok(Reply::Nil),
+            F::Array(ref items) if time_of(items).is_some() => {
+                Ok(Reply::Time(time_of(items).unwrap()))
+            }
             F::Null | F::Array(_) => Ok(Reply::Other),
             F::Error(e) => Err(NodeError::Server(e.to_string())),
         };

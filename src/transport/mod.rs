@@ -67,6 +67,16 @@ pub(crate) enum Cmd {
 }
 
 impl Cmd {
+    /// Whether this command can grant a lock (`SET NX`, or an acquire-side script, the ones never
+    /// resent): the clock guard reads the node's `TIME` just before those.
+    pub(crate) fn is_acquire(&self) -> bool {
+        match self {
+            Self::SetNxPx { .. } => true,
+            Self::Script { script, .. } => !script.resend,
+            _ => false,
+        }
+    }
+
     /// The script this command runs, if it is a script call (resent as `EVAL` on `NOSCRIPT`).
     pub(crate) fn script(&self) -> Option<&'static Script> {
         match self {
@@ -159,6 +169,9 @@ pub(crate) enum Reply {
     Int(i64),
     /// A bulk string (fred: also a simple string, which its RESP2 values cannot tell apart).
     Data(Bytes),
+    /// A `TIME` reply (two bulk strings of digits: seconds, microseconds), as microseconds since the
+    /// Unix epoch (pipeline transport).
+    Time(i64),
     /// A simple string other than `OK` (pipeline transport). No command the engine sends answers one.
     Status(Bytes),
     /// Anything else (arrays); the algorithm never expects one.
@@ -174,6 +187,7 @@ impl Reply {
             Self::Int(_) => "integer",
             Self::Data(_) => "bulk string",
             Self::Status(_) => "status string",
+            Self::Time(_) => "TIME array",
             Self::Other => "array",
         }
     }
@@ -213,6 +227,11 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
 
     /// Whether the node's answers count toward quorums now (false while it is quarantined).
     fn votes(&self) -> bool;
+
+    /// Why the node does not vote when [`votes`](Self::votes) is false.
+    fn silenced_by(&self) -> NodeError {
+        NodeError::Quarantined
+    }
 
     /// The server's `run_id`, when known (read with quarantine on).
     fn run_id(&self) -> Option<String>;
@@ -314,6 +333,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) reconnect_max: std::time::Duration,
     /// Crashed-node quarantine: `Some(max lock lifetime)` when on.
     pub(crate) quarantine: Option<std::time::Duration>,
+    /// The clock-jump guard (engine's own connections): `Some` when on.
+    pub(crate) clock_guard: Option<crate::algo::clock::GuardSettings>,
     /// TLS client settings, present when some node is `rediss://`.
     pub(crate) tls: Option<connect::TlsSettings>,
     /// How much one node may make a connection buffer (the engine's own connections; see `bounded`).

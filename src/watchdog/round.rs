@@ -219,9 +219,16 @@ fn not_renewed(entry: &Entry) -> Instant {
 }
 
 /// Whether the round's refusals alone rule out a majority: more nodes said "gone" or "someone
-/// else's" than a quorum can spare. Failures (timeouts, errors) never count here: they may pass.
+/// else's" than a quorum can spare. Failures (timeouts, errors) never count here: they may pass. A
+/// node whose clock jumped forward counts as "gone": it may have expired the key early, and it will
+/// not vote again for longer than the lock can stay valid, so a lock that needs it is lost now.
 fn cannot_win(tally: &Tally) -> bool {
-    tally.gone + tally.taken > tally.nodes - quorum(tally.nodes)
+    let jumped = tally
+        .failures
+        .iter()
+        .filter(|(_, e)| *e == crate::error::NodeError::ClockJump)
+        .count();
+    tally.gone + tally.taken + jumped > tally.nodes - quorum(tally.nodes)
 }
 
 /// When to try again after a renewal round that did not win: shortly (an eighth of the interval,

@@ -66,6 +66,7 @@ fn opts(connect_timeout_ms: u64) -> ConnectOptions {
         reconnect_min: Duration::from_millis(20),
         reconnect_max: Duration::from_millis(200),
         quarantine: None,
+        clock_guard: None,
         tls: None,
         limits: Default::default(),
         scripts: &[],

@@ -13,8 +13,8 @@
 //!   has its connection closed; the requests on it fail with a [`NodeError::Protocol`] naming the node
 //!   and the bound, which also stays the node's last error until it reconnects (with backoff).
 //!
-//! Files: this one (the handle, the request queue), `write` (the writer, reconnects) and `read` (the
-//! reader).
+//! Files: this one (the handle, the request queue), `write` (the writer, reconnects), `read` (the
+//! reader) and `clock` (the clock guard's `TIME` readings).
 //! - **Fail fast.** While disconnected, requests fail at once with [`NodeError::Disconnected`]; a full queue
 //!   fails with [`NodeError::Backpressure`]. Reconnects run in the background with exponential backoff and
 //!   jitter, so a dead node never blocks a caller.
@@ -34,11 +34,13 @@ use super::connect::{open, Stream};
 use super::resp::encode_cmd;
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending};
 use crate::addr::NodeAddr;
+use crate::algo::clock::ClockWatch;
 use crate::algo::quarantine::{Quarantine, ServerIdentity};
 use crate::algo::rtt::RttEstimate;
 use crate::error::NodeError;
 use tokio::time::Instant;
 
+mod clock;
 mod read;
 mod write;
 use read::read_loop;
@@ -58,6 +60,8 @@ struct Shared {
     wake_writer: Notify,
     /// Whether this node votes, from the identity each (re)connect reads.
     quarantine: Quarantine,
+    /// The clock-jump guard's view of the node's clock (`TIME` before each acquire).
+    clock: ClockWatch,
     /// Round-trip estimate: one sample per written batch (see `State::probe`).
     rtt: RttEstimate,
     /// `State::pending.len()`, readable without the lock (admission control looks at it per round).
@@ -123,6 +127,7 @@ impl PipelineNode {
             }),
             wake_writer: Notify::new(),
             quarantine: Quarantine::new(opts.quarantine),
+            clock: ClockWatch::new(opts.clock_guard),
             rtt: RttEstimate::default(),
             backlog: AtomicUsize::new(0),
             shutdown: CancellationToken::new(),
@@ -170,7 +175,15 @@ impl NodeClient for PipelineNode {
     }
 
     fn votes(&self) -> bool {
-        self.shared.quarantine.votes()
+        self.shared.quarantine.votes() && self.shared.clock.votes()
+    }
+
+    fn silenced_by(&self) -> NodeError {
+        if self.shared.clock.votes() {
+            NodeError::Quarantined
+        } else {
+            NodeError::ClockJump
+        }
     }
 
     fn run_id(&self) -> Option<String> {
@@ -216,6 +229,9 @@ impl Future for Waiter {
 #[derive(Debug)]
 struct Slot {
     tx: oneshot::Sender<NodeResult>,
+    /// For the clock guard's `TIME` (sent just before an acquire): when it was queued. The reader
+    /// judges its reply itself, before it completes the acquire behind it.
+    clock: Option<Instant>,
     /// For scripts: the command again, to resend as `EVAL` if the node answers `NOSCRIPT`. The reader
     /// does this, not the waiter, so fire-and-forget releases recover too.
     script: Option<Cmd>,
@@ -279,11 +295,20 @@ impl Shared {
             return Err(NodeError::Backpressure);
         }
         let wake = st.out.is_empty();
+        if self.clock.enabled() && !eval_source && cmd.is_acquire() {
+            // In the same write as the acquire and answered just before it: a jump this sample
+            // shows stops the node's vote before the acquire's reply can count.
+            clock::queue_sample(&mut st);
+        }
         match encoded {
             Some(frame) => st.out.extend_from_slice(frame),
             None => encode_cmd(&mut st.out, cmd, eval_source),
         }
-        st.pending.push_back(Slot { tx, script });
+        st.pending.push_back(Slot {
+            tx,
+            script,
+            clock: None,
+        });
         st.queued += 1;
         self.backlog.store(st.pending.len(), Ordering::Relaxed);
         st.unsent += 1;
@@ -328,6 +353,11 @@ impl Shared {
                 tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
                 tokio::spawn(write_loop(self.clone(), wr, generation, token));
             }
+        }
+        if self.clock.enabled() {
+            // A first reading at connect, so a jump before this engine's first acquire shows too.
+            clock::queue_sample(&mut self.lock());
+            self.wake_writer.notify_one();
         }
     }
 

@@ -93,6 +93,9 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
 
 /// Hands one reply to its request, resending a script once as `EVAL` on `NOSCRIPT`.
 fn complete(shared: &Arc<Shared>, generation: u64, slot: Slot, reply: NodeResult) {
+    if let Some(sent) = slot.clock {
+        return super::clock::judge(shared, sent, reply);
+    }
     match (
         &reply,
         slot.script.as_ref().and_then(|c| Some((c.script()?, c))),

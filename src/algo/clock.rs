@@ -1,0 +1,233 @@
+//! The clock-jump rule: does a node's wall clock move with our monotonic clock? Pure logic; the
+//! transport feeds it `TIME` samples.
+//!
+//! Redis expires keys by its **wall clock**. A node whose clock is stepped forward (an operator, an NTP
+//! step, a VM resumed from a snapshot) drops every lock key at once, while their holders still count
+//! that node's vote: another client can then win a majority that includes it. Stepped backward, keys
+//! live longer (liveness only).
+//!
+//! A sample is the node's `TIME` with the local monotonic instants just before its request was written
+//! (`sent`) and just after its reply was read (`received`): the node ran the command somewhere in
+//! between. For two samples, the local time between the two executions therefore lies in
+//! `[second.sent - first.received, second.received - first.sent]`, whatever queueing delayed either.
+//! The node's clock may run at most `drift` (a fraction) faster or slower than ours, plus `slack` for
+//! its granularity. So:
+//! - a **forward jump**: `node_elapsed > widest * (1 + drift) + slack`;
+//! - a **backward jump**: `node_elapsed < narrowest * (1 - drift) - slack`.
+//!
+//! Both tests only get looser when the samples are slow to come back: a slow node, a congested
+//! runtime or a long gap between samples never looks like a jump. Why the monotonic instants can be
+//! trusted: they come from this process's `CLOCK_MONOTONIC`, which is never stepped.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How the guard judges and what it does: the drift bound, the slack for the node's clock granularity,
+/// and how long a node whose clock jumped forward does not vote (the maximum lock lifetime: every key
+/// it held at the jump has expired by then, whatever its clock says, and so has every lock that counted
+/// its vote).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GuardSettings {
+    pub(crate) drift: f64,
+    pub(crate) slack: Duration,
+    pub(crate) hold: Duration,
+}
+
+/// Slack for the node's clock: Redis expires keys by a millisecond clock cached per command.
+pub(crate) const SLACK: Duration = Duration::from_millis(2);
+
+/// One node's clock, as its connection has seen it.
+#[derive(Debug)]
+pub(crate) struct ClockWatch {
+    /// `None`: the guard is off.
+    settings: Option<GuardSettings>,
+    state: Mutex<WatchState>,
+}
+
+#[derive(Debug, Default)]
+struct WatchState {
+    last: Option<Sample>,
+    /// No vote until then: the node's clock jumped forward.
+    held_until: Option<Instant>,
+}
+
+impl ClockWatch {
+    pub(crate) fn new(settings: Option<GuardSettings>) -> Self {
+        Self {
+            settings,
+            state: Mutex::new(WatchState::default()),
+        }
+    }
+
+    /// Whether the guard samples this node's clock.
+    pub(crate) fn enabled(&self) -> bool {
+        self.settings.is_some()
+    }
+
+    /// Judges a new sample against the previous one (kept across reconnects: the server's clock is the
+    /// same); a forward jump stops the node's votes for the hold.
+    pub(crate) fn observe(&self, sample: Sample) -> Verdict {
+        let Some(settings) = self.settings else {
+            return Verdict::Steady;
+        };
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let verdict = st.last.map_or(Verdict::Steady, |last| {
+            judge(last, sample, settings.drift, settings.slack)
+        });
+        if let Verdict::Forward(_) = verdict {
+            st.held_until = Some(sample.received + settings.hold);
+        }
+        st.last = Some(sample);
+        verdict
+    }
+
+    /// Whether the node's answers may vote now (no forward jump within the hold).
+    pub(crate) fn votes(&self) -> bool {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.held_until.is_none_or(|until| Instant::now() >= until)
+    }
+}
+
+/// One reading of a node's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sample {
+    /// The node's `TIME`, in microseconds since the Unix epoch (its wall clock).
+    pub(crate) node_us: i64,
+    /// Just before the request could reach the node.
+    pub(crate) sent: Instant,
+    /// Just after the reply was read.
+    pub(crate) received: Instant,
+}
+
+/// What two samples say about the node's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Within the drift bound.
+    Steady,
+    /// Ahead of where it may be by this much: keys expired early.
+    Forward(Duration),
+    /// Behind where it may be by this much: keys live longer than their TTL.
+    Backward(Duration),
+}
+
+/// Judges `second` against `first` (taken earlier on the same connection).
+pub(crate) fn judge(first: Sample, second: Sample, drift: f64, slack: Duration) -> Verdict {
+    let node = second.node_us.saturating_sub(first.node_us);
+    let widest = second.received.saturating_duration_since(first.sent);
+    let narrowest = second.sent.saturating_duration_since(first.received);
+    let most = micros(widest.mul_f64(1.0 + drift) + slack);
+    let least = micros(narrowest.mul_f64((1.0 - drift).max(0.0))) - micros(slack);
+    if node > most {
+        Verdict::Forward(Duration::from_micros((node - most) as u64))
+    } else if node < least {
+        Verdict::Backward(Duration::from_micros((least - node) as u64))
+    } else {
+        Verdict::Steady
+    }
+}
+
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(base: Instant, ms: u64) -> Instant {
+        base + Duration::from_millis(ms)
+    }
+
+    fn sample(base: Instant, node_ms: i64, sent: u64, received: u64) -> Sample {
+        Sample {
+            node_us: 1_700_000_000_000_000 + node_ms * 1000,
+            sent: at(base, sent),
+            received: at(base, received),
+        }
+    }
+
+    #[test]
+    fn a_clock_in_step_is_steady_whatever_the_queueing() {
+        let t = Instant::now();
+        let a = sample(t, 0, 0, 1);
+        // 1 s later, the node ran TIME anywhere within a 300 ms round trip.
+        for node_ms in [1000, 1150, 1299] {
+            let b = sample(t, node_ms, 1000, 1300);
+            assert_eq!(judge(a, b, 0.01, SLACK), Verdict::Steady, "{node_ms}");
+        }
+    }
+
+    #[test]
+    fn a_step_beyond_the_window_and_drift_is_a_jump() {
+        let t = Instant::now();
+        let a = sample(t, 0, 0, 1);
+        // Widest local gap 1001 ms; 1 % drift and 2 ms slack allow 1013 ms.
+        assert_eq!(
+            judge(a, sample(t, 1013, 1000, 1001), 0.01, SLACK),
+            Verdict::Steady
+        );
+        assert!(matches!(
+            judge(a, sample(t, 1015, 1000, 1001), 0.01, SLACK),
+            Verdict::Forward(d) if d <= Duration::from_millis(2)
+        ));
+        assert!(matches!(
+            judge(a, sample(t, 31_000, 1000, 1001), 0.01, SLACK),
+            Verdict::Forward(d) if d > Duration::from_secs(29)
+        ));
+        // Narrowest local gap 999 ms; the node must have advanced at least ~987 ms.
+        assert_eq!(
+            judge(a, sample(t, 988, 1000, 1001), 0.01, SLACK),
+            Verdict::Steady
+        );
+        assert!(matches!(
+            judge(a, sample(t, 900, 1000, 1001), 0.01, SLACK),
+            Verdict::Backward(_)
+        ));
+        assert!(matches!(
+            judge(a, sample(t, -5000, 1000, 1001), 0.01, SLACK),
+            Verdict::Backward(d) if d > Duration::from_secs(5)
+        ));
+    }
+
+    #[test]
+    fn a_forward_jump_stops_the_votes_for_the_hold_and_later_samples_judge_from_it() {
+        let t = Instant::now();
+        let hold = Duration::from_secs(60);
+        let watch = ClockWatch::new(Some(GuardSettings {
+            drift: 0.01,
+            slack: SLACK,
+            hold,
+        }));
+        assert_eq!(watch.observe(sample(t, 0, 0, 1)), Verdict::Steady);
+        assert!(watch.votes());
+        assert!(matches!(
+            watch.observe(sample(t, 60_000, 10, 11)),
+            Verdict::Forward(_)
+        ));
+        assert!(!watch.votes(), "a jumped node does not vote");
+        // The next sample is judged against the jumped one: steady again, still held.
+        assert_eq!(watch.observe(sample(t, 60_020, 30, 31)), Verdict::Steady);
+        assert!(!watch.votes());
+        let off = ClockWatch::new(None);
+        off.observe(sample(t, 0, 0, 1));
+        assert_eq!(off.observe(sample(t, 60_000, 10, 11)), Verdict::Steady);
+        assert!(off.votes() && !off.enabled());
+    }
+
+    #[test]
+    fn a_slow_skew_within_the_drift_bound_is_steady() {
+        let t = Instant::now();
+        let a = sample(t, 0, 0, 0);
+        // 0.5 % fast or slow over 100 s, with a 1 % bound.
+        assert_eq!(
+            judge(a, sample(t, 100_500, 100_000, 100_000), 0.01, SLACK),
+            Verdict::Steady
+        );
+        assert_eq!(
+            judge(a, sample(t, 99_500, 100_000, 100_000), 0.01, SLACK),
+            Verdict::Steady
+        );
+    }
+}

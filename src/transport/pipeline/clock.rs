@@ -1,0 +1,53 @@
+//! The clock guard's part of a connection: a `TIME` queued just before each acquire (and one at
+//! connect), and its reply judged by `crate::algo::clock` before the acquire's reply is handed over.
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::{Shared, Slot, State};
+use crate::algo::clock::{Sample, Verdict};
+use crate::transport::{NodeResult, Reply};
+
+/// Queues a `TIME` for the clock guard (see `Slot::clock`).
+pub(super) fn queue_sample(st: &mut State) {
+    st.out.extend_from_slice(b"*1\r\n$4\r\nTIME\r\n");
+    st.pending.push_back(Slot {
+        tx: oneshot::channel().0,
+        script: None,
+        clock: Some(Instant::now()),
+    });
+    st.queued += 1;
+    st.unsent += 1;
+}
+
+/// The clock guard's `TIME` reply: judged against the node's previous one. A reply that is not a
+/// `TIME` (an error, a hostile node) teaches nothing and changes nothing.
+pub(super) fn judge(shared: &Shared, sent: Instant, reply: NodeResult) {
+    let Ok(Reply::Time(node_us)) = reply else {
+        return;
+    };
+    let sample = Sample {
+        node_us,
+        sent,
+        received: Instant::now(),
+    };
+    match shared.clock.observe(sample) {
+        Verdict::Steady => {}
+        Verdict::Forward(ahead) => {
+            tracing::warn!(
+                node = %shared.addr,
+                ahead_ms = ahead.as_millis() as u64,
+                "node's wall clock jumped forward (its keys expire early): its votes do not count for max_ttl"
+            );
+            metrics::counter!("redlock_clock_jumps_total", "node" => shared.addr.to_string(), "direction" => "forward").increment(1);
+        }
+        Verdict::Backward(behind) => {
+            tracing::info!(
+                node = %shared.addr,
+                behind_ms = behind.as_millis() as u64,
+                "node's wall clock jumped backward (its keys live longer than their TTL)"
+            );
+            metrics::counter!("redlock_clock_jumps_total", "node" => shared.addr.to_string(), "direction" => "backward").increment(1);
+        }
+    }
+}
