@@ -66,7 +66,7 @@ pub struct Config {
     /// once, across every task using this engine. Past it, a round waits here, first come first
     /// served, **before** its validity clock starts, so a burst queues and slows down instead of
     /// turning this process's own backlog into node timeouts. A wait that outlasts the call's budget is
-    /// [`LockError::Overloaded`](crate::LockError::Overloaded). Must be above zero. Default: 1024.
+    /// [`crate::LockError::Overloaded`]. Must be above zero. Default: 1024.
     pub max_in_flight: usize,
     /// Most readers a read-write lock admits at once (must be above zero). Default: `u32::MAX`.
     pub max_readers: u32,

@@ -136,7 +136,8 @@ impl fmt::Display for LockError {
             Self::Node { index, source } => write!(f, "node {index}: {source}"),
             Self::Overloaded { waited } => write!(
                 f,
-                "overloaded: waited {waited:?} in this process's queue for a turn on the nodes                  (the nodes were not asked)"
+                "overloaded: waited {waited:?} in this process's queue for a turn on the nodes \
+                 (the nodes were not asked)"
             ),
             Self::Timeout { attempts } => {
                 write!(f, "acquire deadline passed after {attempts} attempts")
