@@ -72,7 +72,7 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
     // Spawned here, on the main thread, before any runtime exists (see `SpawnedNodes::start`).
     let spawned = match &plan.nodes {
         NodeSource::Spawn(n) => {
-            let nodes = SpawnedNodes::start(*n).map_err(failure(1))?;
+            let nodes = SpawnedNodes::start(*n, plan.persistence).map_err(failure(1))?;
             if !plan.quiet {
                 let ports: Vec<String> = nodes
                     .urls()

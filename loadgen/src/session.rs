@@ -137,7 +137,7 @@ pub async fn execute(
         },
         versions: Versions::with_redis(redis_version),
         node_source: match plan.nodes {
-            NodeSource::Spawn(_) => "spawned",
+            NodeSource::Spawn(_) => plan.persistence.node_source(),
             NodeSource::Existing(_) => "existing",
         },
         nodes: nodes.len(),

@@ -105,6 +105,12 @@ pub struct Options {
     /// Tokio runtime flavour. `current` measured faster on a 2-core machine (see results/README.md).
     #[arg(long, value_enum, default_value_t = RuntimeKind::Current)]
     pub runtime: RuntimeKind,
+    /// Durability of the spawned nodes: `none` (no AOF, no RDB: the default), or an AOF with
+    /// `appendfsync everysec` / `always` in a directory of the node's own under the system temp dir.
+    /// With `always` a node fsyncs before it replies, once per event-loop turn: pipelined commands
+    /// share it (group commit). Only for spawned nodes.
+    #[arg(long, value_enum, default_value_t = Persistence::None)]
+    pub persistence: Persistence,
     /// Write the results as one JSON document to this file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -142,6 +148,37 @@ impl ScenarioKind {
             Self::Held => Some(Kind::Held),
             Self::Overload => Some(Kind::Overload),
             Self::Standard | Self::Custom => None,
+        }
+    }
+}
+
+/// `--persistence`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Persistence {
+    /// No AOF, no RDB snapshots.
+    None,
+    /// AOF, `appendfsync everysec`.
+    Everysec,
+    /// AOF, `appendfsync always`.
+    Always,
+}
+
+impl Persistence {
+    /// The `appendfsync` setting, when the nodes keep an AOF.
+    pub fn appendfsync(self) -> Option<&'static str> {
+        match self {
+            Self::None => None,
+            Self::Everysec => Some("everysec"),
+            Self::Always => Some("always"),
+        }
+    }
+
+    /// How the report names spawned nodes of this kind.
+    pub fn node_source(self) -> &'static str {
+        match self {
+            Self::None => "spawned",
+            Self::Everysec => "spawned, appendfsync everysec",
+            Self::Always => "spawned, appendfsync always",
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::engines::{EngineKind, Waiting};
 use crate::overload::args::Spec;
 use crate::workload::{Scenario, Stop, Workload};
 
-use super::{Options, RuntimeKind, ScenarioKind};
+use super::{Options, Persistence, RuntimeKind, ScenarioKind};
 
 /// Where the nodes come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +33,8 @@ pub struct Plan {
     pub workload: Workload,
     /// Runtime flavour.
     pub runtime: RuntimeKind,
+    /// Durability of spawned nodes.
+    pub persistence: Persistence,
     /// `--json`.
     pub json: Option<PathBuf>,
     /// `--out`.
@@ -75,6 +77,12 @@ impl Options {
         } else {
             if self.nodes.iter().any(|u| u.trim().is_empty()) {
                 return Err("--nodes has an empty entry".into());
+            }
+            if self.persistence != Persistence::None {
+                return Err(
+                    "--persistence applies to spawned nodes: set appendfsync on --nodes yourself"
+                        .into(),
+                );
             }
             NodeSource::Existing(self.nodes.iter().map(|u| u.trim().to_string()).collect())
         };
@@ -204,6 +212,7 @@ impl Options {
             scenarios,
             workload,
             runtime: self.runtime,
+            persistence: self.persistence,
             json: self.json.clone(),
             out: self.out.clone(),
             quiet: self.quiet || self.worker_process,

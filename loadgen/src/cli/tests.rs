@@ -226,3 +226,17 @@ fn bad_input_is_one_line() {
         assert!(!err.contains('\n'), "{args:?}: not one line: {err}");
     }
 }
+
+#[test]
+fn persistence_is_for_spawned_nodes_and_off_by_default() {
+    assert_eq!(plan(&[]).unwrap().persistence, Persistence::None);
+    let p = plan(&["--persistence", "always"]).unwrap();
+    assert_eq!(p.persistence.appendfsync(), Some("always"));
+    assert_eq!(
+        plan(&["--persistence", "everysec"]).unwrap().persistence,
+        Persistence::Everysec
+    );
+    let err = plan(&["--persistence", "always", "--nodes", "redis://127.0.0.1:1"]).unwrap_err();
+    assert!(err.contains("spawned nodes"), "{err}");
+    assert!(plan(&["--persistence", "sometimes"]).is_err());
+}

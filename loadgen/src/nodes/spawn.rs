@@ -1,5 +1,6 @@
-//! Local redis-server processes for the embedded default: free loopback ports, no persistence, stopped by
-//! pid when [`SpawnedNodes`] is dropped — on a normal exit, an error, a panic (unwinding) or Ctrl-C.
+//! Local redis-server processes for the embedded default: free loopback ports, no persistence (or an AOF
+//! in a directory of each node's own with `--persistence`, removed with it), stopped by pid when
+//! [`SpawnedNodes`] is dropped — on a normal exit, an error, a panic (unwinding) or Ctrl-C.
 //!
 //! Belt and braces for the cases where no destructor runs (loadgen killed with SIGKILL): each child asks
 //! the kernel for SIGKILL when its parent thread dies (`PR_SET_PDEATHSIG`), and sits in its own process
@@ -8,11 +9,13 @@
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::addr::NodeUrl;
 use super::probe;
+use crate::cli::Persistence;
 
 /// What to tell a user without redis-server.
 pub const INSTALL_HINT: &str =
@@ -22,6 +25,9 @@ pub const INSTALL_HINT: &str =
 #[derive(Debug)]
 pub struct SpawnedNodes {
     nodes: Vec<(u16, Child)>,
+    persistence: Persistence,
+    /// The nodes' AOF directories (with `--persistence`), removed on drop.
+    dirs: Vec<PathBuf>,
 }
 
 impl SpawnedNodes {
@@ -29,7 +35,7 @@ impl SpawnedNodes {
     ///
     /// Call it from the main thread: `PR_SET_PDEATHSIG` fires when the *thread* that spawned a child
     /// exits, and the main thread lives as long as the process.
-    pub fn start(n: usize) -> Result<Self, String> {
+    pub fn start(n: usize, persistence: Persistence) -> Result<Self, String> {
         let version = Command::new("redis-server")
             .arg("--version")
             .stdout(Stdio::null())
@@ -42,6 +48,8 @@ impl SpawnedNodes {
         }
         let mut set = Self {
             nodes: Vec::with_capacity(n),
+            persistence,
+            dirs: Vec::new(),
         };
         for _ in 0..n {
             set.start_one()?;
@@ -54,7 +62,18 @@ impl SpawnedNodes {
         // A port found free can be taken before redis binds it: try a few.
         for _ in 0..20 {
             let port = free_port()?;
-            let mut child = spawn_server(port)?;
+            let dir = match self.persistence.appendfsync() {
+                None => std::env::temp_dir(),
+                Some(_) => {
+                    let dir = std::env::temp_dir()
+                        .join(format!("loadgen-aof-{}-{port}", std::process::id()));
+                    std::fs::create_dir_all(&dir)
+                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                    self.dirs.push(dir.clone());
+                    dir
+                }
+            };
+            let mut child = spawn_server(port, &dir, self.persistence)?;
             match wait_ready(&mut child, port, Duration::from_secs(5)) {
                 Ok(()) => {
                     self.nodes.push((port, child));
@@ -92,6 +111,9 @@ impl Drop for SpawnedNodes {
         for (_, child) in &mut self.nodes {
             let _ = child.wait();
         }
+        for dir in &self.dirs {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -104,8 +126,7 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| e.to_string())
 }
 
-fn spawn_server(port: u16) -> Result<Child, String> {
-    let dir = std::env::temp_dir();
+fn spawn_server(port: u16, dir: &Path, persistence: Persistence) -> Result<Child, String> {
     let mut cmd = Command::new("redis-server");
     cmd.args([
         "--port",
@@ -114,10 +135,12 @@ fn spawn_server(port: u16) -> Result<Child, String> {
         "127.0.0.1",
         "--save",
         "",
-        "--appendonly",
-        "no",
-    ])
-    .args([
+    ]);
+    match persistence.appendfsync() {
+        None => cmd.args(["--appendonly", "no"]),
+        Some(fsync) => cmd.args(["--appendonly", "yes", "--appendfsync", fsync]),
+    };
+    cmd.args([
         "--daemonize",
         "no",
         "--protected-mode",
@@ -126,7 +149,7 @@ fn spawn_server(port: u16) -> Result<Child, String> {
         "warning",
     ])
     .arg("--dir")
-    .arg(&dir)
+    .arg(dir)
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::null())
