@@ -19,6 +19,7 @@
 //! runtime or a long gap between samples never looks like a jump. Why the monotonic instants can be
 //! trusted: they come from this process's `CLOCK_MONOTONIC`, which is never stepped.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -43,6 +44,9 @@ pub(crate) const SLACK: Duration = Duration::from_millis(2);
 pub(crate) struct ClockWatch {
     /// `None`: the guard is off.
     settings: Option<GuardSettings>,
+    /// Whether any forward jump was ever seen: `votes` is asked for every reply, and until a jump
+    /// this one load answers it.
+    jumped: AtomicBool,
     state: Mutex<WatchState>,
 }
 
@@ -57,6 +61,7 @@ impl ClockWatch {
     pub(crate) fn new(settings: Option<GuardSettings>) -> Self {
         Self {
             settings,
+            jumped: AtomicBool::new(false),
             state: Mutex::new(WatchState::default()),
         }
     }
@@ -78,6 +83,7 @@ impl ClockWatch {
         });
         if let Verdict::Forward(_) = verdict {
             st.held_until = Some(sample.received + settings.hold);
+            self.jumped.store(true, Ordering::Release);
         }
         st.last = Some(sample);
         verdict
@@ -85,6 +91,9 @@ impl ClockWatch {
 
     /// Whether the node's answers may vote now (no forward jump within the hold).
     pub(crate) fn votes(&self) -> bool {
+        if !self.jumped.load(Ordering::Acquire) {
+            return true;
+        }
         let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         st.held_until.is_none_or(|until| Instant::now() >= until)
     }

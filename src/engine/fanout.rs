@@ -180,7 +180,12 @@ pub(crate) async fn run(
             } else {
                 // Sent all the same (a release must reach it too); only its answer does not count.
                 drop(pending);
-                count.fail(index, node.silenced_by());
+                let why = if node.clock_jumped() {
+                    NodeError::ClockJump
+                } else {
+                    NodeError::Quarantined
+                };
+                count.fail(index, why);
             }
         }
     });
@@ -197,10 +202,10 @@ pub(crate) async fn run(
                     // The clock guard reads the node's `TIME` just before an acquire, in the same
                     // pipeline, and judges it before this reply is handed over: a jump it saw
                     // silences the node now, so this round does not count the vote.
-                    let decided = if nodes[index].votes() {
-                        count.reply(index, reply)
+                    let decided = if nodes[index].clock_jumped() {
+                        count.fail(index, NodeError::ClockJump)
                     } else {
-                        count.fail(index, nodes[index].silenced_by())
+                        count.reply(index, reply)
                     };
                     if decided != Decision::Open && early {
                         return Poll::Ready(());

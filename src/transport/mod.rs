@@ -228,9 +228,10 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
     /// Whether the node's answers count toward quorums now (false while it is quarantined).
     fn votes(&self) -> bool;
 
-    /// Why the node does not vote when [`votes`](Self::votes) is false.
-    fn silenced_by(&self) -> NodeError {
-        NodeError::Quarantined
+    /// Whether the clock guard has silenced this node (its wall clock jumped forward). Cheap: the
+    /// fan-out asks it for every reply.
+    fn clock_jumped(&self) -> bool {
+        false
     }
 
     /// The server's `run_id`, when known (read with quarantine on).

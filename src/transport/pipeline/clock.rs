@@ -1,7 +1,6 @@
 //! The clock guard's part of a connection: a `TIME` queued just before each acquire (and one at
 //! connect), and its reply judged by `crate::algo::clock` before the acquire's reply is handed over.
 
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::{Shared, Slot, State};
@@ -12,7 +11,7 @@ use crate::transport::{NodeResult, Reply};
 pub(super) fn queue_sample(st: &mut State) {
     st.out.extend_from_slice(b"*1\r\n$4\r\nTIME\r\n");
     st.pending.push_back(Slot {
-        tx: oneshot::channel().0,
+        tx: None,
         script: None,
         clock: Some(Instant::now()),
     });

@@ -178,12 +178,8 @@ impl NodeClient for PipelineNode {
         self.shared.quarantine.votes() && self.shared.clock.votes()
     }
 
-    fn silenced_by(&self) -> NodeError {
-        if self.shared.clock.votes() {
-            NodeError::Quarantined
-        } else {
-            NodeError::ClockJump
-        }
+    fn clock_jumped(&self) -> bool {
+        !self.shared.clock.votes()
     }
 
     fn run_id(&self) -> Option<String> {
@@ -228,7 +224,8 @@ impl Future for Waiter {
 /// One request written or queued on the connection.
 #[derive(Debug)]
 struct Slot {
-    tx: oneshot::Sender<NodeResult>,
+    /// Who waits for the reply; `None` for the clock guard's `TIME`, which only the reader reads.
+    tx: Option<oneshot::Sender<NodeResult>>,
     /// For the clock guard's `TIME` (sent just before an acquire): when it was queued. The reader
     /// judges its reply itself, before it completes the acquire behind it.
     clock: Option<Instant>,
@@ -305,7 +302,7 @@ impl Shared {
             None => encode_cmd(&mut st.out, cmd, eval_source),
         }
         st.pending.push_back(Slot {
-            tx,
+            tx: Some(tx),
             script,
             clock: None,
         });
@@ -386,8 +383,8 @@ impl Shared {
             };
             (std::mem::take(&mut st.pending), st.backoff)
         };
-        for slot in drained {
-            let _ = slot.tx.send(Err(cause.clone()));
+        for tx in drained.into_iter().filter_map(|slot| slot.tx) {
+            let _ = tx.send(Err(cause.clone()));
         }
         if !self.shutdown.is_cancelled() {
             tokio::spawn(reconnect_loop(self.clone(), delay));

@@ -76,8 +76,8 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
                 "{}: reply with no request outstanding; connection closed",
                 shared.addr
             ));
-            for slot in slots.drain(..) {
-                let _ = slot.tx.send(Err(cause.clone()));
+            for tx in slots.drain(..).filter_map(|slot| slot.tx) {
+                let _ = tx.send(Err(cause.clone()));
             }
             return shared.fail(generation, cause);
         }
@@ -96,6 +96,7 @@ fn complete(shared: &Arc<Shared>, generation: u64, slot: Slot, reply: NodeResult
     if let Some(sent) = slot.clock {
         return super::clock::judge(shared, sent, reply);
     }
+    let Some(tx) = slot.tx else { return };
     match (
         &reply,
         slot.script.as_ref().and_then(|c| Some((c.script()?, c))),
@@ -105,15 +106,15 @@ fn complete(shared: &Arc<Shared>, generation: u64, slot: Slot, reply: NodeResult
             if script.resend {
                 // Send its source once, on this connection only (if it has been replaced, `tx` is
                 // dropped and the waiter sees ConnectionLost: never a replay).
-                let _ = shared.enqueue_on(generation, cmd, true, slot.tx);
+                let _ = shared.enqueue_on(generation, cmd, true, tx);
             } else {
-                let _ = slot.tx.send(reply);
+                let _ = tx.send(reply);
                 let (tx, _) = oneshot::channel();
                 let _ = shared.enqueue_on(generation, &Cmd::ScriptLoad(script), false, tx);
             }
         }
         (_, _) => {
-            let _ = slot.tx.send(reply);
+            let _ = tx.send(reply);
         }
     }
 }
