@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::core::Core;
-use super::fanout::{fire, Deadline};
+use super::fanout::{fan_out_into, fire, Deadline};
 use super::release::HeldGuard;
 use super::waitq::LocalHold;
 use crate::algo::quorum::Vote;
@@ -223,9 +223,9 @@ impl Core {
         };
         let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
         let deadline = self.round_deadline(start, ttl, None);
-        let tally = self
-            .fan_out(&cmd, deadline, target.kind.acquire_vote())
-            .await;
+        let quorum = target.kind.tally(self.nodes().len());
+        let read = target.kind.acquire_vote();
+        let tally = fan_out_into(self.nodes(), &cmd, deadline, read, quorum).await;
         // One clock read serves the metric and the validity (a read is most of what observing costs).
         let elapsed = start.elapsed();
         self.metrics().round(Op::Acquire, &tally, elapsed);

@@ -5,12 +5,15 @@
 //! - `fenced`: an exclusive lock with a fencing token ([`crate::Redlock::acquire_fenced`]).
 //! - `multi`: several resources as one lock, all or none on each node.
 //! - `rwlock`: read-write locks (many readers or one writer, writers first).
+//! - `semaphore`: counting semaphores, at most K holders of a permit
+//!   ([`crate::Redlock::acquire_permit`]); the one kind whose quorum is not a majority
+//!   (`floor(K·N/(K+1)) + 1`, its `Spec::quorum`).
 //! - `renewed`: locks the watchdog keeps alive ([`crate::RenewedLock`], [`crate::RenewPolicy`]).
 //! - `scoped`: acquire, run, release ([`crate::Redlock::with_lock`], [`crate::LockContext`]).
 //! - `owner`: reentrant holds scoped to an owner ([`crate::LockOwner`]).
 //! - `spec`: what the engine knows of a kind — its `Spec`, a lock's `Kind`, an acquire's `Target`.
 //!
-//! The first four are kinds of lock on the nodes: each is a `Spec` (`spec`: which command acquires,
+//! The first five are kinds of lock on the nodes: each is a `Spec` (`spec`: which command acquires,
 //! which scripts release and extend, how it queues locally), listed once in [`KINDS`]. The engine never
 //! asks which kind a lock is, only what its `Spec` says. The last three are ways of holding any of them.
 //!
@@ -28,17 +31,19 @@ pub(crate) mod owner;
 pub(crate) mod renewed;
 pub(crate) mod rwlock;
 pub(crate) mod scoped;
+pub(crate) mod semaphore;
 pub(crate) mod spec;
 
 use spec::Spec;
 
 /// Every kind of lock the nodes can hold; each connection's handshake loads their scripts.
-static KINDS: [&Spec; 5] = [
+static KINDS: [&Spec; 6] = [
     &exclusive::EXCLUSIVE,
     &fenced::FENCED,
     &multi::MULTI,
     &rwlock::READ,
     &rwlock::WRITE,
+    &semaphore::SEMAPHORE,
 ];
 
 /// Every script of every kind, once each: what each connection's handshake loads.
