@@ -3,6 +3,9 @@
 //! - `exclusive`: one resource, one owner — the hot path, a plain `SET NX PX`; also the release and
 //!   extend scripts the single-key kinds share, their coalesced extend, and the waiter mark.
 //! - `fenced`: an exclusive lock with a fencing token ([`crate::Redlock::acquire_fenced`]).
+//! - `fair`: an exclusive lock granted in arrival order across processes
+//!   ([`crate::Redlock::acquire_fair`]: tickets from a majority's highest, a queue per node); its
+//!   waiting loop is `fair_wait`.
 //! - `multi`: several resources as one lock, all or none on each node.
 //! - `rwlock`: read-write locks (many readers or one writer, writers first).
 //! - `semaphore`: counting semaphores, at most K holders of a permit
@@ -13,7 +16,7 @@
 //! - `owner`: reentrant holds scoped to an owner ([`crate::LockOwner`]).
 //! - `spec`: what the engine knows of a kind — its `Spec`, a lock's `Kind`, an acquire's `Target`.
 //!
-//! The first five are kinds of lock on the nodes: each is a `Spec` (`spec`: which command acquires,
+//! The first six are kinds of lock on the nodes: each is a `Spec` (`spec`: which command acquires,
 //! which scripts release and extend, how it queues locally), listed once in [`KINDS`]. The engine never
 //! asks which kind a lock is, only what its `Spec` says. The last three are ways of holding any of them.
 //!
@@ -25,6 +28,8 @@ use std::sync::OnceLock;
 use crate::transport::Script;
 
 pub(crate) mod exclusive;
+pub(crate) mod fair;
+mod fair_wait;
 pub(crate) mod fenced;
 pub(crate) mod multi;
 pub(crate) mod owner;
@@ -37,13 +42,14 @@ pub(crate) mod spec;
 use spec::Spec;
 
 /// Every kind of lock the nodes can hold; each connection's handshake loads their scripts.
-static KINDS: [&Spec; 6] = [
+static KINDS: [&Spec; 7] = [
     &exclusive::EXCLUSIVE,
     &fenced::FENCED,
     &multi::MULTI,
     &rwlock::READ,
     &rwlock::WRITE,
     &semaphore::SEMAPHORE,
+    &fair::FAIR,
 ];
 
 /// Every script of every kind, once each: what each connection's handshake loads.
