@@ -23,6 +23,8 @@ const HOLD: Duration = Duration::from_millis(2);
 #[derive(Clone, Copy, PartialEq)]
 enum Design {
     Counting,
+    /// Counting, with at most K tasks per engine attempting at once (a local gate).
+    Gated,
     Slots,
 }
 
@@ -48,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             if down == 1 {
                 list[4] = dead.clone();
             }
-            for design in [Design::Counting, Design::Slots] {
+            for design in [Design::Counting, Design::Gated, Design::Slots] {
                 let run = measure(&list, design, k, workers, Duration::from_secs(secs)).await?;
                 let name = if design == Design::Counting {
                     "counting"
@@ -93,6 +95,9 @@ async fn measure(
     run: Duration,
 ) -> Result<Run, Box<dyn std::error::Error>> {
     let mut engines = Vec::new();
+    let gates: Vec<Arc<tokio::sync::Semaphore>> = (0..4)
+        .map(|_| Arc::new(tokio::sync::Semaphore::new(k)))
+        .collect();
     for _ in 0..4 {
         engines.push(
             Redlock::builder()
@@ -110,6 +115,7 @@ async fn measure(
     let mut tasks = Vec::new();
     for w in 0..workers {
         let e = engines[w % engines.len()].clone();
+        let gate = gates[w % gates.len()].clone();
         let (holders, max_holders, resource) =
             (holders.clone(), max_holders.clone(), resource.clone());
         tasks.push(tokio::spawn(async move {
@@ -118,7 +124,11 @@ async fn measure(
             let mut asked = Instant::now();
             while Instant::now() < stop {
                 let lock = match design {
-                    Design::Counting => {
+                    Design::Counting | Design::Gated => {
+                        let _turn = match design {
+                            Design::Gated => Some(gate.acquire().await.unwrap()),
+                            _ => None,
+                        };
                         let got = tokio::time::timeout_at(
                             tokio::time::Instant::from_std(stop),
                             e.acquire_permit(&resource, k as u32, TTL),

@@ -256,7 +256,8 @@ async fn arrival_order_across_a_restart_under_quarantine() {
         tasks.push(tokio::spawn(async move {
             let lock = e.acquire_fair("restart", max_ttl).await.unwrap();
             order.lock().unwrap().push(w);
-            e.release(lock).await.unwrap();
+            // Node 0 may still be reconnecting: the release is re-sent in the background.
+            let _ = e.release(lock).await;
         }));
         assert!(
             common::eventually(Duration::from_secs(2), || cluster

@@ -15,7 +15,8 @@
 //!    starts over with a new ticket.
 //! 3. **Attempts** (1 round each, at each release notification or at the retry pause, at most a
 //!    quarter TTL apart): each refreshes the waiter's expiry — never re-adds an entry a node dropped —
-//!    and the node grants on the same rule. A waiter granted on a majority holds the lock, with the
+//!    and the node grants on the same rule, counting only the entry with the waiter's current
+//!    ticket. A waiter granted on a majority holds the lock, with the
 //!    validity rules of any lock; one granted on fewer releases those keys (keeping its place). A
 //!    waiter missing from so many queues that no majority can have it leaves and starts over.
 //! 4. **Release** deletes the lock key and the holder's entry and publishes on the key; **giving up**
@@ -41,8 +42,10 @@
 //! Acquire: 2 round trips when the lock is free, then 1 per attempt while waiting (every waiter
 //! tries at each release: with W waiters a release costs W rounds). Release, extend: 1 each; renewal
 //! is coalesced like a plain lock's. No local queue or hand-off: every task, local or not, takes its
-//! own ticket (a local hand-off would overtake remote waiters). Order is only as strong as the
-//! entries' expiry allows: a live waiter whose refreshes to a node of its majority are all lost for
+//! own ticket (a local hand-off would overtake remote waiters). Three traces the model test
+//! (`tests/fair_model.rs`) found shaped the scripts: a key of ours left by a lost release must not
+//! grant us when we are not the head; an enqueue replaces a stale entry of ours; an attempt counts
+//! only an entry with our current ticket. Order is only as strong as the entries' expiry allows: a live waiter whose refreshes to a node of its majority are all lost for
 //! a TTL loses its place there, like a dead one.
 
 use std::time::Duration;
@@ -80,8 +83,9 @@ pub(crate) fn fair_kind() -> Kind {
     Kind::new(&FAIR, 0)
 }
 
-pub(crate) fn attempt_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
-    script_cmd(&ATTEMPT, keys, value, Args::of(&[ttl_ms]))
+/// An attempt of the waiter holding `ticket` (the kind's `arg` slot of `Spec::acquire`).
+pub(crate) fn attempt_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, ticket: u64) -> Cmd {
+    script_cmd(&ATTEMPT, keys, value, Args::of(&[ttl_ms, ticket]))
 }
 
 pub(crate) fn ticket_cmd(keys: &Keys) -> Cmd {
@@ -154,7 +158,7 @@ pub(crate) fn ticket_vote(result: NodeResult) -> Vote {
 }
 
 // Fair locks. KEYS: [1] lock key, [2] queue (waiter -> ticket), [3] expiries (waiter -> node ms).
-// ARGV: [1] the waiter's value, [2] TTL ms, [3] ticket. Every script first drops the waiters whose
+// ARGV: [1] the waiter's value, [2] TTL ms, [3] its ticket. Every script first drops the waiters whose
 // expiry has passed on this node's clock (the only clock an expiry is compared with). Tickets stay
 // far below 2^53, so a score holds them exactly.
 macro_rules! concat_prune {
@@ -178,36 +182,45 @@ if top[2] then return tonumber(top[2]) end return 0"
     resend: true,
 };
 
-/// Enqueue and first try: add `(ARGV[3], waiter)` unless there, set its expiry, then the grant rule.
+/// Enqueue and first try: put `(ARGV[3], waiter)` in the queue — replacing any stale entry of ours,
+/// whose older ticket (a lost leave of an earlier place) would otherwise rank us too early — set its
+/// expiry, then the grant rule: the key is free (or already ours) and we are the head of the live
+/// queue. A key of ours while we are not the head (an earlier round's release that did not land) is
+/// deleted: it must neither grant us out of turn nor keep the head waiting. `tests/fair_model.rs`
+/// found both traces.
 pub(crate) static ENQUEUE: Script = Script {
     source: concat_prune!(
         "local ttl = tonumber(ARGV[2]) \
-if redis.call('ZSCORE', KEYS[2], ARGV[1]) == false then redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1]) end \
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1]) \
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[1]) \
 for i = 2, 3 do if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end end \
 local cur = redis.call('GET', KEYS[1]) \
-if cur == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ttl) return 'G' end \
-if cur == false and redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then \
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) return 'G' end return 'Q'"
+if cur == false or cur == ARGV[1] then \
+if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) return 'G' end \
+if cur then redis.call('DEL', KEYS[1]) end end return 'Q'"
     ),
-    sha1: "2b937848bb32a5771ef3cdc09d83d4a43cc6a200",
+    sha1: "70749aa3db06a6f0ad9f8dd2ede667d67000dad9",
     resend: false,
 };
 
-/// Attempt: refresh the waiter's expiry if it is still queued (`L` if not: never re-added), then the
-/// grant rule — the key is free and the waiter is the head of the live queue.
+/// Attempt: refresh the waiter's expiry if it is still queued **with its current ticket** (`ARGV[3]`),
+/// then the grant rule of [`ENQUEUE`]. `L` if it is not there (never re-added), and also if the entry
+/// carries another ticket: that is an earlier place of ours whose leave and our new enqueue were both
+/// lost on this node, and its older, lower ticket would rank us ahead of waiters that queued before
+/// our current place (the model test found that trace). It is removed.
 pub(crate) static ATTEMPT: Script = Script {
     source: concat_prune!(
-        "local ttl = tonumber(ARGV[2]) \
-if redis.call('ZSCORE', KEYS[2], ARGV[1]) == false then return 'L' end \
+        "local ttl = tonumber(ARGV[2]) local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
+if s == false then return 'L' end \
+if tonumber(s) ~= tonumber(ARGV[3]) then redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) return 'L' end \
 redis.call('ZADD', KEYS[3], 'XX', now + ttl, ARGV[1]) \
 for i = 2, 3 do if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end end \
 local cur = redis.call('GET', KEYS[1]) \
-if cur == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ttl) return 'G' end \
-if cur == false and redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then \
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) return 'G' end return 'Q'"
+if cur == false or cur == ARGV[1] then \
+if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) return 'G' end \
+if cur then redis.call('DEL', KEYS[1]) end end return 'Q'"
     ),
-    sha1: "cfecbe7dd0269bb13af0bfd2b31ca553b268d0be",
+    sha1: "05b2f36a6a903fc61e45b1a27fe09a819b7145f3",
     resend: false,
 };
 

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::exclusive::RELEASE;
-use super::fair::{enqueue_cmd, grant_vote, leave_cmd, ticket_cmd, ticket_vote};
+use super::fair::{attempt_cmd, enqueue_cmd, grant_vote, leave_cmd, ticket_cmd, ticket_vote};
 use super::spec::{script_cmd, Target};
 use crate::algo::quorum::{quorum, Tally};
 use crate::algo::timing::millis;
@@ -96,7 +96,7 @@ impl Core {
                     break 'enqueue;
                 }
                 wait(woken, pause(), end).await;
-                cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
+                cmd = attempt_cmd(&target.keys, value, millis(ttl), ticket);
             }
         }
         drop(leave);
