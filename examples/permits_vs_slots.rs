@@ -1,8 +1,9 @@
 //! Measures the two ways to let at most K holders in, under contention, on five nodes it starts:
 //! - **counting**: `acquire_permit(resource, K, ttl)`, one round per attempt on `floor(5K/(K+1)) + 1`
 //!   nodes (4 for K = 2, all 5 for K = 4);
-//! - **slots**: K exclusive locks `resource:slot:i` on a majority; a worker tries them from a random
-//!   one on, one round each, and pauses when all are busy.
+//!   at most K tasks per engine attempting at once (its local gate);
+//! - **slots**: `acquire_slot(resource, K, ttl)`, K exclusive locks on a majority, tried from a random
+//!   one on, one round each, with a pause when all are busy.
 //!
 //! Both with W workers over 4 engines (each its own connections), holding 2 ms, the same retry pause
 //! (1-3 ms), healthy and with one node down. Prints grants/s, wait p50/p99, rounds per grant and the
@@ -23,8 +24,6 @@ const HOLD: Duration = Duration::from_millis(2);
 #[derive(Clone, Copy, PartialEq)]
 enum Design {
     Counting,
-    /// Counting, with at most K tasks per engine attempting at once (a local gate).
-    Gated,
     Slots,
 }
 
@@ -50,7 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             if down == 1 {
                 list[4] = dead.clone();
             }
-            for design in [Design::Counting, Design::Gated, Design::Slots] {
+            for design in [Design::Counting, Design::Slots] {
                 let run = measure(&list, design, k, workers, Duration::from_secs(secs)).await?;
                 let name = if design == Design::Counting {
                     "counting"
@@ -95,9 +94,6 @@ async fn measure(
     run: Duration,
 ) -> Result<Run, Box<dyn std::error::Error>> {
     let mut engines = Vec::new();
-    let gates: Vec<Arc<tokio::sync::Semaphore>> = (0..4)
-        .map(|_| Arc::new(tokio::sync::Semaphore::new(k)))
-        .collect();
     for _ in 0..4 {
         engines.push(
             Redlock::builder()
@@ -115,7 +111,6 @@ async fn measure(
     let mut tasks = Vec::new();
     for w in 0..workers {
         let e = engines[w % engines.len()].clone();
-        let gate = gates[w % gates.len()].clone();
         let (holders, max_holders, resource) =
             (holders.clone(), max_holders.clone(), resource.clone());
         tasks.push(tokio::spawn(async move {
@@ -124,11 +119,7 @@ async fn measure(
             let mut asked = Instant::now();
             while Instant::now() < stop {
                 let lock = match design {
-                    Design::Counting | Design::Gated => {
-                        let _turn = match design {
-                            Design::Gated => Some(gate.acquire().await.unwrap()),
-                            _ => None,
-                        };
+                    Design::Counting => {
                         let got = tokio::time::timeout_at(
                             tokio::time::Instant::from_std(stop),
                             e.acquire_permit(&resource, k as u32, TTL),
@@ -142,7 +133,20 @@ async fn measure(
                             _ => None,
                         }
                     }
-                    Design::Slots => slot(&e, &resource, k, stop, &mut rounds).await,
+                    Design::Slots => {
+                        let got = tokio::time::timeout_at(
+                            tokio::time::Instant::from_std(stop),
+                            e.acquire_slot(&resource, k as u32, TTL),
+                        )
+                        .await;
+                        match got {
+                            Ok(Ok(p)) => {
+                                rounds += p.attempts() as usize;
+                                Some(p)
+                            }
+                            _ => None,
+                        }
+                    }
                 };
                 let Some(lock) = lock else { continue };
                 waits.push(asked.elapsed().as_secs_f64() * 1e3);
@@ -172,31 +176,4 @@ async fn measure(
     out.waits_ms.sort_by(f64::total_cmp);
     out.max_holders = max_holders.load(Ordering::SeqCst);
     Ok(out)
-}
-
-/// The slots design: try every slot once from a random one on, pause, again, until `stop`.
-async fn slot(
-    e: &Redlock,
-    resource: &str,
-    k: usize,
-    stop: Instant,
-    rounds: &mut usize,
-) -> Option<redlock_engine::Lock> {
-    while Instant::now() < stop {
-        let first = fastrand::usize(..k);
-        for i in 0..k {
-            let name = format!("{resource}:slot:{}", (first + i) % k);
-            match e.try_acquire(&name, TTL).await {
-                Ok(lock) => {
-                    *rounds += lock.attempts() as usize;
-                    return Some(lock);
-                }
-                // A slot held by a task of this process costs no round (the local queue says so).
-                Err(redlock_engine::LockError::Contended { local: true, .. }) => {}
-                Err(_) => *rounds += 1,
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(1 + fastrand::u64(..=2))).await;
-    }
-    None
 }

@@ -24,8 +24,11 @@
 //!   ([`Redlock::acquire_many`]), `rwlock` ([`Redlock::acquire_read`], [`Redlock::acquire_write`]),
 //!   `renewed` ([`RenewedLock`], [`RenewPolicy`]), `scoped` ([`Redlock::with_lock`], [`LockContext`]),
 //!   `owner` ([`LockOwner`], reentrant holds), `semaphore` ([`Redlock::acquire_permit`]: at most K
-//!   holders, each on `floor(K·N/(K+1)) + 1` nodes); `spec` is what the engine knows of a kind (a `Spec`, a
-//!   lock's `Kind`, an acquire's `Target`), and `kinds/mod.rs` lists the kinds.
+//!   holders, each on `floor(K·N/(K+1)) + 1` nodes), `fair` ([`Redlock::acquire_fair`]: arrival
+//!   order across processes — tickets, a queue per node, the argument) with its waiting loop
+//!   `fair_wait`; `slots` ([`Redlock::acquire_slot`]: K exclusive slot locks, the majority-quorum
+//!   semaphore); `spec` is what the engine knows of a kind (a `Spec` — with its quorum —, a lock's
+//!   `Kind`, an acquire's `Target`), and `kinds/mod.rs` lists the kinds.
 //! - `watchdog/`: the schedule of renewed locks (a timer heap, in `watchdog/mod.rs`), `task` (the loop
 //!   renewing every due lock; a failed round is retried while validity remains), `entry` (one renewed
 //!   lock's record), `round` (one renewal round — for one lock, or coalesced: one extend call per node

@@ -194,6 +194,18 @@ async fn contend(
     run: Duration,
     res: &str,
 ) -> Intervals {
+    contend_on(engines, k, workers, run, res, false).await
+}
+
+/// [`contend`] with the counting semaphore, or (`slots`) with the slot semaphore.
+async fn contend_on(
+    engines: &[Redlock],
+    k: u32,
+    workers: usize,
+    run: Duration,
+    res: &str,
+    slots: bool,
+) -> Intervals {
     let intervals: Intervals = Arc::default();
     let stop = Instant::now() + run;
     let mut tasks = Vec::new();
@@ -202,7 +214,13 @@ async fn contend(
         let (res, intervals) = (res.to_string(), intervals.clone());
         tasks.push(tokio::spawn(async move {
             while Instant::now() < stop {
-                match e.acquire_permit(&res, k, Duration::from_millis(500)).await {
+                let ttl = Duration::from_millis(500);
+                let got = if slots {
+                    e.acquire_slot(&res, k, ttl).await
+                } else {
+                    e.acquire_permit(&res, k, ttl).await
+                };
+                match got {
                     Ok(p) => {
                         let granted = Instant::now();
                         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -278,6 +296,8 @@ async fn never_more_than_k_holders_with_a_node_frozen() {
         let es = es.clone();
         tokio::spawn(async move { contend(&es, 2, 8, Duration::from_secs(3), "frozen").await })
     };
+    // The probe is an engine of its own: the contenders' engines are at their local gate's limit.
+    let probe = engines(urls(&cluster), 1).await.remove(0);
     tokio::time::sleep(Duration::from_millis(500)).await;
     cluster[4].freeze();
     // While it is frozen, a permit is granted within the node deadline and a margin.
@@ -285,12 +305,12 @@ async fn never_more_than_k_holders_with_a_node_frozen() {
     let mut granted = None;
     while started.elapsed() < frozen_for {
         let t = Instant::now();
-        if let Ok(p) = es[0]
+        if let Ok(p) = probe
             .try_acquire_permit("frozen", 2, Duration::from_millis(500))
             .await
         {
             granted = Some(t.elapsed());
-            let _ = es[0].release(p).await;
+            let _ = probe.release(p).await;
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -436,4 +456,39 @@ async fn permits_renew_run_scoped_and_a_dead_holders_permit_expires() {
     // Release after expiry says so.
     tokio::time::sleep(ttl + Duration::from_millis(50)).await;
     assert!(matches!(e.release(p).await, Err(LockError::AlreadyExpired)));
+}
+
+#[tokio::test]
+async fn slot_semaphores_keep_k_with_a_majority_and_refuse_bad_counts() {
+    let cluster = nodes(5);
+    let e = engine(urls(&cluster), Transport::Pipeline).await;
+    let a = e.try_acquire_slot("slots", 2, TTL).await.unwrap();
+    let b = e.try_acquire_slot("slots", 2, TTL).await.unwrap();
+    assert_ne!(a.resource(), b.resource());
+    assert!(a.resource().starts_with(b"{slots}:slot:"));
+    let err = e.try_acquire_slot("slots", 2, TTL).await.unwrap_err();
+    assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
+    e.release(a).await.unwrap();
+    let c = e.acquire_slot("slots", 2, TTL).await.unwrap();
+    e.release(b).await.unwrap();
+    e.release(c).await.unwrap();
+    for bad in [0, 65] {
+        assert!(matches!(
+            e.try_acquire_slot("slots", bad, TTL).await,
+            Err(LockError::InvalidInput(_))
+        ));
+    }
+    // K = 4 with two of five nodes down: the counting semaphore needs all five, a slot a majority.
+    let mut list = urls(&cluster);
+    list[0] = dead_url();
+    list[1] = dead_url();
+    let half = engine(list, Transport::Pipeline).await;
+    assert!(half.try_acquire_permit("avail", 4, TTL).await.is_err());
+    let slot = half.try_acquire_slot("avail", 4, TTL).await.unwrap();
+    half.release(slot).await.unwrap();
+    // Never more than K under contention.
+    let es = engines(urls(&cluster), 3).await;
+    let grants = contend_on(&es, 3, 12, Duration::from_secs(2), "slot-contend", true).await;
+    let max = max_overlap(&grants);
+    assert!((2..=3).contains(&max), "{max} slot holders at once");
 }

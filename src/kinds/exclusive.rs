@@ -106,7 +106,7 @@ impl Redlock {
     }
 }
 
-fn exclusive() -> Kind {
+pub(crate) fn exclusive() -> Kind {
     Kind::new(&EXCLUSIVE, 0)
 }
 

@@ -11,6 +11,8 @@
 //! - `semaphore`: counting semaphores, at most K holders of a permit
 //!   ([`crate::Redlock::acquire_permit`]); the one kind whose quorum is not a majority
 //!   (`floor(K·N/(K+1)) + 1`, its `Spec::quorum`).
+//! - `slots`: the slot semaphore, K exclusive locks on a majority ([`crate::Redlock::acquire_slot`]);
+//!   not a kind of its own — a way of taking exclusive locks, like the three below.
 //! - `renewed`: locks the watchdog keeps alive ([`crate::RenewedLock`], [`crate::RenewPolicy`]).
 //! - `scoped`: acquire, run, release ([`crate::Redlock::with_lock`], [`crate::LockContext`]).
 //! - `owner`: reentrant holds scoped to an owner ([`crate::LockOwner`]).
@@ -18,7 +20,7 @@
 //!
 //! The first six are kinds of lock on the nodes: each is a `Spec` (`spec`: which command acquires,
 //! which scripts release and extend, how it queues locally), listed once in [`KINDS`]. The engine never
-//! asks which kind a lock is, only what its `Spec` says. The last three are ways of holding any of them.
+//! asks which kind a lock is, only what its `Spec` says. `slots`, `renewed`, `scoped` and `owner` are ways of holding them.
 //!
 //! Adding a kind of lock: its file (a `Spec` and its public methods), its `mod` line, and its entry in
 //! [`KINDS`].
@@ -37,6 +39,7 @@ pub(crate) mod renewed;
 pub(crate) mod rwlock;
 pub(crate) mod scoped;
 pub(crate) mod semaphore;
+pub(crate) mod slots;
 pub(crate) mod spec;
 
 use spec::Spec;

@@ -43,11 +43,22 @@
 //! is released or expired. An exclusive lock (or writer) on the same resource is refused while
 //! permits are held, and a semaphore acquire while the resource is held as a lock.
 //!
-//! Cost: one round trip per attempt, release and extend, like a plain lock. No local queue (holders
-//! share) and no release notifications: waiters retry at their retry pause.
+//! Cost: one round trip per attempt, release and extend, like a plain lock. No release notifications:
+//! waiters retry at their retry pause.
+//!
+//! # Split votes, and the local gate
+//! Attempts that arrive together reach the nodes in different orders, so each node admits a different
+//! K of them and none may reach `q` nodes: all release and retry. With 64 contenders that livelocks
+//! (15-20 grants/s in `examples/permits_vs_slots.rs`). So at most K tasks of one engine attempt a
+//! semaphore at once; the others wait their turn locally (FIFO, tokio's fair semaphore), which
+//! bounds the contenders on the nodes by K per process.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
+
+use tokio::sync::Semaphore;
 
 use super::renewed::RenewPolicy;
 use super::scoped::{run_scoped, LockContext};
@@ -119,7 +130,18 @@ impl Redlock {
         let target = self
             .core()
             .target(permit_kind(permits)?, resource.as_ref())?;
+        let s = self.core().settings();
+        let ttl = self.core().check_ttl(ttl)?;
+        let gate = gate(self, &target.keys.as_slice()[0], permits);
+        let budget = s
+            .acquire_timeout
+            .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
+        // Waiting for the gate spends the acquire's budget too.
+        let Ok(Ok(turn)) = tokio::time::timeout(budget, gate.acquire()).await else {
+            return Err(LockError::Timeout { attempts: 0 });
+        };
         let result = self.core().acquire(target, ttl, true).await;
+        drop(turn);
         result.map_err(|e| with_count(e, permits))
     }
 
@@ -133,7 +155,17 @@ impl Redlock {
         let target = self
             .core()
             .target(permit_kind(permits)?, resource.as_ref())?;
+        let gate = gate(self, &target.keys.as_slice()[0], permits);
+        // K tasks of this engine are attempting already: one more would only split the votes.
+        let Ok(turn) = gate.try_acquire() else {
+            return Err(LockError::Contended {
+                taken: 0,
+                nodes: self.node_count(),
+                local: true,
+            });
+        };
         let result = self.core().acquire(target, ttl, false).await;
+        drop(turn);
         result.map_err(|e| with_count(e, permits))
     }
 
@@ -159,6 +191,29 @@ impl Redlock {
         let permit = self.acquire_permit(resource, permits, ttl).await?;
         run_scoped(self.renew(permit, policy)?, work).await
     }
+}
+
+/// Gates by engine (its core's address: unique while any task of it holds a gate), resource and K.
+type Gates = HashMap<(usize, bytes::Bytes, u32), Weak<Semaphore>>;
+
+/// This engine's gate for `key` with `permits`: at most K of its tasks attempt at once. Entries go
+/// when nobody holds their gate (swept as the map grows), so distinct resources do not accumulate.
+fn gate(engine: &Redlock, key: &bytes::Bytes, permits: u32) -> Arc<Semaphore> {
+    static GATES: OnceLock<Mutex<Gates>> = OnceLock::new();
+    let id = (Arc::as_ptr(engine.core()) as usize, key.clone(), permits);
+    let mut gates = GATES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(gate) = gates.get(&id).and_then(Weak::upgrade) {
+        return gate;
+    }
+    if gates.len() >= 64 && gates.len().is_power_of_two() {
+        gates.retain(|_, g| g.strong_count() > 0);
+    }
+    let gate = Arc::new(Semaphore::new(permits as usize));
+    gates.insert(id, Arc::downgrade(&gate));
+    gate
 }
 
 /// The kind of a permit of a semaphore of `permits`, refused when the count is unusable.
