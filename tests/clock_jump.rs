@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::clock::SteppableNode;
 use common::{builder, RedisNode};
-use redlock_engine::{LockError, Redlock, RenewPolicy};
+use redlock_engine::{LockError, NodeError, Redlock, RenewPolicy};
 
 const TTL: Duration = Duration::from_secs(5);
 const KEY: &[u8] = b"redlock:{ledger}";
@@ -124,4 +124,84 @@ async fn a_backward_step_or_a_slow_skew_does_not_silence_a_node() {
         taken += 1;
     }
     assert_eq!(taken, 3);
+}
+
+/// A single node under quarantine with a short maximum lifetime; `guard` as given.
+async fn quarantined_engine(url: String, guard: bool) -> Redlock {
+    builder()
+        .nodes([url])
+        .quarantine(true)
+        .max_ttl(MAX_TTL)
+        .clock_guard(guard)
+        .retry(0, Duration::ZERO, Duration::ZERO)
+        .connect_timeout(Duration::from_millis(500))
+        .build()
+        .await
+        .expect("engine builds")
+}
+
+const MAX_TTL: Duration = Duration::from_secs(3);
+/// A TTL within `MAX_TTL`.
+const SHORT: Duration = Duration::from_secs(2);
+
+fn is_quarantined(result: &Result<redlock_engine::Lock, LockError>) -> bool {
+    matches!(result, Err(LockError::QuorumNotReached { failures, .. })
+        if failures.iter().all(|(_, cause)| *cause == NodeError::Quarantined))
+}
+
+#[tokio::test]
+async fn a_node_whose_clock_is_behind_its_start_connects_and_waits_out_its_quarantine() {
+    let node = SteppableNode::start();
+    node.step(-3_600_000);
+    let info = node.cmd(&[b"INFO", b"server"]);
+    assert!(info.contains("uptime_in_seconds:-"), "negative uptime");
+    let e = quarantined_engine(node.url(), true).await;
+    // Its age is unknown: the longest quarantine, not a handshake that fails for as long as the
+    // clock stays behind.
+    let first = e.try_acquire("behind", SHORT).await;
+    assert!(is_quarantined(&first), "{first:?}");
+    tokio::time::sleep(MAX_TTL + Duration::from_millis(200)).await;
+    let lock = e
+        .try_acquire("behind", SHORT)
+        .await
+        .expect("votes after max_ttl");
+    e.release(lock).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_forward_step_right_after_a_restart_does_not_shorten_the_quarantine() {
+    // Guard off: the quarantine must hold on its own (with the guard on, the step also silences it).
+    for guard in [false, true] {
+        let mut node = SteppableNode::start();
+        let e = quarantined_engine(node.url(), guard).await;
+        tokio::time::sleep(MAX_TTL + Duration::from_millis(1200)).await;
+        let lock = e.try_acquire("r", SHORT).await.expect("old enough");
+        e.release(lock).await.unwrap();
+        node.restart();
+        // The new process's uptime now reads an hour: trusted, it would vote at once.
+        node.step(3_600_000);
+        let restarted = std::time::Instant::now();
+        while restarted.elapsed() < MAX_TTL - Duration::from_millis(500) {
+            let lock = e.try_acquire("r", SHORT).await;
+            assert!(
+                lock.is_err(),
+                "voted {:?} after a restart (guard {guard})",
+                restarted.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut granted = false;
+        for _ in 0..40 {
+            if let Ok(lock) = e.try_acquire("r", SHORT).await {
+                e.release(lock).await.unwrap();
+                granted = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            granted,
+            "votes again once max_ttl has passed (guard {guard})"
+        );
+    }
 }

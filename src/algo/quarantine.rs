@@ -17,11 +17,57 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// What `INFO server` says about a node's identity and age.
+/// What `INFO server` says about a node's identity and age, and whether its data survives a crash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ServerIdentity {
     pub(crate) run_id: String,
     pub(crate) uptime: Duration,
+    /// Claimed durable (`?durable=true`) and not refuted by its settings ([`DurableCheck`]): a restart
+    /// loses no key, so it votes at once.
+    pub(crate) durable: bool,
+}
+
+/// What `CONFIG GET appendonly` and `CONFIG GET appendfsync` say about a node claimed durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DurableCheck {
+    /// `appendonly yes` and `appendfsync always`: Redis fsyncs the AOF before it sends the replies of
+    /// an event-loop iteration, so a granted key is on disk before its holder hears of it.
+    Confirmed,
+    /// The server would not say (`CONFIG` refused by an ACL, renamed or disabled, as managed services
+    /// do): the operator's word stands.
+    Unverified(String),
+    /// Its settings say otherwise: it is treated like any other node.
+    Refuted(String),
+}
+
+impl DurableCheck {
+    /// Reads the two replies (`Err`: the server refused the command).
+    pub(crate) fn of<E: std::fmt::Display>(
+        appendonly: Result<Option<String>, E>,
+        appendfsync: Result<Option<String>, E>,
+    ) -> Self {
+        let (appendonly, appendfsync) = match (appendonly, appendfsync) {
+            (Ok(Some(a)), Ok(Some(f))) => (a, f),
+            (Err(e), _) | (_, Err(e)) => {
+                return Self::Unverified(format!("CONFIG GET refused: {e}"))
+            }
+            _ => return Self::Unverified("CONFIG GET gave no value".into()),
+        };
+        match (appendonly.as_str(), appendfsync.as_str()) {
+            ("yes", "always") => Self::Confirmed,
+            ("yes", other) => Self::Refuted(format!(
+                "appendfsync is {other}, not always: a crash of the machine can lose granted keys"
+            )),
+            (other, _) => {
+                Self::Refuted(format!("appendonly is {other}: a restart loses every key"))
+            }
+        }
+    }
+
+    /// Whether quarantine may skip the node.
+    pub(crate) fn trusted(&self) -> bool {
+        !matches!(self, Self::Refuted(_))
+    }
 }
 
 /// Reads `run_id` and `uptime_in_seconds` out of an `INFO server` reply.
@@ -31,9 +77,14 @@ pub(crate) fn parse_info(text: &[u8]) -> Option<ServerIdentity> {
         text.lines()
             .find_map(|line| line.trim_end().strip_prefix(name)?.strip_prefix(':'))
     };
+    // Negative when the node's wall clock was stepped back past its start time: its age is then
+    // unknown, so it counts as just started (the longest quarantine) rather than failing the
+    // handshake, which would keep the node out for as long as its clock stays behind.
+    let uptime: i64 = field("uptime_in_seconds")?.parse().ok()?;
     Some(ServerIdentity {
         run_id: field("run_id")?.to_string(),
-        uptime: Duration::from_secs(field("uptime_in_seconds")?.parse().ok()?),
+        uptime: Duration::from_secs(uptime.max(0) as u64),
+        durable: false,
     })
 }
 
@@ -99,7 +150,10 @@ impl Quarantine {
         // `max` is capped by the configuration (at most a year), so these additions cannot overflow.
         let restarted = st.run_ids.get(member).is_some_and(|old| *old != id.run_id);
         let young_for = young_for(max, id.uptime);
-        let until = if restarted {
+        let until = if id.durable {
+            // Its keys come back from its AOF: a restart forgot nothing.
+            None
+        } else if restarted {
             // A new process behind the same address: whatever its uptime claims, it lost our keys.
             Some(now + max)
         } else {
@@ -174,6 +228,7 @@ mod tests {
         ServerIdentity {
             run_id: run_id.into(),
             uptime: Duration::from_secs(uptime_s),
+            durable: false,
         }
     }
 
@@ -182,6 +237,13 @@ mod tests {
         let info = b"# Server\r\nredis_version:7.0.15\r\nrun_id:abc123\r\ntcp_port:7001\r\nuptime_in_seconds:42\r\n";
         assert_eq!(parse_info(info), Some(id("abc123", 42)));
         assert_eq!(parse_info(b"# Server\r\nredis_version:7\r\n"), None);
+        let stepped_back = b"run_id:abc123\r\nuptime_in_seconds:-3599\r\n";
+        assert_eq!(
+            parse_info(stepped_back),
+            Some(id("abc123", 0)),
+            "age unknown: youngest"
+        );
+        assert_eq!(parse_info(b"run_id:a\r\nuptime_in_seconds:x\r\n"), None);
     }
 
     #[test]
@@ -268,6 +330,35 @@ mod tests {
         );
         failover.quarantine_now();
         assert!(!failover.votes(), "a topology change quarantines");
+    }
+
+    #[test]
+    fn a_durable_node_votes_at_once_even_after_a_restart() {
+        let q = Quarantine::new(Some(Duration::from_secs(60)));
+        let durable = |run_id: &str| ServerIdentity {
+            durable: true,
+            ..id(run_id, 0)
+        };
+        q.on_connect(&durable("a"));
+        assert!(q.votes(), "young, but its data survives");
+        q.on_connect(&durable("b"));
+        assert!(q.votes(), "restarted, and its keys came back");
+        q.on_connect(&id("c", 0));
+        assert!(!q.votes(), "no longer durable: an ordinary restart");
+    }
+
+    #[test]
+    fn the_durable_claim_is_checked_against_the_settings() {
+        let v = |s: &str| Ok::<_, String>(Some(s.to_string()));
+        assert_eq!(
+            DurableCheck::of(v("yes"), v("always")),
+            DurableCheck::Confirmed
+        );
+        assert!(!DurableCheck::of(v("yes"), v("everysec")).trusted());
+        assert!(!DurableCheck::of(v("no"), v("always")).trusted());
+        let refused = DurableCheck::of(Err("NOPERM".to_string()), v("always"));
+        assert!(matches!(refused, DurableCheck::Unverified(_)) && refused.trusted());
+        assert!(DurableCheck::of(Ok::<_, String>(None), v("always")).trusted());
     }
 
     #[test]
