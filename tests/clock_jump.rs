@@ -205,3 +205,32 @@ async fn a_forward_step_right_after_a_restart_does_not_shorten_the_quarantine() 
         );
     }
 }
+
+#[tokio::test]
+async fn a_plain_lock_turns_invalid_when_a_node_it_needs_jumps() {
+    let nodes = Nodes::start();
+    let a = engine(&nodes, true).await;
+    // `needs-n2` lands on n0-n2 (n3, n4 hold someone else's key); `spare` anywhere but n2. (A round
+    // is decided at the third yes: only the nodes that answered by then count as holding it.)
+    for node in nodes.last_two() {
+        node.cmd(&[b"SET", b"redlock:{needs-n2}", b"someone", b"PX", b"60000"]);
+    }
+    nodes
+        .stepped
+        .cmd(&[b"SET", b"redlock:{spare}", b"someone", b"PX", b"60000"]);
+    let needs_n2 = a.acquire("needs-n2", TTL).await.unwrap();
+    let spare = a.acquire("spare", TTL).await.unwrap();
+    assert!(needs_n2.is_valid() && spare.is_valid());
+    nodes.stepped.step(10 * TTL.as_millis() as i64);
+    // A acquires nothing more: its idle connection reads n2's clock within half a second.
+    let seen = std::time::Instant::now();
+    while needs_n2.is_valid() && seen.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !needs_n2.is_valid() && needs_n2.remaining().is_zero(),
+        "n0 and n1 alone are no majority"
+    );
+    assert!(spare.is_valid(), "n2 did not grant it: still a majority");
+    a.release(spare).await.unwrap();
+}

@@ -211,6 +211,7 @@ impl Core {
         let value = LockValue::random().map_err(|e| LockError::Random(e.to_string()))?;
         // Before the clock starts: time spent waiting here is this process's queue, not the nodes'.
         let _slot = self.admit(admit_until).await?;
+        let jumps = self.jump_mark();
         let start = Instant::now();
         // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
         // releases on every node (also those that said no or timed out: their command may still land).
@@ -242,6 +243,7 @@ impl Core {
                     ttl,
                     valid_until: start + elapsed + validity,
                     tally,
+                    jumps,
                 };
                 Ok(Lock::granted(target, grant))
             }

@@ -21,7 +21,8 @@ use super::admission::{Admission, Admitted};
 use super::fanout::{self, Deadline};
 use super::release_retry::ReleaseRetry;
 use super::waitq::LocalQueues;
-use crate::algo::quorum::{Tally, Vote};
+use crate::algo::clock::{JumpLog, JumpMark};
+use crate::algo::quorum::{quorum, Tally, Vote};
 use crate::algo::timing::millis;
 use crate::config::Settings;
 use crate::error::LockError;
@@ -46,13 +47,23 @@ pub(crate) struct Core {
     admission: Admission,
     /// Re-sends releases that did not reach a node.
     release_retry: ReleaseRetry,
+    /// The nodes' forward clock jumps, for locks to check against (`None`: the clock guard is off).
+    jumps: Option<Arc<JumpLog>>,
 }
 
 impl Core {
     /// The core over connected `nodes`; starts the release re-sender on the current runtime.
     pub(crate) fn new(settings: Settings, nodes: Vec<Arc<dyn NodeClient>>) -> Arc<Self> {
         let admission = Admission::new(settings.max_in_flight, settings.connect.max_pending);
+        let jumps = settings.connect.clock_guard.map(|_| {
+            let log = Arc::new(JumpLog::new(nodes.len(), quorum(nodes.len())));
+            for (index, node) in nodes.iter().enumerate() {
+                node.report_jumps(log.clone(), index);
+            }
+            log
+        });
         let core = Arc::new(Self {
+            jumps,
             metrics: Metrics::new(nodes.len()),
             settings,
             nodes,
@@ -79,6 +90,16 @@ impl Core {
 
     pub(crate) fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// Where the clock-jump log stands now (0 with the guard off), for extend rounds about to start.
+    pub(crate) fn jumps_now(&self) -> u64 {
+        self.jumps.as_ref().map_or(0, |log| log.mark())
+    }
+
+    /// The clock-jump log and where it stands, for a lock whose acquire round starts now.
+    pub(crate) fn jump_mark(&self) -> JumpMark {
+        JumpMark(self.jumps.as_ref().map(|log| (log.clone(), log.mark())))
     }
 
     pub(crate) fn watchdog(&self) -> &Watchdog {

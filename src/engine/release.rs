@@ -112,6 +112,7 @@ impl Core {
         }
         // Waiting past the validity would be pointless: nothing could extend the lock after it.
         let _slot = self.admit(Some(lock.valid_until())).await?;
+        let jumps_at = lock.jumps_now();
         let start = Instant::now();
         if start >= lock.valid_until() {
             return Err(LockError::AlreadyExpired);
@@ -121,7 +122,7 @@ impl Core {
         let deadline = self.round_deadline(start, ttl, Some(lock.valid_until()));
         let tally = self.fan_out(&cmd, deadline, Vote::of_script).await;
         self.metrics().round(Op::Extend, &tally, start.elapsed());
-        lock.settle_extend(&self.settings().timing, ttl, start, tally)
+        lock.settle_extend(&self.settings().timing, ttl, (start, jumps_at), tally)
     }
 
     /// Queues `lock`'s release on every node without waiting (and without a notification); copies

@@ -18,10 +18,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
+use crate::algo::clock::JumpLog;
 use crate::algo::value::LockValue;
 use crate::error::NodeError;
 
@@ -233,6 +235,10 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
     fn clock_jumped(&self) -> bool {
         false
     }
+
+    /// From now on, writes this node's forward clock jumps into `log` as node `index` (transports
+    /// with the clock guard), so locks that counted its vote can tell.
+    fn report_jumps(&self, _log: Arc<JumpLog>, _index: usize) {}
 
     /// The server's `run_id`, when known (read with quarantine on).
     fn run_id(&self) -> Option<String>;

@@ -1,5 +1,8 @@
 //! The clock guard's part of a connection: a `TIME` queued just before each acquire (and one at
-//! connect), and its reply judged by `crate::algo::clock` before the acquire's reply is handed over.
+//! connect, and one whenever the connection has gone [`IDLE_SAMPLE`] without), and its reply judged
+//! by `crate::algo::clock` before the acquire's reply is handed over.
+
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -7,14 +10,22 @@ use super::{Shared, Slot, State};
 use crate::algo::clock::{Sample, Verdict};
 use crate::transport::{NodeResult, Reply};
 
+/// The longest a connection goes without reading its node's clock. Acquires read it anyway; this is
+/// for an engine that holds plain locks and acquires nothing for a while, whose locks could otherwise
+/// not learn that a node they counted jumped (`Lock::is_valid`). Two `TIME`s a second per idle node
+/// cost nothing noticeable, and a lock learns of a jump at most this late.
+pub(super) const IDLE_SAMPLE: Duration = Duration::from_millis(500);
+
 /// Queues a `TIME` for the clock guard (see `Slot::clock`).
 pub(super) fn queue_sample(st: &mut State) {
+    let now = Instant::now();
     st.out.extend_from_slice(b"*1\r\n$4\r\nTIME\r\n");
     st.pending.push_back(Slot {
         tx: None,
         script: None,
-        clock: Some(Instant::now()),
+        clock: Some(now),
     });
+    st.last_sample = now;
     st.queued += 1;
     st.unsent += 1;
 }

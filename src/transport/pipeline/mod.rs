@@ -34,7 +34,7 @@ use super::connect::{open, Stream};
 use super::resp::encode_cmd;
 use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending};
 use crate::addr::NodeAddr;
-use crate::algo::clock::ClockWatch;
+use crate::algo::clock::{ClockWatch, JumpLog};
 use crate::algo::quarantine::{Quarantine, ServerIdentity};
 use crate::algo::rtt::RttEstimate;
 use crate::error::NodeError;
@@ -91,6 +91,8 @@ struct State {
     probe: Option<(u64, Instant)>,
     /// When the reader last handed out replies: the node is alive and answering in order.
     last_reply: Option<Instant>,
+    /// When the clock guard's last `TIME` was queued (see `clock::IDLE_SAMPLE`).
+    last_sample: Instant,
     /// How many of the last `pending` slots are still in `out`, not yet handed to the writer: a reply
     /// cannot be theirs, so a node that answers them is out of step (or hostile), not fast.
     unsent: usize,
@@ -120,6 +122,7 @@ impl PipelineNode {
                 answered: 0,
                 probe: None,
                 last_reply: None,
+                last_sample: Instant::now(),
                 unsent: 0,
                 backoff: opts.reconnect_min,
                 connected_at: std::time::Instant::now(),
@@ -180,6 +183,10 @@ impl NodeClient for PipelineNode {
 
     fn clock_jumped(&self) -> bool {
         !self.shared.clock.votes()
+    }
+
+    fn report_jumps(&self, log: Arc<JumpLog>, index: usize) {
+        self.shared.clock.report_to(log, index);
     }
 
     fn run_id(&self) -> Option<String> {
