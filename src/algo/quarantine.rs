@@ -8,7 +8,8 @@
 //! whatever the uptime says. Each connection learns `run_id` and `uptime_in_seconds` from `INFO server`
 //! in its handshake, at connect and after every reconnect.
 //!
-//! Off for nodes whose data survives a crash (`appendfsync always`): the price of quarantine is
+//! Skipped for a node whose data survives a crash (`appendfsync always`, claimed with `?durable=true`
+//! and not refuted by its settings: [`DurableCheck`]), or off altogether: the price of quarantine is
 //! availability — when a majority restarts, no lock can be granted for one maximum lifetime.
 
 use std::collections::{HashMap, HashSet};

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::{Shared, Slot, State};
 use crate::algo::clock::{Sample, Verdict};
+use crate::error::NodeError;
 use crate::transport::{NodeResult, Reply};
 
 /// The longest a connection goes without reading its node's clock. Acquires read it anyway; this is
@@ -33,8 +34,20 @@ pub(super) fn queue_sample(st: &mut State) {
 /// The clock guard's `TIME` reply: judged against the node's previous one. A reply that is not a
 /// `TIME` (an error, a hostile node) teaches nothing and changes nothing.
 pub(super) fn judge(shared: &Shared, sent: Instant, reply: NodeResult) {
-    let Ok(Reply::Time(node_us)) = reply else {
-        return;
+    let node_us = match reply {
+        Ok(Reply::Time(node_us)) => node_us,
+        Err(NodeError::Server(why)) => {
+            // An ACL without `+time`, say: the guard is blind on this node. Once per connection.
+            if !std::mem::replace(&mut shared.lock().time_refused, true) {
+                tracing::warn!(
+                    node = %shared.addr,
+                    why = %why,
+                    "the node refuses TIME: the clock-jump guard cannot watch its clock"
+                );
+            }
+            return;
+        }
+        _ => return,
     };
     let sample = Sample {
         node_us,

@@ -93,6 +93,8 @@ struct State {
     last_reply: Option<Instant>,
     /// When the clock guard's last `TIME` was queued (see `clock::IDLE_SAMPLE`).
     last_sample: Instant,
+    /// This connection's node refused a `TIME` (already said in the log).
+    time_refused: bool,
     /// How many of the last `pending` slots are still in `out`, not yet handed to the writer: a reply
     /// cannot be theirs, so a node that answers them is out of step (or hostile), not fast.
     unsent: usize,
@@ -123,6 +125,7 @@ impl PipelineNode {
                 probe: None,
                 last_reply: None,
                 last_sample: Instant::now(),
+                time_refused: false,
                 unsent: 0,
                 backoff: opts.reconnect_min,
                 connected_at: std::time::Instant::now(),
@@ -338,6 +341,7 @@ impl Shared {
             st.last_error = None;
             st.out.clear();
             st.probe = None;
+            st.time_refused = false;
             st.queued = st.pending.len() as u64;
             st.answered = 0;
             st.unsent = 0;
