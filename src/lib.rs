@@ -59,6 +59,10 @@ mod watchdog;
 
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};
+pub use engine::report::{
+    ForceRelease, Inspection, KeyState, LockKind, NodeInspection, NodeStatus, QuarantineState,
+    ServerInfo, Verdict,
+};
 pub use engine::Redlock;
 pub use error::{LockError, NodeError};
 pub use kinds::fenced::COMMIT_ROUNDS;
@@ -127,9 +131,9 @@ pub mod __private {
         ]
     }
 
-    /// `(source, sha1)` of every script the engine sends.
+    /// `(source, sha1)` of every script the engine sends (the lock kinds' and the operator's).
     pub fn all_scripts() -> Vec<(&'static str, &'static str)> {
-        crate::kinds::scripts()
+        crate::engine::operate::handshake_scripts()
             .iter()
             .map(|s| (s.source, s.sha1))
             .collect()

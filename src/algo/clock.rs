@@ -108,6 +108,12 @@ impl ClockWatch {
         let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         st.held_until.is_none_or(|until| Instant::now() >= until)
     }
+
+    /// Until when a forward jump silences the node (`None`: it votes), for operators.
+    pub(crate) fn silenced_until(&self) -> Option<Instant> {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.held_until.filter(|until| Instant::now() < *until)
+    }
 }
 
 /// The forward jumps of every node of an engine, in the order they were seen: what lets a plain

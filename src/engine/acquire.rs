@@ -208,7 +208,9 @@ impl Core {
         admit_until: Option<Instant>,
     ) -> Result<Lock, LockError> {
         let s = self.settings();
-        let value = LockValue::random().map_err(|e| LockError::Random(e.to_string()))?;
+        let code = super::operate::kind_code(target.kind.spec());
+        let value =
+            LockValue::tagged(self.tag(), code).map_err(|e| LockError::Random(e.to_string()))?;
         // Before the clock starts: time spent waiting here is this process's queue, not the nodes'.
         let _slot = self.admit(admit_until).await?;
         let jumps = self.jump_mark();
@@ -222,11 +224,9 @@ impl Core {
             ttl,
             armed: true,
         };
-        let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
+        let (cmd, vote) = self.acquire_cmd(target, value, ttl);
         let deadline = self.round_deadline(start, ttl, None);
-        let tally = self
-            .fan_out(&cmd, deadline, target.kind.acquire_vote())
-            .await;
+        let tally = self.fan_out(&cmd, deadline, vote).await;
         // One clock read serves the metric and the validity (a read is most of what observing costs).
         let elapsed = start.elapsed();
         self.metrics().round(Op::Acquire, &tally, elapsed);

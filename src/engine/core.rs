@@ -24,6 +24,7 @@ use super::waitq::LocalQueues;
 use crate::algo::clock::{JumpLog, JumpMark};
 use crate::algo::quorum::{quorum, Tally, Vote};
 use crate::algo::timing::millis;
+use crate::algo::value::{EngineTag, LockValue};
 use crate::config::Settings;
 use crate::error::LockError;
 use crate::kinds::spec::{Kind, Target};
@@ -49,11 +50,17 @@ pub(crate) struct Core {
     release_retry: ReleaseRetry,
     /// The nodes' forward clock jumps, for locks to check against (`None`: the clock guard is off).
     jumps: Option<Arc<JumpLog>>,
+    /// Starts every lock value this engine draws, so inspect can tell its locks on the nodes.
+    tag: EngineTag,
 }
 
 impl Core {
     /// The core over connected `nodes`; starts the release re-sender on the current runtime.
-    pub(crate) fn new(settings: Settings, nodes: Vec<Arc<dyn NodeClient>>) -> Arc<Self> {
+    pub(crate) fn new(
+        settings: Settings,
+        nodes: Vec<Arc<dyn NodeClient>>,
+        tag: EngineTag,
+    ) -> Arc<Self> {
         let admission = Admission::new(settings.max_in_flight, settings.connect.max_pending);
         let jumps = settings.connect.clock_guard.map(|_| {
             let log = Arc::new(JumpLog::new(nodes.len(), quorum(nodes.len())));
@@ -64,6 +71,7 @@ impl Core {
         });
         let core = Arc::new(Self {
             jumps,
+            tag,
             metrics: Metrics::new(nodes.len()),
             settings,
             nodes,
@@ -90,6 +98,11 @@ impl Core {
 
     pub(crate) fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// This engine's tag (see [`crate::algo::value`]).
+    pub(crate) fn tag(&self) -> EngineTag {
+        self.tag
     }
 
     /// Where the clock-jump log stands now (0 with the guard off), for extend rounds about to start.
@@ -160,6 +173,25 @@ impl Core {
         read: fn(NodeResult) -> Vote,
     ) -> Tally {
         fanout::fan_out(&self.nodes, cmd, deadline, read).await
+    }
+
+    /// What an acquire attempt sends and how its replies vote: the kind's command, or with a holder
+    /// label on an exclusive lock, the labeled acquire script (see `super::operate`).
+    pub(crate) fn acquire_cmd(
+        &self,
+        target: &Target,
+        value: LockValue,
+        ttl: Duration,
+    ) -> (Cmd, fn(NodeResult) -> Vote) {
+        if let (Some(label), Keys::One(key)) = (&self.settings.holder_label, &target.keys) {
+            if super::operate::kind_code(target.kind.spec()) == b'x' {
+                let max = millis(self.settings.max_ttl);
+                let cmd = super::operate::labeled_acquire(key, value, millis(ttl), max, label);
+                return (cmd, Vote::of_script);
+            }
+        }
+        let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
+        (cmd, target.kind.acquire_vote())
     }
 
     /// Builds the target of a single-resource lock of `kind`: the resource's key, then one per suffix
