@@ -174,6 +174,18 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         "guard on: B was granted while A held the lock",
     );
     f.expect(
+        !on.a_valid,
+        "guard on: A's plain lock still said valid although node 2, one of its 3 nodes, jumped",
+    );
+    f.expect(
+        off.jump.a_valid,
+        "guard off: A's lock did not say valid (nothing should have told it)",
+    );
+    f.expect(
+        in_silenced.iter().all(|&n| n == 0) && refused_silenced > 0,
+        "guard on: a client process still counted node 2's vote after its clock jumped",
+    );
+    f.expect(
         refused_skew + refused_back == 0,
         "node 2 was silenced for a skew within the drift bound or a backward step",
     );
