@@ -43,6 +43,22 @@ fn inspect_and_nodes_show_a_held_lock_with_its_label() {
     assert!(out.starts_with("orders:42: HELD (held on 3"), "{out}");
     assert_eq!(out.matches("exclusive").count(), 3, "{out}");
     assert_eq!(out.matches("nightly export").count(), 3, "{out}");
+    // Every row's cells sit under their headers.
+    let lines: Vec<&str> = out.lines().collect();
+    let column = lines[1].find("LABEL").unwrap();
+    assert!(
+        lines[2..]
+            .iter()
+            .all(|l| l.find("nightly export") == Some(column)),
+        "{out}"
+    );
+    let ttl = lines[1].find("TTL").unwrap();
+    assert!(
+        lines[2..]
+            .iter()
+            .all(|l| l[ttl..].starts_with(|c: char| c.is_ascii_digit())),
+        "{out}"
+    );
     let (_, out, _) =
         run(redlock(&urls(&n)).args(["--no-quarantine", "--json", "inspect", "orders:42"]));
     let v = json(&out);
@@ -109,7 +125,10 @@ fn a_node_down_shows_in_its_row_and_all_down_is_one_line() {
     );
     let (code, out, _) = run(redlock(&set).args(["--no-quarantine", "inspect", "x"]));
     assert!(
-        code == 0 && out.contains("FREE") && out.contains("error:"),
+        code == 0
+            && out.contains("FREE")
+            && out.contains("no answer")
+            && out.contains(&format!("  {dead}/0: connect failed")),
         "{out}"
     );
     let (code, out, err) =

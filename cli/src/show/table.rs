@@ -37,6 +37,15 @@ fn render(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// `uptime_in_seconds` is whole seconds: `0s`, `42s`, then as [`dur`].
+fn uptime(d: std::time::Duration) -> String {
+    if d.as_secs() < 60 {
+        format!("{}s", d.as_secs())
+    } else {
+        dur(d)
+    }
+}
+
 fn opt(d: Option<std::time::Duration>) -> String {
     d.map_or("-".into(), super::dur)
 }
@@ -86,20 +95,29 @@ pub fn inspection(seen: &Inspection) -> String {
         seen.quorum
     );
     let mut rows = vec![[
-        "NODE", "VOTES", "STATE", "KIND", "TTL", "OURS", "READERS", "INTENT", "FENCE", "WAITERS",
-        "LABEL",
+        "NODE", "VOTES", "STATE", "KIND", "TTL", "READERS", "INTENT", "FENCE", "WAITERS", "LABEL",
     ]
     .map(String::from)
     .to_vec()];
+    let mut silent = Vec::new();
     for n in &seen.nodes {
-        let mut row = vec![n.node.clone(), not_voting(&n.not_voting)];
         match &n.state {
-            Ok(s) => row.extend(state_cells(s)),
-            Err(e) => row.push(format!("error: {e}")),
+            Ok(s) => {
+                let mut row = vec![n.node.clone(), not_voting(&n.not_voting)];
+                row.extend(state_cells(s));
+                rows.push(row);
+            }
+            // The reason below the table, so one long error does not widen every column.
+            Err(e) => {
+                let mut row = vec![n.node.clone(), "-".into(), "no answer".into()];
+                row.extend(std::iter::repeat_n("-".to_string(), 7));
+                rows.push(row);
+                silent.push(format!("  {}: {e}\n", n.node));
+            }
         }
-        rows.push(row);
     }
     out.push_str(&render(&rows));
+    out.extend(silent);
     out
 }
 
@@ -150,7 +168,7 @@ pub fn nodes(status: &[NodeStatus]) -> String {
         let (run_id, uptime) = match &s.identity {
             Some(id) => (
                 id.run_id.chars().take(12).collect(),
-                format!("{} ({} ago)", dur(id.uptime), dur(id.read_ago)),
+                format!("{} ({} ago)", uptime(id.uptime), dur(id.read_ago)),
             ),
             None => ("-".into(), "-".into()),
         };
