@@ -96,6 +96,34 @@ async fn a_read_only_user_can_inspect_and_nothing_more() {
 }
 
 #[tokio::test]
+async fn an_operator_user_can_also_force_release_but_not_take_locks() {
+    let mut args = vec!["--user", "breaker", "on", ">pw", "~redlock:*", "&redlock:*"];
+    args.extend(INSPECT_COMMANDS);
+    args.extend(["+del", "+exists", "+publish"]);
+    let n: Vec<RedisNode> = (0..3).map(|_| RedisNode::start_with(&args)).collect();
+    let writer = common::engine(urls(&n), transports()[0]).await;
+    let lock = writer.acquire_fenced("broken", TTL).await.unwrap();
+    let breaker_urls: Vec<String> = n
+        .iter()
+        .map(|x| format!("redis://breaker:pw@127.0.0.1:{}", x.port))
+        .collect();
+    let e = common::engine(breaker_urls, transports()[0]).await;
+    let forced = e.force_release("broken").await.unwrap();
+    assert_eq!(forced.answered, 3, "{forced:?}");
+    assert!(n
+        .iter()
+        .all(|x| !x.exists(b"redlock:{broken}") && x.exists(b"redlock:{broken}:fence")));
+    assert!(
+        e.try_acquire("broken", TTL).await.is_err(),
+        "no +set: no lock"
+    );
+    assert!(matches!(
+        writer.release(lock).await,
+        Err(LockError::AlreadyExpired)
+    ));
+}
+
+#[tokio::test]
 async fn inspect_over_tls() {
     let (_dir, ca, cert, key) = tls_material();
     let node = RedisNode::start_tls_only(&[
