@@ -104,8 +104,10 @@ pub struct Config {
     /// Holder label: who holds a lock, for operators ([`crate::Redlock::inspect`] shows it). When set,
     /// an exclusive acquire (`acquire`, `try_acquire`, renewed, scoped and owner holds) sends a small
     /// script instead of `SET NX PX` that also writes `prefix{resource}:holder` — a digest of the
-    /// lock value and this label, for `max_ttl` — in the same round trip. Other kinds carry no
-    /// label. At most 256 bytes, no control characters. Default: `None` (plain `SET NX PX`).
+    /// lock value and this label, for `max_ttl` and kept by every extend at least as long as the
+    /// lock — in the same round trip. Such locks' renewals are not coalesced with others'. Other
+    /// kinds carry no label. At most 256 bytes, no control characters. Default: `None` (plain
+    /// `SET NX PX`).
     pub holder_label: Option<String>,
 }
 

@@ -203,6 +203,39 @@ async fn the_holder_label_is_shown_only_for_the_holder_that_wrote_it() {
 }
 
 #[tokio::test]
+async fn a_renewed_labeled_lock_keeps_its_label_past_max_ttl() {
+    let n = nodes(3);
+    for transport in transports() {
+        let labeled = common::builder()
+            .nodes(urls(&n))
+            .transport(transport)
+            .max_ttl(Duration::from_secs(2))
+            .holder_label("long job".to_string())
+            .build()
+            .await
+            .unwrap();
+        let policy = redlock_engine::RenewPolicy::default().every(Duration::from_millis(300));
+        let lock = labeled
+            .acquire_renewed("long", Duration::from_secs(1), policy)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(3200)).await;
+        assert!(!lock.is_lost() && lock.renewals() >= 5, "{transport:?}");
+        let seen = labeled.inspect("long").await.unwrap();
+        let shown = seen
+            .nodes
+            .iter()
+            .filter(|x| x.state.as_ref().unwrap().label.as_deref() == Some("long job"))
+            .count();
+        assert!(
+            shown >= 2,
+            "{transport:?}: the label outlived max_ttl with the lock: {seen:?}"
+        );
+        lock.release().await.unwrap();
+    }
+}
+
+#[tokio::test]
 async fn force_release_breaks_the_lock_but_keeps_the_fence_counter() {
     let n = nodes(3);
     for transport in transports() {

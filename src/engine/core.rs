@@ -183,10 +183,11 @@ impl Core {
         value: LockValue,
         ttl: Duration,
     ) -> (Cmd, fn(NodeResult) -> Vote) {
-        if let (Some(label), Keys::One(key)) = (&self.settings.holder_label, &target.keys) {
-            if super::operate::kind_code(target.kind.spec()) == b'x' {
+        if let Some(label) = &self.settings.holder_label {
+            if std::ptr::eq(target.kind.spec(), &super::operate::LABELED) {
                 let max = millis(self.settings.max_ttl);
-                let cmd = super::operate::labeled_acquire(key, value, millis(ttl), max, label);
+                let cmd =
+                    super::operate::labeled_acquire(&target.keys, value, millis(ttl), max, label);
                 return (cmd, Vote::of_script);
             }
         }
@@ -196,7 +197,14 @@ impl Core {
 
     /// Builds the target of a single-resource lock of `kind`: the resource's key, then one per suffix
     /// of the kind (its fence counter, its reader set, ...).
+    /// With a holder label, an exclusive lock becomes the labeled one (`super::operate::LABELED`).
     pub(crate) fn target(&self, kind: Kind, resource: &[u8]) -> Result<Target, LockError> {
+        let exclusive = std::ptr::eq(kind.spec(), &crate::kinds::exclusive::EXCLUSIVE);
+        let kind = if self.settings.holder_label.is_some() && exclusive {
+            Kind::new(&super::operate::LABELED, 0)
+        } else {
+            kind
+        };
         let key = self.key(resource, b"")?;
         let suffixes = kind.spec().suffixes;
         let keys = if suffixes.is_empty() {

@@ -1,5 +1,5 @@
 //! The operator's side of the engine: the scripts behind [`crate::Redlock::inspect`],
-//! [`crate::Redlock::force_release`] and the holder label, the kind byte every lock value carries, and the
+//! [`crate::Redlock::force_release`] and the holder label (and the labeled lock, [`LABELED`]), the kind byte every lock value carries, and the
 //! script list every connection's handshake loads (the lock kinds' and these).
 //!
 //! None of these scripts returns a lock value: inspect answers "ours / not ours" by comparing the
@@ -10,7 +10,9 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
+use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
+use crate::kinds::exclusive::{RELEASE, RELEASE_NOTIFY};
 use crate::kinds::spec::Spec;
 use crate::transport::{Cmd, Keys, Script};
 
@@ -28,7 +30,7 @@ pub(crate) const SUFFIXES: [&[u8]; 5] = [
 /// Read from the kind's name so the kinds need no field for it; a kind not listed here is `?`.
 pub(crate) fn kind_code(spec: &Spec) -> u8 {
     match spec.name {
-        "Exclusive" => b'x',
+        "Exclusive" | "Labeled" => b'x',
         "Fenced" => b'f',
         "Multi" => b'm',
         "Read" => b'r',
@@ -42,7 +44,7 @@ pub(crate) fn handshake_scripts() -> &'static [&'static Script] {
     static ALL: OnceLock<Vec<&'static Script>> = OnceLock::new();
     ALL.get_or_init(|| {
         let mut all = crate::kinds::scripts().to_vec();
-        all.extend([&INSPECT, &FORCE_RELEASE, &ACQUIRE_LABELED]);
+        all.extend([&INSPECT, &FORCE_RELEASE, &ACQUIRE_LABELED, &EXTEND_LABELED]);
         all
     })
 }
@@ -100,21 +102,61 @@ return -1",
     resend: false,
 };
 
-/// The labeled form of an exclusive acquire (see [`ACQUIRE_LABELED`]): what an attempt sends instead
-/// of `SET NX PX` when the engine has a holder label.
+/// An exclusive lock with a holder label (`Config::holder_label`): what `Core::target` makes of an
+/// exclusive target when the engine has a label. Its keys are the resource key and the label key;
+/// its acquire is [`ACQUIRE_LABELED`] (built by `Core::acquire_cmd`, which knows the label), its extend
+/// [`EXTEND_LABELED`], which keeps the label alive as long as the lock, so a lock renewed past
+/// `max_ttl` still shows who holds it. The price: its renewals are not coalesced with other locks'.
+/// Release, hand-off and local queueing are the exclusive lock's.
+pub(crate) static LABELED: Spec = Spec {
+    name: "Labeled",
+    acquire: unlabeled_set,
+    vote: Vote::of_script,
+    release: &RELEASE,
+    release_notify: &RELEASE_NOTIFY,
+    extend: &EXTEND_LABELED,
+    extends_first_key: false,
+    give_up: None,
+    suffixes: &[b":holder"],
+    queues_locally: true,
+    hands_off: true,
+    multi_resource: false,
+    shared: false,
+    scripts: &[&ACQUIRE_LABELED, &EXTEND_LABELED],
+};
+
+/// Never sent: `Core::acquire_cmd` sends [`ACQUIRE_LABELED`] for this kind, with the engine's label.
+/// (Were it sent, its `+OK` would not read as a vote of [`LABELED`]: a failed node, never a grant.)
+fn unlabeled_set(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
+    Cmd::SetNxPx {
+        key: keys.as_slice()[0].clone(),
+        value,
+        ttl_ms,
+    }
+}
+
+/// [`crate::kinds::exclusive::EXTEND`], and the label key (`KEYS[2]`) kept at least as long as the
+/// lock.
+pub(crate) static EXTEND_LABELED: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) \
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end return 1 \
+elseif v == false then return 0 else return -1 end",
+    sha1: "d19a7759723f95e08a0a2d6ff692c773c851a5be",
+    resend: true,
+};
+
+/// The labeled acquire (see [`ACQUIRE_LABELED`]) on `keys` (the resource key, the label key).
 pub(crate) fn labeled_acquire(
-    key: &Bytes,
+    keys: &Keys,
     value: LockValue,
     ttl_ms: u64,
     label_ttl_ms: u64,
     label: &Bytes,
 ) -> Cmd {
-    let mut holder = Vec::with_capacity(key.len() + 7);
-    holder.extend_from_slice(key);
-    holder.extend_from_slice(b":holder");
     Cmd::Eval {
         script: &ACQUIRE_LABELED,
-        keys: Keys::Many(Arc::from([key.clone(), Bytes::from(holder)])),
+        keys: keys.clone(),
         args: Arc::from([
             Bytes::copy_from_slice(value.as_bytes()),
             Bytes::from(ttl_ms.to_string()),
