@@ -66,8 +66,31 @@ const CANARY_TTL: Duration = Duration::from_millis(1000);
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let so = ctx.clockshim.clone().map_err(|e| e.why().to_string())?;
     let off = unguarded(ctx, &so).await?;
+    let on = guarded(env, ctx, &so).await?;
+    env.top_up(ctx).await;
+    let mut f = Findings::new(env.finish().await?);
+    judge(&mut f, &off, &on);
+    Ok(f)
+}
 
-    let offset = put_under_shim(env, &so)?;
+/// Marks (raw monotonic ns) of a window of the guard-on timeline.
+type Window = (u64, u64);
+
+/// What the guard-on half's timeline saw (its logs are the scenario's).
+struct Guarded {
+    jump: Jump,
+    /// Nodes 0 and 1 frozen: node 2's clock skewed; then stepped back; after the jump.
+    skew: Window,
+    back: Window,
+    silenced: Window,
+    /// The unreleased lock of the backward window: whether it was granted, its key's PTTL on node 2
+    /// after its TTL, and on how many of nodes 3 and 4 the key still was.
+    canary: (bool, i64, usize),
+}
+
+/// The guard-on half's timeline, on the scenario's own processes (module docs).
+async fn guarded(env: &mut Env, ctx: &Ctx, so: &Path) -> Result<Guarded, String> {
+    let offset = put_under_shim(env, so)?;
     spawn_clients(env, true)?;
     // Before the freeze: a fresh engine's connect to a frozen node would wait for its timeout.
     let probe = engine_from(config(env.node_urls())).await?;
@@ -78,24 +101,22 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let skew = skew(&offset, window).await;
     let back_start = mark();
     // Dropped at once, not released: its keys expire at their TTL, on node 2 by its stepped clock.
-    let canary = acquire_within(&probe, CANARY, CANARY_TTL, Duration::from_secs(2))
+    let granted = acquire_within(&probe, CANARY, CANARY_TTL, Duration::from_secs(2))
         .await
         .is_ok();
     offset.step(-STEP_MS);
     wait(window).await;
     let back = (back_start, mark());
     let key = format!("redlock:{{{CANARY}}}");
-    let canary_pttl: i64 = env.nodes[STEPPED]
-        .cmd(&[b"PTTL", key.as_bytes()])
-        .parse()
-        .unwrap_or(-2);
-    let canary_elsewhere = env.nodes[3..]
+    let pttl = env.nodes[STEPPED].cmd(&[b"PTTL", key.as_bytes()]);
+    let elsewhere = env.nodes[3..]
         .iter()
         .filter(|n| n.cmd(&[b"EXISTS", key.as_bytes()]) == "1")
         .count();
     env.nodes[0].thaw();
     env.nodes[1].thaw();
-    let on = forward_jump(env, &offset, true).await?;
+
+    let jump = forward_jump(env, &offset, true).await?;
     // Nodes 0 and 1 frozen again: now a grant needs node 2, whose vote every engine must refuse.
     env.nodes[0].freeze();
     env.nodes[1].freeze();
@@ -105,21 +126,29 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     env.nodes[0].thaw();
     env.nodes[1].thaw();
     wait(ctx.phase).await;
-    env.top_up(ctx).await;
-    let logs = env.finish().await?;
+    Ok(Guarded {
+        jump,
+        skew,
+        back,
+        silenced,
+        canary: (granted, pttl.parse().unwrap_or(-2), elsewhere),
+    })
+}
 
-    let mut f = Findings::new(logs);
-    let in_skew = grants_by_process(&f, skew);
-    let in_back = grants_by_process(&f, back);
-    let refused = |(from, to): (u64, u64)| {
+/// The scenario's figures and expectations from both halves.
+fn judge(f: &mut Findings, off: &Unguarded, on: &Guarded) {
+    let refused = |(from, to): Window| {
         let jump = |&&(t0, t1, o): &&(u64, u64, Outcome)| {
             o == Outcome::ClockJump && t0 >= from && t1 <= to
         };
         f.logs.attempts.iter().filter(jump).count()
     };
-    let (refused_skew, refused_back) = (refused(skew), refused(back));
-    let in_silenced = grants_by_process(&f, silenced);
-    let refused_silenced = refused(silenced);
+    let (refused_skew, refused_back) = (refused(on.skew), refused(on.back));
+    let refused_silenced = refused(on.silenced);
+    let in_skew = grants_by_process(f, on.skew);
+    let in_back = grants_by_process(f, on.back);
+    let in_silenced = grants_by_process(f, on.silenced);
+    let (canary, canary_pttl, canary_elsewhere) = on.canary;
     f.extra(format!(
         "guard off: after node 2's +{} s step B was {}, overlaps {}, lost updates {} (expected; \
          {} grants)",
@@ -130,10 +159,10 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         off.grants
     ));
     f.extra(format!(
-        "guard on: B was {} and A's lock said valid: {}; then, nodes 0 and 1 frozen, grants by process {} ({refused_silenced} \
-         attempts refused naming node 2's clock jump)",
-        on.b,
-        on.a_valid,
+        "guard on: B was {} and A's lock said valid: {}; then, nodes 0 and 1 frozen, grants by \
+         process {} ({refused_silenced} attempts refused naming node 2's clock jump)",
+        on.jump.b,
+        on.jump.a_valid,
         join(&in_silenced)
     ));
     f.extra(format!(
@@ -147,7 +176,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         refused_skew + refused_back,
         canary_pttl as f64 / 1000.0
     ));
-    for (half, jump) in [("guard off", &off.jump), ("guard on", &on)] {
+    for (half, jump) in [("guard off", &off.jump), ("guard on", &on.jump)] {
         f.expect(
             jump.before == "{0,1,2}",
             format!("{half}: A's key was on {}, not on nodes 0-2", jump.before),
@@ -155,7 +184,8 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         f.expect(
             jump.after == "{0,1}",
             format!(
-                "{half}: the step did not expire A's key on node 2 only (census {}): is the clock shim working?",
+                "{half}: the step did not expire A's key on node 2 only (census {}): is the clock \
+                 shim working?",
                 jump.after
             ),
         );
@@ -170,16 +200,16 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         "guard off: a grant claimed more validity than it measured",
     );
     f.expect(
-        !on.b_granted,
+        off.jump.a_valid,
+        "guard off: A's lock did not say valid (nothing should have told it)",
+    );
+    f.expect(
+        !on.jump.b_granted,
         "guard on: B was granted while A held the lock",
     );
     f.expect(
-        !on.a_valid,
+        !on.jump.a_valid,
         "guard on: A's plain lock still said valid although node 2, one of its 3 nodes, jumped",
-    );
-    f.expect(
-        off.jump.a_valid,
-        "guard off: A's lock did not say valid (nothing should have told it)",
     );
     f.expect(
         in_silenced.iter().all(|&n| n == 0) && refused_silenced > 0,
@@ -191,13 +221,13 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     );
     f.expect(
         in_skew.iter().chain(&in_back).all(|&n| n > 0),
-        "a client process got no grant needing node 2 while its clock skewed or after it stepped back",
+        "a client process got no grant needing node 2 while its clock skewed or after it stepped \
+         back",
     );
     f.expect(
         canary && canary_pttl > CANARY_TTL.as_millis() as i64 && canary_elsewhere == 0,
         "after the backward step the canary's key did not outlive its TTL on node 2 only",
     );
-    Ok(f)
 }
 
 /// What the guard-off half showed.
@@ -317,7 +347,7 @@ async fn forward_jump(env: &Env, offset: &OffsetFile, guard: bool) -> Result<Jum
 
 /// Node 2's clock runs 0.8 % fast for the first half of `window`, 0.8 % slow for the second (back to
 /// where it started); the window's marks.
-async fn skew(offset: &OffsetFile, window: Duration) -> (u64, u64) {
+async fn skew(offset: &OffsetFile, window: Duration) -> Window {
     let start = mark();
     let ticks = (window.as_millis() / SKEW_TICK.as_millis()).max(2) as usize;
     for i in 0..ticks {
@@ -328,7 +358,7 @@ async fn skew(offset: &OffsetFile, window: Duration) -> (u64, u64) {
 }
 
 /// Grants of each background process (`c0`, `c1`, …) whose attempt began and returned in `window`.
-fn grants_by_process(f: &Findings, (from, to): (u64, u64)) -> Vec<usize> {
+fn grants_by_process(f: &Findings, (from, to): Window) -> Vec<usize> {
     (0..super::s01_contention::PROCS)
         .map(|i| {
             let prefix = format!("c{i}.");
