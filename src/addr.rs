@@ -6,6 +6,10 @@
 //! - `redis-sentinel://[user:password@]host:port[/db]?sentinelServiceName=name[&node=host:port...]`: the
 //!   master a set of Sentinels names (the hosts are Sentinels; `rediss-sentinel://` for TLS to the
 //!   master). The query parameters are fred's, so one URL works in both places.
+//!
+//! A standalone URL may also say `?durable=true`: the server keeps its data across a crash
+//! (`appendonly yes`, `appendfsync always`), so crashed-node quarantine skips it. The engine checks the
+//! claim at every connect (`CONFIG GET`) and does not trust a node whose settings refute it.
 
 use std::fmt;
 
@@ -28,6 +32,9 @@ pub struct NodeAddr {
     pub topology: Topology,
     /// More members of the cluster, or more Sentinels (`?node=host:port`), after `host:port`.
     pub more_hosts: Vec<(String, u16)>,
+    /// `?durable=true` (standalone only): the operator says the server fsyncs every write before it
+    /// replies, so a restart loses no lock key and quarantine need not hold its vote back.
+    pub durable: bool,
 }
 
 /// What one lock "node" is made of. Every kind gives one vote in the quorum.
@@ -111,6 +118,7 @@ impl NodeAddr {
             }
         };
         let mut more_hosts = Vec::new();
+        let mut durable = false;
         let (mut service, mut sentinel_user, mut sentinel_pass) = (None, None, None);
         for pair in query.into_iter().flat_map(|q| q.split('&')) {
             match pair.split_once('=') {
@@ -126,6 +134,21 @@ impl NodeAddr {
                 }
                 Some(("sentinelPassword", pass)) if kind == "sentinel" => {
                     sentinel_pass = Some(percent_decode(pass))
+                }
+                // Not for Cluster or Sentinel sets: a failover promotes a replica that may lack the
+                // last writes, whatever the fsync policy, so those sets stay under quarantine.
+                Some(("durable", value)) if kind == "standalone" => {
+                    durable = match value {
+                        "true" | "yes" | "1" => true,
+                        "false" | "no" | "0" => false,
+                        _ => return Err(bad("durable= expects true or false")),
+                    }
+                }
+                Some(("durable", _)) => {
+                    return Err(bad(
+                        "durable= is for standalone nodes: a failover can lose writes whatever \
+                         the fsync policy, so Cluster and Sentinel node sets stay under quarantine",
+                    ))
                 }
                 // The name only: the value may be a password meant for another kind of URL.
                 _ => {
@@ -153,6 +176,7 @@ impl NodeAddr {
             tls,
             topology,
             more_hosts,
+            durable,
         })
     }
 
@@ -327,6 +351,22 @@ mod tests {
     }
 
     #[test]
+    fn parses_the_durable_claim() {
+        assert!(!NodeAddr::parse("redis://h:1").unwrap().durable);
+        assert!(NodeAddr::parse("redis://h:1?durable=true").unwrap().durable);
+        assert!(
+            NodeAddr::parse("rediss://u:p@h:1/2?durable=1")
+                .unwrap()
+                .durable
+        );
+        assert!(
+            !NodeAddr::parse("redis://h:1?durable=false")
+                .unwrap()
+                .durable
+        );
+    }
+
+    #[test]
     fn rejects_bad_urls_without_leaking_passwords() {
         for bad in [
             "http://x:1",
@@ -341,6 +381,9 @@ mod tests {
             "redis-sentinel://h:1",
             "redis-sentinel://h:1?sentinelServiceName=",
             "unix:///tmp/redis.sock",
+            "redis://h:1?durable=maybe",
+            "redis-cluster://h:1?durable=true",
+            "redis-sentinel://h:1?sentinelServiceName=m&durable=true",
         ] {
             assert!(NodeAddr::parse(bad).is_err(), "{bad}");
         }

@@ -198,6 +198,12 @@ impl Builder {
         self
     }
 
+    /// See [`Config::holder_label`]: who holds this engine's exclusive locks, shown by inspect.
+    pub fn holder_label(mut self, label: impl Into<Option<String>>) -> Self {
+        self.config.holder_label = label.into();
+        self
+    }
+
     /// The configuration built so far.
     pub fn config(&self) -> &Config {
         &self.config

@@ -101,6 +101,14 @@ pub struct Config {
     /// bound. Not applied by the `fred` transport (see the README). Must be in 16 KiB..=1 GiB: the
     /// largest reply the engine asks for is `INFO server`, a few KiB. Default: 4 MiB.
     pub max_reply_size: usize,
+    /// Holder label: who holds a lock, for operators ([`crate::Redlock::inspect`] shows it). When set,
+    /// an exclusive acquire (`acquire`, `try_acquire`, renewed, scoped and owner holds) sends a small
+    /// script instead of `SET NX PX` that also writes `prefix{resource}:holder` — a digest of the
+    /// lock value and this label, for `max_ttl` and kept by every extend at least as long as the
+    /// lock — in the same round trip. Such locks' renewals are not coalesced with others'. Other
+    /// kinds carry no label. At most 256 bytes, no control characters. Default: `None` (plain
+    /// `SET NX PX`).
+    pub holder_label: Option<String>,
 }
 
 impl Default for Config {
@@ -129,6 +137,7 @@ impl Default for Config {
             notify_releases: true,
             max_local_handoffs: 4,
             max_reply_size: crate::transport::bounded::DEFAULT_MAX_SIZE,
+            holder_label: None,
         }
     }
 }
@@ -150,6 +159,7 @@ pub(crate) struct Settings {
     pub(crate) max_local_handoffs: u32,
     pub(crate) max_in_flight: usize,
     pub(crate) connect: ConnectOptions,
+    pub(crate) holder_label: Option<bytes::Bytes>,
 }
 
 impl Config {
@@ -247,6 +257,14 @@ impl Config {
                 self.max_reply_size
             ));
         }
+        if let Some(label) = &self.holder_label {
+            if label.len() > 256 || label.chars().any(char::is_control) {
+                return bad(format!(
+                    "holder_label must be at most 256 bytes without control characters, got {} bytes",
+                    label.len()
+                ));
+            }
+        }
         if self.connect_timeout.is_zero() {
             return bad("connect_timeout must be above zero".into());
         }
@@ -288,6 +306,10 @@ impl Config {
             // behind; admission also waits while a majority of connections are half full, so a
             // quarter of `max_pending` keeps the hard limit out of reach (see `admission`).
             max_in_flight: self.max_in_flight.min((self.max_pending / 4).max(1)),
+            holder_label: self
+                .holder_label
+                .as_ref()
+                .map(|l| bytes::Bytes::copy_from_slice(l.as_bytes())),
             connect: ConnectOptions {
                 connect_timeout: self.connect_timeout,
                 max_pending: self.max_pending,

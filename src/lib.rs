@@ -8,8 +8,9 @@
 //!   `verdict` (a lost round's tally as the caller's error), `timing` (validity = TTL − elapsed −
 //!   drift, node deadlines), `retry` (the random pause, the retries' time budget), `rtt` (a node's
 //!   round-trip estimate, as TCP keeps one), `quarantine` (no vote from a node younger than
-//!   `max_ttl`), `keys` (`prefix{resource}`: a lock's keys share one Cluster hash slot), `value` (the
-//!   20-byte random lock value, a bearer secret never printed).
+//!   `max_ttl`; its tests in `quarantine_tests`), `keys` (`prefix{resource}`: a lock's keys share one
+//!   Cluster hash slot), `value` (the lock value: the engine's tag, a kind byte, 128 random bits — a
+//!   bearer secret never printed).
 //! - `engine/`: [`Redlock`] (in `engine/mod.rs`: release, extend; `start`: construction) over `core`
 //!   (the one struct every round works on — nodes, settings, admission, local queues, metrics, release
 //!   re-sender, the watchdog's schedule); `acquire` (the attempt loop every kind shares), `release`
@@ -17,7 +18,11 @@
 //!   as soon as the majority is won or lost), `admission` (at most `max_in_flight` rounds on the nodes,
 //!   the rest wait FIFO), `release_retry` (releases re-sent in the background where they did not
 //!   land), `waitq` (the in-process FIFO queue per resource and bounded local hand-off; a leaf, generic
-//!   over what it hands off).
+//!   over what it hands off); the operator's calls — `inspect` ([`Redlock::inspect`], and the
+//!   every-node fan-out they share), `force` ([`Redlock::force_release`]), `status`
+//!   ([`Redlock::nodes_status`]), `operate` (their scripts, the labeled acquire, the kind byte, the
+//!   handshake's script list), `report` ([`Inspection`], [`NodeStatus`] and the other types they
+//!   return).
 //! - `kinds/`: one file per kind of lock, holding its commands, Lua scripts and public methods —
 //!   `exclusive` ([`Redlock::acquire`]; the release/extend scripts the single-key kinds share, their
 //!   coalesced extend and the waiter mark), `fenced` ([`Redlock::acquire_fenced`]), `multi`
@@ -35,7 +40,7 @@
 //!   carries up to 32 locks, each with its own tally).
 //! - `transport/`: the only files that touch the network — the `NodeClient` trait and the `Cmd` /
 //!   `Script` it carries (`transport/mod.rs`); `pipeline` (the engine's own pipelined connection per
-//!   node: `read`, `write`), `fred` (feature `fred`; also every Cluster and Sentinel node set:
+//!   node: `node` (its `NodeClient` side), `read`, `write`, `clock`), `fred` (feature `fred`; also every Cluster and Sentinel node set:
 //!   `settings`, `identity`, `scripts`), `subscriber` (release notifications), `connect` (TCP + TLS +
 //!   handshake), `resp` (command encoding), `bounded` (reply framing with depth and size bounds, so a
 //!   hostile node cannot abort the process or exhaust its memory; its tests in `bounded_tests`),
@@ -63,6 +68,10 @@ mod watchdog;
 
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};
+pub use engine::report::{
+    ForceRelease, Inspection, KeyState, LockKind, NodeInspection, NodeStatus, QuarantineState,
+    ServerInfo, Verdict,
+};
 pub use engine::Redlock;
 pub use error::{LockError, NodeError};
 pub use kinds::fenced::COMMIT_ROUNDS;
@@ -132,9 +141,9 @@ pub mod __private {
         ]
     }
 
-    /// `(source, sha1)` of every script the engine sends.
+    /// `(source, sha1)` of every script the engine sends (the lock kinds' and the operator's).
     pub fn all_scripts() -> Vec<(&'static str, &'static str)> {
-        crate::kinds::scripts()
+        crate::engine::operate::handshake_scripts()
             .iter()
             .map(|s| (s.source, s.sha1))
             .collect()

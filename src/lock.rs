@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::algo::clock::JumpMark;
 use crate::algo::quorum::Tally;
 use crate::algo::timing::{millis, Timing};
 use crate::algo::value::LockValue;
@@ -46,6 +47,9 @@ pub struct Lock {
     held: u16,
     /// Attempts the acquire that returned this lock made (0 for a local hand-off).
     attempts: u32,
+    /// The nodes' clock jumps since the last won round started: a node in `held` that jumped has
+    /// dropped its key.
+    jumps: JumpMark,
 }
 
 /// What a won acquire round establishes about a new lock.
@@ -56,6 +60,8 @@ pub(crate) struct Grant {
     pub(crate) ttl: Duration,
     pub(crate) valid_until: Instant,
     pub(crate) tally: Tally,
+    /// Taken when the round started.
+    pub(crate) jumps: JumpMark,
 }
 
 impl Lock {
@@ -74,6 +80,7 @@ impl Lock {
             fence: None,
             held: grant.tally.yes_mask,
             attempts: 1,
+            jumps: grant.jumps,
         }
     }
 
@@ -97,7 +104,8 @@ impl Lock {
         }
     }
 
-    /// Applies an extend round's outcome (one started at `start`, extending to `ttl`).
+    /// Applies an extend round's outcome (one started at `start`, extending to `ttl`, when the jump
+    /// log stood at `jumps_at`: [`jumps_now`](Self::jumps_now) before the round).
     ///
     /// On success `valid_until` becomes `start + ttl - drift`. On failure it can only move earlier: a
     /// partial extend with a shorter TTL may have shortened some keys.
@@ -105,7 +113,7 @@ impl Lock {
         &mut self,
         timing: &Timing,
         ttl: Duration,
-        start: Instant,
+        (start, jumps_at): (Instant, u64),
         tally: Tally,
     ) -> Result<(), LockError> {
         let extended_until = start + ttl.saturating_sub(timing.drift(ttl));
@@ -114,6 +122,7 @@ impl Lock {
                 self.set_valid_until(extended_until);
                 self.ttl = ttl;
                 self.held = tally.yes_mask;
+                self.jumps.move_to(jumps_at);
                 Ok(())
             }
             _ => {
@@ -170,6 +179,11 @@ impl Lock {
         self.held
     }
 
+    /// Where the clock-jump log stands now: read just before an extend round starts.
+    pub(crate) fn jumps_now(&self) -> u64 {
+        self.jumps.now()
+    }
+
     /// Whether this lock is one of `target`: same kind, same keys.
     pub(crate) fn is_for(&self, target: &Target) -> bool {
         self.kind.same_as(target.kind) && self.keys.as_slice() == target.keys.as_slice()
@@ -222,15 +236,24 @@ impl Lock {
         self.valid_until
     }
 
-    /// Validity left now; zero once expired.
+    /// Validity left now; zero once expired, or once the lock lost its majority to node clock jumps
+    /// (see [`is_valid`](Self::is_valid)).
     pub fn remaining(&self) -> Duration {
+        if !self.jumps.still_held(self.held) {
+            return Duration::ZERO;
+        }
         self.valid_until.saturating_duration_since(Instant::now())
     }
 
     /// Whether the validity has not ended yet. Check it (or [`remaining`](Self::remaining)) before each
     /// step of work the lock protects: a process can pause for longer than the TTL at any point.
+    ///
+    /// With the clock guard on, it also turns false when nodes that granted the lock have had their
+    /// wall clock jump forward (which expires their keys at once) and the rest are no longer a
+    /// majority. This engine sees a node's clock when it sends it an acquire, and at least every
+    /// half second otherwise (`crate::transport::pipeline`), so that is how late it can learn.
     pub fn is_valid(&self) -> bool {
-        Instant::now() < self.valid_until
+        Instant::now() < self.valid_until && self.jumps.still_held(self.held)
     }
 
     /// How many attempts on the nodes the acquire that returned this lock made: 1 when the first won,

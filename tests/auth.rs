@@ -10,7 +10,7 @@ use redlock_engine::{LockError, NodeError, Redlock};
 const TTL: Duration = Duration::from_secs(5);
 
 /// The commands of the README's minimal ACL, without the pub/sub part.
-const LOCK_COMMANDS: [&str; 10] = [
+const LOCK_COMMANDS: [&str; 11] = [
     "+set",
     "+get",
     "+del",
@@ -21,6 +21,7 @@ const LOCK_COMMANDS: [&str; 10] = [
     "+script|load",
     "+info",
     "+ping",
+    "+time",
 ];
 
 async fn engine(url: String, transport: redlock_engine::Transport) -> Redlock {

@@ -36,6 +36,8 @@ pub struct Ctx {
     pub expect_quarantine: bool,
     /// libfaketime's path, or why scenario 10 cannot run.
     pub faketime: Result<PathBuf, String>,
+    /// The node clock shim's path, or why scenario 16 cannot run.
+    pub clockshim: Result<PathBuf, crate::clockshim::Unavailable>,
     /// This binary, re-executed as `chaos client`.
     pub exe: PathBuf,
     /// Where each scenario's logs go (one subdirectory per scenario).
@@ -128,6 +130,7 @@ impl Env {
             wall_samples: false,
             quarantine: false,
             max_ttl_ms: None,
+            no_clock_guard: false,
         }
     }
 

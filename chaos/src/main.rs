@@ -17,13 +17,16 @@
 //!   latency percentiles from the logs; `checker_tests.rs`: its rules on synthetic logs.
 //! - `record`: the log format shared by writers and the checker — the line types and the writer, the
 //!   coded fields (`record/fields`), the `G` line (`record/grant`); `renewal_log`: its `R` line.
-//! - `node`, `proxy`, `procs`: redis-server processes, the fault-injecting TCP proxy, process guards.
+//! - `node`, `proxy`, `procs`: redis-server processes (and how each is started: `NodeSpec`, e.g. with
+//!   an AOF or under the clock shim), the fault-injecting TCP proxy, process guards.
 //! - `counter`, `resp`: the storage counter client (and the keys it keeps), a one-shot RESP client.
-//! - `clock`: `CLOCK_MONOTONIC` nanoseconds, shared by all processes; `faketime`: scenario 10's setup.
+//! - `clock`: `CLOCK_MONOTONIC` nanoseconds, shared by all processes; `faketime`: scenario 10's setup;
+//!   `clockshim`: scenario 16's (the node clock shim built with `cc`, and its offset file).
 
 mod checker;
 mod client;
 mod clock;
+mod clockshim;
 mod counter;
 mod env;
 mod faketime;

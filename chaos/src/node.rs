@@ -1,17 +1,45 @@
-//! [`RedisNode`]: one real `redis-server` process on a loopback port, without persistence, with the
-//! faults the scenarios need (kill -9, restart on the same port, SIGSTOP/SIGCONT). Killed when dropped.
+//! [`RedisNode`]: one real `redis-server` process on a loopback port, without persistence unless its
+//! [`NodeSpec`] asks for it, with the faults the scenarios need (kill -9, restart on the same port,
+//! SIGSTOP/SIGCONT). Killed when dropped.
 
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::procs::Proc;
 use crate::resp;
 
+/// How a node's `redis-server` is started; a node keeps its spec across restarts.
+#[derive(Debug, Clone, Default)]
+pub struct NodeSpec {
+    /// Extra `redis-server` arguments, after the defaults (`--appendonly no`, …): a later value wins.
+    pub args: Vec<String>,
+    /// Extra environment variables (e.g. an `LD_PRELOAD`).
+    pub env: Vec<(String, String)>,
+    /// Its working directory (`--dir`, where an AOF goes). Default: the system temp dir.
+    pub dir: Option<PathBuf>,
+}
+
+impl NodeSpec {
+    /// `appendonly yes` with `appendfsync always` in `dir` (created if missing): every write is in
+    /// the AOF, fsynced, before its reply leaves, so a `kill -9` and restart brings every
+    /// acknowledged key back (scenario 17).
+    pub fn durable(dir: PathBuf) -> Self {
+        let args = ["--appendonly", "yes", "--appendfsync", "always"];
+        Self {
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Vec::new(),
+            dir: Some(dir),
+        }
+    }
+}
+
 /// One redis-server process.
 #[derive(Debug)]
 pub struct RedisNode {
     /// Loopback port it listens on; kept across restarts.
     pub port: u16,
+    spec: NodeSpec,
     proc: Option<Proc>,
 }
 
@@ -23,20 +51,27 @@ impl RedisNode {
     pub fn start() -> Self {
         for _ in 0..20 {
             let port = free_port();
-            if let Some(node) = Self::try_start_on(port) {
+            if let Some(node) = Self::try_start_on(port, NodeSpec::default()) {
                 return node;
             }
         }
         panic!("could not start redis-server on a free port after 20 tries");
     }
 
-    fn try_start_on(port: u16) -> Option<Self> {
+    fn try_start_on(port: u16, spec: NodeSpec) -> Option<Self> {
+        let dir = spec.dir.clone().unwrap_or_else(std::env::temp_dir);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            panic!("node directory {}: {e}", dir.display());
+        }
         let mut cmd = Command::new("redis-server");
-        // No persistence at all: a restart comes back empty, which is the point of scenario 7.
+        // By default no persistence at all: a restart comes back empty, which is the point of
+        // scenario 7. A spec's arguments come later, so they win.
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .args(["--protected-mode", "no", "--dir"])
-            .arg(std::env::temp_dir())
+            .arg(dir)
+            .args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -48,6 +83,7 @@ impl RedisNode {
         });
         let mut node = Self {
             port,
+            spec,
             proc: Some(proc),
         };
         node.wait_ready(Duration::from_secs(5)).then_some(node)
@@ -80,14 +116,24 @@ impl RedisNode {
         }
     }
 
-    /// Starts the node again, empty, on the same port. Blocks until it answers PING.
+    /// Starts the node again on the same port, with the same spec: empty, unless the spec persists
+    /// (then it has reloaded its AOF). Blocks until it answers PING (not before the load is done:
+    /// a loading server answers `-LOADING`).
     ///
     /// # Panics
     /// If the port cannot be bound again within 5 s.
     pub fn restart(&mut self) {
+        self.restart_as(self.spec.clone());
+    }
+
+    /// `kill -9`, then [`RedisNode::restart`] with `spec` from now on (also for later restarts).
+    ///
+    /// # Panics
+    /// As [`RedisNode::restart`].
+    pub fn restart_as(&mut self, spec: NodeSpec) {
         self.kill9();
         for _ in 0..50 {
-            if let Some(node) = Self::try_start_on(self.port) {
+            if let Some(node) = Self::try_start_on(self.port, spec.clone()) {
                 *self = node;
                 return;
             }

@@ -18,6 +18,7 @@ use crate::engines::redlock::RedlockClient;
 use crate::engines::rslock::RslockClient;
 use crate::engines::{EngineKind, LockClient, RetrySpec, Waiting};
 use crate::nodes::health::Health;
+use crate::overload::cpu::{CpuStart, CpuUse};
 use crate::stats::WorkerStats;
 use crate::worker::{work, Control, WorkerSetup};
 use crate::workload::{KeyPicker, Scenario, Stop, Workload};
@@ -46,6 +47,8 @@ pub struct RunOutput {
     pub per_process: Vec<u64>,
     /// From the first worker's start to the last worker's end.
     pub elapsed: Duration,
+    /// CPU the measured phase cost, client and servers.
+    pub cpu: CpuUse,
 }
 
 impl RetrySpec {
@@ -176,6 +179,8 @@ impl<S: Stages> Driver for Measure<'_, '_, S> {
             phase(&client, ctx, scenario, &picker, tag, warmup, &mut |_, _| {}).await?;
         }
         stages.warmed().await?;
+        // Both sides' CPU over the measured phase alone: connecting and warming up are not a cycle's.
+        let cpu = CpuStart::now(ctx.urls).await;
         let out = phase(
             &client,
             ctx,
@@ -186,8 +191,9 @@ impl<S: Stages> Driver for Measure<'_, '_, S> {
             &mut |ctl, elapsed| stages.tick(ctl, elapsed),
         )
         .await;
+        let cpu = cpu.finish(ctx.urls).await;
         stages.finished();
-        out
+        out.map(|out| RunOutput { cpu, ..out })
     }
 }
 
@@ -371,5 +377,6 @@ async fn phase<C: LockClient>(
         per_process: Vec::new(),
         stats,
         elapsed,
+        cpu: CpuUse::default(),
     })
 }

@@ -104,6 +104,7 @@ pub async fn execute(
                         acquire: Some(out.stats.acquire),
                         release: Some(out.stats.release),
                         ceiling: None,
+                        cpu: Some(out.cpu),
                     };
                     if !plan.quiet {
                         eprintln!("{}", status_line(&record));
@@ -195,6 +196,7 @@ fn ceiling_record(scenario: &Scenario, nodes: usize, c: Ceiling) -> RunRecord {
         waiting: None,
         processes: None,
         per_process: Vec::new(),
+        cpu: None,
     }
 }
 

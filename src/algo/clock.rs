@@ -19,8 +19,8 @@
 //! runtime or a long gap between samples never looks like a jump. Why the monotonic instants can be
 //! trusted: they come from this process's `CLOCK_MONOTONIC`, which is never stepped.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -48,6 +48,8 @@ pub(crate) struct ClockWatch {
     /// this one load answers it.
     jumped: AtomicBool,
     state: Mutex<WatchState>,
+    /// Where forward jumps are written down for the engine's locks, and this node's index there.
+    log: OnceLock<(Arc<JumpLog>, usize)>,
 }
 
 #[derive(Debug, Default)]
@@ -63,7 +65,13 @@ impl ClockWatch {
             settings,
             jumped: AtomicBool::new(false),
             state: Mutex::new(WatchState::default()),
+            log: OnceLock::new(),
         }
+    }
+
+    /// Writes this node's forward jumps (as node `index`) into `log` from now on.
+    pub(crate) fn report_to(&self, log: Arc<JumpLog>, index: usize) {
+        let _ = self.log.set((log, index));
     }
 
     /// Whether the guard samples this node's clock.
@@ -84,6 +92,9 @@ impl ClockWatch {
         if let Verdict::Forward(_) = verdict {
             st.held_until = Some(sample.received + settings.hold);
             self.jumped.store(true, Ordering::Release);
+            if let Some((log, index)) = self.log.get() {
+                log.record(*index);
+            }
         }
         st.last = Some(sample);
         verdict
@@ -96,6 +107,96 @@ impl ClockWatch {
         }
         let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         st.held_until.is_none_or(|until| Instant::now() >= until)
+    }
+
+    /// Until when a forward jump silences the node (`None`: it votes), for operators.
+    pub(crate) fn silenced_until(&self) -> Option<Instant> {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.held_until.filter(|until| Instant::now() < *until)
+    }
+}
+
+/// The forward jumps of every node of an engine, in the order they were seen: what lets a plain
+/// [`crate::Lock`] tell, without the engine, that a node whose vote it counted has since dropped its
+/// key (a renewed lock learns it at its next renewal instead).
+///
+/// A lock notes [`mark`](Self::mark) when its acquire (or last extend) round **starts**. Any node
+/// that granted it and jumped after that mark may have dropped its key, even if the jump happened
+/// before its vote arrived; a jump seen before the mark silenced the node, so its vote was not
+/// counted. Rare writes (one per jump) under a mutex; the read a lock makes on every
+/// `is_valid` is one atomic load until a jump happens.
+#[derive(Debug)]
+pub(crate) struct JumpLog {
+    /// Forward jumps seen so far, on any node.
+    seq: AtomicU64,
+    /// Per node: the `seq` of its last forward jump (0: none).
+    last: Mutex<Vec<u64>>,
+    /// The votes a lock needs.
+    quorum: usize,
+}
+
+impl JumpLog {
+    pub(crate) fn new(nodes: usize, quorum: usize) -> Self {
+        Self {
+            seq: AtomicU64::new(0),
+            last: Mutex::new(vec![0; nodes]),
+            quorum,
+        }
+    }
+
+    fn record(&self, node: usize) {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let seq = self.seq.load(Ordering::Relaxed) + 1;
+        if let Some(slot) = last.get_mut(node) {
+            *slot = seq;
+        }
+        // Published after the node's entry, under the same lock: whoever sees `seq` move sees why.
+        self.seq.store(seq, Ordering::Release);
+    }
+
+    /// Now, in jumps: for a round about to start.
+    pub(crate) fn mark(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
+    /// Whether the nodes in `held` (bit = node index) that have not jumped since `mark` are still a
+    /// quorum.
+    pub(crate) fn still_held(&self, held: u16, mark: u64) -> bool {
+        if self.seq.load(Ordering::Acquire) == mark {
+            return true;
+        }
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = last
+            .iter()
+            .enumerate()
+            .filter(|&(i, &jumped)| held & (1 << i) != 0 && jumped <= mark)
+            .count();
+        kept >= self.quorum
+    }
+}
+
+/// Where the [`JumpLog`] stood when a lock's last won round started (empty: the guard is off).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct JumpMark(pub(crate) Option<(Arc<JumpLog>, u64)>);
+
+impl JumpMark {
+    /// Whether the nodes in `held` that have not jumped since the mark are still a quorum.
+    pub(crate) fn still_held(&self, held: u16) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|(log, at)| log.still_held(held, *at))
+    }
+
+    /// The log's position now (0 without a log): for an extend round about to start.
+    pub(crate) fn now(&self) -> u64 {
+        self.0.as_ref().map_or(0, |(log, _)| log.mark())
+    }
+
+    /// After a won extend round that started at `at` (from [`now`](Self::now)).
+    pub(crate) fn move_to(&mut self, at: u64) {
+        if let Some((_, mark)) = &mut self.0 {
+            *mark = at;
+        }
     }
 }
 
@@ -223,6 +324,39 @@ mod tests {
         off.observe(sample(t, 0, 0, 1));
         assert_eq!(off.observe(sample(t, 60_000, 10, 11)), Verdict::Steady);
         assert!(off.votes() && !off.enabled());
+    }
+
+    #[test]
+    fn a_lock_is_held_while_its_unjumped_grantors_are_a_quorum() {
+        let log = Arc::new(JumpLog::new(5, 3));
+        let watch = |i| {
+            let w = ClockWatch::new(Some(GuardSettings {
+                drift: 0.01,
+                slack: SLACK,
+                hold: Duration::from_secs(60),
+            }));
+            w.report_to(log.clone(), i);
+            w
+        };
+        let (n2, n4) = (watch(2), watch(4));
+        let t = Instant::now();
+        let a = log.mark();
+        let held_by_012 = 0b00111;
+        let held_by_0124 = 0b10111;
+        assert!(log.still_held(held_by_012, a));
+        n4.observe(sample(t, 0, 0, 1));
+        n4.observe(sample(t, 60_000, 10, 11));
+        assert!(log.still_held(held_by_012, a), "n4 did not grant it");
+        n2.observe(sample(t, 0, 0, 1));
+        n2.observe(sample(t, 60_000, 10, 11));
+        assert!(!log.still_held(held_by_012, a), "n2 granted it and jumped");
+        assert!(!log.still_held(held_by_0124, a), "n2 and n4 both jumped");
+        assert!(log.still_held(0b01111, a), "n0, n1, n3 are still three");
+        let later = log.mark();
+        assert!(
+            log.still_held(held_by_012, later),
+            "granted after both jumps"
+        );
     }
 
     #[test]

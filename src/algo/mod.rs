@@ -7,9 +7,11 @@
 //! - `retry`: the random pause between attempts, and the time budget of an acquire's retries.
 //! - `rtt`: a node's round-trip estimate (smoothed RTT + 4 x variation, as TCP).
 //! - `clock`: the clock-jump guard's rule — does a node's wall clock move with our monotonic clock?
-//! - `quarantine`: crashed-node quarantine — no vote from a node younger than `max_ttl`.
+//! - `quarantine`: crashed-node quarantine — no vote from a node younger than `max_ttl` (its unit
+//!   tests in `quarantine_tests`).
 //! - `keys`: the key layout — `prefix{resource}`, so a lock's keys share one Cluster hash slot.
-//! - `value`: the 20-byte random lock value (a bearer secret, never printed).
+//! - `value`: the lock value — the engine's tag, a kind byte, 128 random bits (a bearer secret,
+//!   never printed).
 
 pub(crate) mod clock;
 pub(crate) mod keys;

@@ -8,7 +8,8 @@
 //! whatever the uptime says. Each connection learns `run_id` and `uptime_in_seconds` from `INFO server`
 //! in its handshake, at connect and after every reconnect.
 //!
-//! Off for nodes whose data survives a crash (`appendfsync always`): the price of quarantine is
+//! Skipped for a node whose data survives a crash (`appendfsync always`, claimed with `?durable=true`
+//! and not refuted by its settings: [`DurableCheck`]), or off altogether: the price of quarantine is
 //! availability — when a majority restarts, no lock can be granted for one maximum lifetime.
 
 use std::collections::{HashMap, HashSet};
@@ -17,11 +18,57 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// What `INFO server` says about a node's identity and age.
+/// What `INFO server` says about a node's identity and age, and whether its data survives a crash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ServerIdentity {
     pub(crate) run_id: String,
     pub(crate) uptime: Duration,
+    /// Claimed durable (`?durable=true`) and not refuted by its settings ([`DurableCheck`]): a restart
+    /// loses no key, so it votes at once.
+    pub(crate) durable: bool,
+}
+
+/// What `CONFIG GET appendonly` and `CONFIG GET appendfsync` say about a node claimed durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DurableCheck {
+    /// `appendonly yes` and `appendfsync always`: Redis fsyncs the AOF before it sends the replies of
+    /// an event-loop iteration, so a granted key is on disk before its holder hears of it.
+    Confirmed,
+    /// The server would not say (`CONFIG` refused by an ACL, renamed or disabled, as managed services
+    /// do): the operator's word stands.
+    Unverified(String),
+    /// Its settings say otherwise: it is treated like any other node.
+    Refuted(String),
+}
+
+impl DurableCheck {
+    /// Reads the two replies (`Err`: the server refused the command).
+    pub(crate) fn of<E: std::fmt::Display>(
+        appendonly: Result<Option<String>, E>,
+        appendfsync: Result<Option<String>, E>,
+    ) -> Self {
+        let (appendonly, appendfsync) = match (appendonly, appendfsync) {
+            (Ok(Some(a)), Ok(Some(f))) => (a, f),
+            (Err(e), _) | (_, Err(e)) => {
+                return Self::Unverified(format!("CONFIG GET refused: {e}"))
+            }
+            _ => return Self::Unverified("CONFIG GET gave no value".into()),
+        };
+        match (appendonly.as_str(), appendfsync.as_str()) {
+            ("yes", "always") => Self::Confirmed,
+            ("yes", other) => Self::Refuted(format!(
+                "appendfsync is {other}, not always: a crash of the machine can lose granted keys"
+            )),
+            (other, _) => {
+                Self::Refuted(format!("appendonly is {other}: a restart loses every key"))
+            }
+        }
+    }
+
+    /// Whether quarantine may skip the node.
+    pub(crate) fn trusted(&self) -> bool {
+        !matches!(self, Self::Refuted(_))
+    }
 }
 
 /// Reads `run_id` and `uptime_in_seconds` out of an `INFO server` reply.
@@ -31,9 +78,14 @@ pub(crate) fn parse_info(text: &[u8]) -> Option<ServerIdentity> {
         text.lines()
             .find_map(|line| line.trim_end().strip_prefix(name)?.strip_prefix(':'))
     };
+    // Negative when the node's wall clock was stepped back past its start time: its age is then
+    // unknown, so it counts as just started (the longest quarantine) rather than failing the
+    // handshake, which would keep the node out for as long as its clock stays behind.
+    let uptime: i64 = field("uptime_in_seconds")?.parse().ok()?;
     Some(ServerIdentity {
         run_id: field("run_id")?.to_string(),
-        uptime: Duration::from_secs(field("uptime_in_seconds")?.parse().ok()?),
+        uptime: Duration::from_secs(uptime.max(0) as u64),
+        durable: false,
     })
 }
 
@@ -72,6 +124,21 @@ struct State {
     /// Servers whose connection dropped and whose new identity is not known yet (transports that
     /// learn it after reconnecting): no vote until it is.
     suspended: HashSet<String>,
+    /// The last identity read (whichever server of the set) and when, for operators.
+    last: Option<(ServerIdentity, Instant)>,
+}
+
+/// What an operator may see of one node's quarantine (read-only; see `Quarantine::view`).
+#[derive(Debug, Clone)]
+pub(crate) struct QuarantineView {
+    /// Quarantine is on for this engine.
+    pub(crate) on: bool,
+    /// No vote before this instant (`None`: not held back by age or restart).
+    pub(crate) until: Option<Instant>,
+    /// No vote until an identity is (re-)read: never read, or a server of the set dropped.
+    pub(crate) unidentified: bool,
+    /// The last identity read and when.
+    pub(crate) last: Option<(ServerIdentity, Instant)>,
 }
 
 impl Quarantine {
@@ -93,13 +160,17 @@ impl Quarantine {
 
     /// Applies what a (re)connect learned about one server of a node set (a cluster member).
     pub(crate) fn on_member_connect(&self, member: &str, id: &ServerIdentity) {
-        let Some(max) = self.max_lifetime else { return };
         let now = Instant::now();
         let mut st = self.state();
+        st.last = Some((id.clone(), now));
+        let Some(max) = self.max_lifetime else { return };
         // `max` is capped by the configuration (at most a year), so these additions cannot overflow.
         let restarted = st.run_ids.get(member).is_some_and(|old| *old != id.run_id);
         let young_for = young_for(max, id.uptime);
-        let until = if restarted {
+        let until = if id.durable {
+            // Its keys come back from its AOF: a restart forgot nothing.
+            None
+        } else if restarted {
             // A new process behind the same address: whatever its uptime claims, it lost our keys.
             Some(now + max)
         } else {
@@ -153,6 +224,18 @@ impl Quarantine {
         }
     }
 
+    /// A read-only copy of the state, for operators (`Redlock::nodes_status`).
+    pub(crate) fn view(&self) -> QuarantineView {
+        let st = self.state();
+        let on = self.max_lifetime.is_some();
+        QuarantineView {
+            on,
+            until: st.until.filter(|until| on && Instant::now() < *until),
+            unidentified: on && (st.run_ids.is_empty() || !st.suspended.is_empty()),
+            last: st.last.clone(),
+        }
+    }
+
     /// Whether this node's answers count toward quorums now.
     pub(crate) fn votes(&self) -> bool {
         if self.max_lifetime.is_none() {
@@ -167,114 +250,5 @@ impl Quarantine {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn id(run_id: &str, uptime_s: u64) -> ServerIdentity {
-        ServerIdentity {
-            run_id: run_id.into(),
-            uptime: Duration::from_secs(uptime_s),
-        }
-    }
-
-    #[test]
-    fn parses_info_server() {
-        let info = b"# Server\r\nredis_version:7.0.15\r\nrun_id:abc123\r\ntcp_port:7001\r\nuptime_in_seconds:42\r\n";
-        assert_eq!(parse_info(info), Some(id("abc123", 42)));
-        assert_eq!(parse_info(b"# Server\r\nredis_version:7\r\n"), None);
-    }
-
-    #[test]
-    fn reported_uptime_counts_one_second_less() {
-        let max = Duration::from_secs(60);
-        let s = Duration::from_secs;
-        // A server started at x.99 s reports 1 at x+1.00 s: its real age may be ~0.
-        assert_eq!(young_for(max, s(0)), Some(max));
-        assert_eq!(
-            young_for(max, s(1)),
-            Some(max),
-            "1 s reported: age may be ~0"
-        );
-        assert_eq!(young_for(max, s(59)), Some(s(2)), "max - 1");
-        assert_eq!(young_for(max, s(60)), Some(s(1)), "max: age may be 59.01 s");
-        assert_eq!(young_for(max, s(61)), None, "max + 1: age > max");
-        assert_eq!(young_for(max, s(3600)), None);
-        assert_eq!(young_for(Duration::ZERO, s(0)), None);
-    }
-
-    #[test]
-    fn a_node_reporting_exactly_max_ttl_still_waits() {
-        let q = Quarantine::new(Some(Duration::from_secs(60)));
-        q.on_connect(&id("a", 60));
-        assert!(!q.votes(), "60 s reported may be 59.01 s");
-        let q = Quarantine::new(Some(Duration::from_secs(60)));
-        q.on_connect(&id("a", 61));
-        assert!(q.votes());
-    }
-
-    #[test]
-    fn young_nodes_wait_until_old_enough() {
-        let q = Quarantine::new(Some(Duration::from_secs(60)));
-        q.on_connect(&id("a", 10));
-        assert!(!q.votes(), "10 s old, max lifetime 60 s");
-        let old = Quarantine::new(Some(Duration::from_secs(60)));
-        old.on_connect(&id("a", 3600));
-        assert!(old.votes());
-    }
-
-    #[test]
-    fn a_changed_run_id_quarantines_whatever_the_uptime() {
-        let q = Quarantine::new(Some(Duration::from_secs(60)));
-        q.on_connect(&id("a", 3600));
-        assert!(q.votes());
-        q.on_connect(&id("b", 3600)); // odd uptime reporting, but a different process
-        assert!(!q.votes());
-    }
-
-    #[test]
-    fn unknown_or_suspended_identity_does_not_vote() {
-        let q = Quarantine::new(Some(Duration::from_secs(60)));
-        assert!(!q.votes(), "never identified");
-        q.on_connect(&id("a", 3600));
-        assert!(q.votes());
-        q.suspend_member("");
-        assert!(!q.votes(), "dropped, not yet re-identified");
-        q.on_connect(&id("a", 3601));
-        assert!(q.votes());
-    }
-
-    #[test]
-    fn a_cluster_votes_only_when_every_member_is_known_and_old() {
-        let q = Quarantine::new(Some(Duration::from_secs(60)));
-        q.on_member_connect("m1:7000", &id("a", 3600));
-        q.on_member_connect("m2:7001", &id("b", 3600));
-        assert!(
-            q.votes(),
-            "different run_ids on different members are no restart"
-        );
-        assert_eq!(q.run_id(), None, "no single identity for a cluster");
-        q.suspend_member("m2:7001");
-        assert!(!q.votes());
-        q.on_member_connect("m2:7001", &id("b2", 3600));
-        assert!(!q.votes(), "m2 restarted");
-        let failover = Quarantine::new(Some(Duration::from_secs(60)));
-        failover.on_member_connect("m1:7000", &id("a", 3600));
-        failover.suspend_member("m1:7000");
-        failover.forget_member("m1:7000");
-        failover.on_member_connect("r1:7003", &id("c", 3600));
-        assert!(
-            failover.votes(),
-            "the removed member no longer holds the vote"
-        );
-        failover.quarantine_now();
-        assert!(!failover.votes(), "a topology change quarantines");
-    }
-
-    #[test]
-    fn off_means_always_voting() {
-        let q = Quarantine::new(None);
-        q.on_connect(&id("a", 0));
-        q.on_connect(&id("b", 0));
-        assert!(q.votes());
-    }
-}
+#[path = "quarantine_tests.rs"]
+mod tests;

@@ -208,9 +208,12 @@ impl Core {
         admit_until: Option<Instant>,
     ) -> Result<Lock, LockError> {
         let s = self.settings();
-        let value = LockValue::random().map_err(|e| LockError::Random(e.to_string()))?;
+        let code = super::operate::kind_code(target.kind.spec());
+        let value =
+            LockValue::tagged(self.tag(), code).map_err(|e| LockError::Random(e.to_string()))?;
         // Before the clock starts: time spent waiting here is this process's queue, not the nodes'.
         let _slot = self.admit(admit_until).await?;
+        let jumps = self.jump_mark();
         let start = Instant::now();
         // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
         // releases on every node (also those that said no or timed out: their command may still land).
@@ -221,11 +224,10 @@ impl Core {
             ttl,
             armed: true,
         };
-        let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
+        let (cmd, vote) = self.acquire_cmd(target, value, ttl);
         let deadline = self.round_deadline(start, ttl, None);
         let quorum = target.kind.tally(self.nodes().len());
-        let read = target.kind.acquire_vote();
-        let tally = fan_out_into(self.nodes(), &cmd, deadline, read, quorum).await;
+        let tally = fan_out_into(self.nodes(), &cmd, deadline, vote, quorum).await;
         // One clock read serves the metric and the validity (a read is most of what observing costs).
         let elapsed = start.elapsed();
         self.metrics().round(Op::Acquire, &tally, elapsed);
@@ -242,6 +244,7 @@ impl Core {
                     ttl,
                     valid_until: start + elapsed + validity,
                     tally,
+                    jumps,
                 };
                 Ok(Lock::granted(target, grant))
             }

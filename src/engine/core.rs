@@ -21,8 +21,10 @@ use super::admission::{Admission, Admitted};
 use super::fanout::{self, Deadline};
 use super::release_retry::ReleaseRetry;
 use super::waitq::LocalQueues;
-use crate::algo::quorum::{Tally, Vote};
+use crate::algo::clock::{JumpLog, JumpMark};
+use crate::algo::quorum::{quorum, Tally, Vote};
 use crate::algo::timing::millis;
+use crate::algo::value::{EngineTag, LockValue};
 use crate::config::Settings;
 use crate::error::LockError;
 use crate::kinds::spec::{Kind, Target};
@@ -46,13 +48,30 @@ pub(crate) struct Core {
     admission: Admission,
     /// Re-sends releases that did not reach a node.
     release_retry: ReleaseRetry,
+    /// The nodes' forward clock jumps, for locks to check against (`None`: the clock guard is off).
+    jumps: Option<Arc<JumpLog>>,
+    /// Starts every lock value this engine draws, so inspect can tell its locks on the nodes.
+    tag: EngineTag,
 }
 
 impl Core {
     /// The core over connected `nodes`; starts the release re-sender on the current runtime.
-    pub(crate) fn new(settings: Settings, nodes: Vec<Arc<dyn NodeClient>>) -> Arc<Self> {
+    pub(crate) fn new(
+        settings: Settings,
+        nodes: Vec<Arc<dyn NodeClient>>,
+        tag: EngineTag,
+    ) -> Arc<Self> {
         let admission = Admission::new(settings.max_in_flight, settings.connect.max_pending);
+        let jumps = settings.connect.clock_guard.map(|_| {
+            let log = Arc::new(JumpLog::new(nodes.len(), quorum(nodes.len())));
+            for (index, node) in nodes.iter().enumerate() {
+                node.report_jumps(log.clone(), index);
+            }
+            log
+        });
         let core = Arc::new(Self {
+            jumps,
+            tag,
             metrics: Metrics::new(nodes.len()),
             settings,
             nodes,
@@ -79,6 +98,21 @@ impl Core {
 
     pub(crate) fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// This engine's tag (see [`crate::algo::value`]).
+    pub(crate) fn tag(&self) -> EngineTag {
+        self.tag
+    }
+
+    /// Where the clock-jump log stands now (0 with the guard off), for extend rounds about to start.
+    pub(crate) fn jumps_now(&self) -> u64 {
+        self.jumps.as_ref().map_or(0, |log| log.mark())
+    }
+
+    /// The clock-jump log and where it stands, for a lock whose acquire round starts now.
+    pub(crate) fn jump_mark(&self) -> JumpMark {
+        JumpMark(self.jumps.as_ref().map(|log| (log.clone(), log.mark())))
     }
 
     pub(crate) fn watchdog(&self) -> &Watchdog {
@@ -141,9 +175,36 @@ impl Core {
         fanout::fan_out(&self.nodes, cmd, deadline, read).await
     }
 
+    /// What an acquire attempt sends and how its replies vote: the kind's command, or with a holder
+    /// label on an exclusive lock, the labeled acquire script (see `super::operate`).
+    pub(crate) fn acquire_cmd(
+        &self,
+        target: &Target,
+        value: LockValue,
+        ttl: Duration,
+    ) -> (Cmd, fn(NodeResult) -> Vote) {
+        if let Some(label) = &self.settings.holder_label {
+            if std::ptr::eq(target.kind.spec(), &super::operate::LABELED) {
+                let max = millis(self.settings.max_ttl);
+                let cmd =
+                    super::operate::labeled_acquire(&target.keys, value, millis(ttl), max, label);
+                return (cmd, Vote::of_script);
+            }
+        }
+        let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
+        (cmd, target.kind.acquire_vote())
+    }
+
     /// Builds the target of a single-resource lock of `kind`: the resource's key, then one per suffix
     /// of the kind (its fence counter, its reader set, ...).
+    /// With a holder label, an exclusive lock becomes the labeled one (`super::operate::LABELED`).
     pub(crate) fn target(&self, kind: Kind, resource: &[u8]) -> Result<Target, LockError> {
+        let exclusive = std::ptr::eq(kind.spec(), &crate::kinds::exclusive::EXCLUSIVE);
+        let kind = if self.settings.holder_label.is_some() && exclusive {
+            Kind::new(&super::operate::LABELED, 0)
+        } else {
+            kind
+        };
         let key = self.key(resource, b"")?;
         let suffixes = kind.spec().suffixes;
         let keys = if suffixes.is_empty() {

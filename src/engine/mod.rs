@@ -11,6 +11,11 @@
 //! - `release_retry`: releases are not dropped — re-sent in the background where they did not land.
 //! - `waitq`: the in-process FIFO queue per resource and bounded local hand-off (cohorting); a leaf,
 //!   generic over what it hands off.
+//! - `operate`: the operator's scripts (inspect, forced release, labeled acquire), the kind byte of
+//!   lock values, the handshake's script list.
+//! - `inspect`: [`Redlock::inspect`] and the wait-for-every-node fan-out the operator's calls share;
+//!   `force`: [`Redlock::force_release`]; `status`: [`Redlock::nodes_status`]; `report`: the public
+//!   types these return.
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,9 +28,14 @@ pub(crate) mod acquire;
 pub(crate) mod admission;
 pub(crate) mod core;
 pub(crate) mod fanout;
+mod force;
+mod inspect;
+pub(crate) mod operate;
 pub(crate) mod release;
 pub(crate) mod release_retry;
+pub(crate) mod report;
 mod start;
+mod status;
 pub(crate) mod waitq;
 
 /// A Redlock engine over a fixed set of independent Redis masters. Cheap to clone (one `Arc`).

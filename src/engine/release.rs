@@ -112,6 +112,7 @@ impl Core {
         }
         // Waiting past the validity would be pointless: nothing could extend the lock after it.
         let _slot = self.admit(Some(lock.valid_until())).await?;
+        let jumps_at = lock.jumps_now();
         let start = Instant::now();
         if start >= lock.valid_until() {
             return Err(LockError::AlreadyExpired);
@@ -122,7 +123,7 @@ impl Core {
         let quorum = lock.kind().tally(self.nodes().len());
         let tally = fan_out_into(self.nodes(), &cmd, deadline, Vote::of_script, quorum).await;
         self.metrics().round(Op::Extend, &tally, start.elapsed());
-        lock.settle_extend(&self.settings().timing, ttl, start, tally)
+        lock.settle_extend(&self.settings().timing, ttl, (start, jumps_at), tally)
     }
 
     /// Queues `lock`'s release on every node without waiting (and without a notification); copies

@@ -1,8 +1,9 @@
 //! [`Redlock::new`]: validates the configuration, connects to every node (each handshake loading every
-//! lock kind's scripts) and builds the engine's core.
+//! lock kind's scripts and the operator's) and builds the engine's core with its random tag.
 
 use super::core::Core;
 use super::Redlock;
+use crate::algo::value::EngineTag;
 use crate::config::Config;
 use crate::error::LockError;
 use crate::transport;
@@ -16,7 +17,7 @@ impl Redlock {
     /// so is a node its transport cannot serve at all ([`LockError::Node`]).
     pub async fn new(config: Config) -> Result<Self, LockError> {
         let mut settings = config.validate()?;
-        settings.connect.scripts = crate::kinds::scripts();
+        settings.connect.scripts = super::operate::handshake_scripts();
         let connects = settings
             .nodes
             .iter()
@@ -41,6 +42,7 @@ impl Redlock {
                 }
             }
         }
-        Ok(Self::from_core(Core::new(settings, nodes)))
+        let tag = EngineTag::random().map_err(|e| LockError::Random(e.to_string()))?;
+        Ok(Self::from_core(Core::new(settings, nodes, tag)))
     }
 }

@@ -44,7 +44,9 @@ impl Core {
         let end = Instant::now()
             + s.acquire_timeout
                 .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
-        let value = LockValue::random().map_err(|e| LockError::Random(e.to_string()))?;
+        let code = crate::engine::operate::kind_code(target.kind.spec());
+        let value =
+            LockValue::tagged(self.tag(), code).map_err(|e| LockError::Random(e.to_string()))?;
         // Gives the place up on every node unless the lock is handed out: on error, timeout, or
         // this future being dropped mid-wait.
         let leave = Leave {
@@ -147,6 +149,7 @@ impl Core {
         let Ok(_slot) = self.admit(Some(end)).await else {
             return Outcome::Queued(LockError::Timeout { attempts: 0 });
         };
+        let jumps = self.jump_mark();
         let start = Instant::now();
         // Keys of ours this round set are released unless the lock is handed out (the place kept).
         let unlock = Unlock {
@@ -177,6 +180,7 @@ impl Core {
                     ttl,
                     valid_until: start + elapsed + validity,
                     tally,
+                    jumps,
                 };
                 return Outcome::Granted(Lock::granted(target, grant));
             }

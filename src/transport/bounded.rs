@@ -270,7 +270,7 @@ pub(crate) fn scan(buf: &[u8], limits: &Limits) -> Result<Scan, Violation> {
 }
 
 /// Reads one frame [`Framer::scan`] found complete and well formed.
-fn to_reply(frame: Bytes) -> NodeResult {
+pub(super) fn to_reply(frame: Bytes) -> NodeResult {
     // `scan` checked the CRLFs; a line's content is between the type byte and the first CRLF.
     let line_end = memchr(b'\r', &frame).unwrap_or(frame.len());
     let line = || frame.slice(1..line_end);
@@ -306,14 +306,35 @@ fn time_reply(frame: &[u8]) -> Option<i64> {
 
 /// One `$len\r\n<digits>\r\n` at the start of `buf`: its value and what follows.
 fn bulk_digits(buf: &[u8]) -> Option<(i64, &[u8])> {
+    let (body, rest) = bulk(buf)?;
+    if body.is_empty() || !body.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some((parse_int(body)?, rest))
+}
+
+/// One `$len\r\n<body>\r\n` at the start of `buf`: its body and what follows.
+fn bulk(buf: &[u8]) -> Option<(&[u8], &[u8])> {
     let rest = buf.strip_prefix(b"$")?;
     let nl = memchr(b'\r', rest)?;
     let len: usize = std::str::from_utf8(&rest[..nl]).ok()?.parse().ok()?;
     let body = rest.get(nl + 2..nl + 2 + len)?;
-    if body.is_empty() || !body.iter().all(u8::is_ascii_digit) {
-        return None;
+    Some((body, rest.get(nl + 4 + len..)?))
+}
+
+/// A `CONFIG GET <one parameter>` reply, `*2` of name and value: the value. `None` for an empty array
+/// (no such parameter) or anything else; a server error (`NOPERM`, a renamed command) is `Err`.
+pub(super) fn config_value(frame: &[u8]) -> Result<Option<String>, NodeError> {
+    if frame.first() == Some(&b'-') {
+        return to_reply(Bytes::copy_from_slice(frame)).map(|_| None);
     }
-    Some((parse_int(body)?, rest.get(nl + 4 + len..)?))
+    let pair = frame.strip_prefix(b"*2\r\n").and_then(|rest| {
+        let (_name, rest) = bulk(rest)?;
+        let (value, rest) = bulk(rest)?;
+        rest.is_empty()
+            .then(|| String::from_utf8_lossy(value).into_owned())
+    });
+    Ok(pair)
 }
 
 /// A length: `-1` (null) is `None`; other negatives, signs, blanks and non-digits are malformed.

@@ -362,3 +362,17 @@ fn a_trickled_long_line_is_refused_at_the_bound() {
     assert!(matches!(result, Err(Violation::TooLarge { .. })));
     assert!(buf.len() <= SMALL.max_size + chunk.len());
 }
+
+#[test]
+fn reads_config_get_replies() {
+    let pair = b"*2\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n";
+    assert_eq!(config_value(pair).unwrap().as_deref(), Some("yes"));
+    assert_eq!(config_value(b"*0\r\n").unwrap(), None, "no such parameter");
+    assert_eq!(config_value(b"*2\r\n$1\r\na\r\n").unwrap(), None, "short");
+    let refused =
+        config_value(b"-NOPERM this user has no permissions to run the 'config|get' command\r\n");
+    assert!(
+        matches!(refused, Err(crate::error::NodeError::Server(_))),
+        "{refused:?}"
+    );
+}

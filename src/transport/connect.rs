@@ -1,5 +1,5 @@
 //! Opening a node connection: TCP with `TCP_NODELAY`, TLS for `rediss://`, then the handshake (AUTH,
-//! SELECT, SCRIPT LOAD, INFO), all bounded by `connect_timeout`. Shared by the pipelined connection and
+//! SELECT, SCRIPT LOAD, the durable claim's `CONFIG GET`s, INFO), all bounded by `connect_timeout`. Shared by the pipelined connection and
 //! the release subscriber.
 
 use std::time::Duration;
@@ -14,11 +14,11 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
-use super::bounded::Framer;
+use super::bounded::{config_value, to_reply, Framer};
 use super::resp::encode_args;
 use super::{ConnectOptions, Reply};
 use crate::addr::NodeAddr;
-use crate::algo::quarantine::{parse_info, ServerIdentity};
+use crate::algo::quarantine::{parse_info, DurableCheck, ServerIdentity};
 use crate::error::NodeError;
 
 /// An open connection: plain TCP, or TLS over it for `rediss://`.
@@ -80,13 +80,19 @@ pub(super) async fn open(
     let fail =
         |what: &str, e: &dyn std::fmt::Display| NodeError::Connect(format!("{addr}: {what}{e}"));
     let read_identity = opts.quarantine.is_some();
+    let hello = Hello {
+        load_scripts,
+        read_identity,
+        // The lock connection only: the subscriber's (no scripts) carries no votes.
+        check_durable: addr.durable && load_scripts,
+    };
     let attempt = async {
         let mut tcp = TcpStream::connect((addr.host.as_str(), addr.port))
             .await
             .map_err(|e| fail("", &e))?;
         tcp.set_nodelay(true).map_err(|e| fail("", &e))?;
         if !addr.tls {
-            let identity = handshake(&mut tcp, addr, load_scripts, read_identity, opts).await?;
+            let identity = handshake(&mut tcp, addr, hello, opts).await?;
             return Ok((Stream::Tcp(tcp), identity));
         }
         let connector = opts
@@ -100,7 +106,7 @@ pub(super) async fn open(
             .connect(name, tcp)
             .await
             .map_err(|e| fail("TLS handshake failed: ", &e))?;
-        let identity = handshake(&mut tls, addr, load_scripts, read_identity, opts).await?;
+        let identity = handshake(&mut tls, addr, hello, opts).await?;
         Ok((Stream::Tls(Box::new(tls)), identity))
     };
     match tokio::time::timeout(opts.connect_timeout, attempt).await {
@@ -115,6 +121,14 @@ pub(super) fn jitter(d: Duration) -> Duration {
     Duration::from_micros(fastrand::u64(0..=d.as_micros() as u64))
 }
 
+/// What a handshake asks besides AUTH and SELECT.
+#[derive(Debug, Clone, Copy)]
+struct Hello {
+    load_scripts: bool,
+    read_identity: bool,
+    check_durable: bool,
+}
+
 /// What one handshake command must answer; anything else fails the handshake.
 #[derive(Debug, Clone, Copy)]
 enum Expect {
@@ -124,6 +138,8 @@ enum Expect {
     Sha(&'static str),
     /// `INFO server`: a bulk string with `run_id` and `uptime_in_seconds`.
     Info,
+    /// `CONFIG GET <parameter>` for a node claimed durable: its value, or a refusal (not fatal).
+    Config(usize),
 }
 
 /// AUTH and SELECT as configured, then `SCRIPT LOAD` of the lock scripts so the first `EVALSHA` after a
@@ -133,10 +149,14 @@ enum Expect {
 async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     addr: &NodeAddr,
-    load_scripts: bool,
-    read_identity: bool,
+    hello: Hello,
     opts: &ConnectOptions,
 ) -> Result<Option<ServerIdentity>, NodeError> {
+    let Hello {
+        load_scripts,
+        read_identity,
+        check_durable,
+    } = hello;
     let mut out = BytesMut::new();
     let mut expected: Vec<Expect> = Vec::new();
     match (&addr.username, &addr.password) {
@@ -157,12 +177,19 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         encode_args(&mut out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()]);
         expected.push(Expect::Sha(script.sha1));
     }
+    if check_durable {
+        for (i, parameter) in DURABILITY.iter().enumerate() {
+            encode_args(&mut out, &[b"CONFIG", b"GET", parameter.as_bytes()]);
+            expected.push(Expect::Config(i));
+        }
+    }
     if read_identity {
         // Last, so its reply is the last one read.
         encode_args(&mut out, &[b"INFO", b"server"]);
         expected.push(Expect::Info);
     }
     let mut identity = None;
+    let mut settings: [Result<Option<String>, NodeError>; 2] = [Ok(None), Ok(None)];
     let fail = |why: &dyn std::fmt::Display| NodeError::Connect(format!("{addr}: {why}"));
     stream.write_all(&out).await.map_err(|e| fail(&e))?;
     stream.flush().await.map_err(|e| fail(&e))?;
@@ -174,14 +201,20 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         if stream.read_buf(&mut buf).await.map_err(|e| fail(&e))? == 0 {
             return Err(fail(&"closed during handshake"));
         }
-        while let Some(reply) = framer
-            .next_reply(&mut buf)
+        while let Some(frame) = framer
+            .next_frame(&mut buf)
             .map_err(|e| fail(&format_args!("handshake: {e}")))?
         {
             let Some(expect) = next else {
                 return Err(fail(&"handshake: reply with no request outstanding"));
             };
-            let reply = reply.map_err(|e| fail(&format_args!("handshake refused: {e}")))?;
+            if let Expect::Config(i) = expect {
+                settings[i] = config_value(&frame);
+                next = replies.next();
+                continue;
+            }
+            let reply = to_reply(frame.freeze())
+                .map_err(|e| fail(&format_args!("handshake refused: {e}")))?;
             match (expect, &reply) {
                 (Expect::Ok(_), Reply::Ok) => {}
                 (Expect::Sha(sha), Reply::Data(d)) if d.eq_ignore_ascii_case(sha.as_bytes()) => {}
@@ -199,6 +232,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
                         Expect::Ok(command) => command,
                         Expect::Sha(_) => "SCRIPT LOAD",
                         Expect::Info => "INFO",
+                        Expect::Config(_) => "CONFIG GET",
                     };
                     return Err(fail(&format_args!(
                         "handshake: {command}: unexpected reply type {}",
@@ -213,5 +247,34 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     if !buf.is_empty() {
         return Err(fail(&"handshake: reply with no request outstanding"));
     }
+    if check_durable {
+        let [appendonly, appendfsync] = settings;
+        let durable = durability_of(addr, DurableCheck::of(appendonly, appendfsync));
+        if let Some(identity) = identity.as_mut() {
+            identity.durable = durable;
+        }
+    }
     Ok(identity)
+}
+
+/// The settings a durable claim is checked against, in the order `DurableCheck::of` takes them.
+const DURABILITY: [&str; 2] = ["appendonly", "appendfsync"];
+
+/// Whether to trust a node's durable claim, said in the log when it is not plainly confirmed. Once
+/// per connect: the settings can change between restarts.
+fn durability_of(addr: &NodeAddr, check: DurableCheck) -> bool {
+    match &check {
+        DurableCheck::Confirmed => {}
+        DurableCheck::Unverified(why) => tracing::warn!(
+            node = %addr,
+            why = %why,
+            "node is configured durable, but its settings cannot be read: trusting the claim"
+        ),
+        DurableCheck::Refuted(why) => tracing::warn!(
+            node = %addr,
+            why = %why,
+            "node is configured durable, but its settings say otherwise: quarantine applies to it"
+        ),
+    }
+    check.trusted()
 }

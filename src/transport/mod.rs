@@ -18,10 +18,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
+use crate::algo::clock::JumpLog;
 use crate::algo::value::LockValue;
 use crate::error::NodeError;
 
@@ -35,7 +37,7 @@ pub(crate) mod subscriber;
 #[cfg(test)]
 pub(crate) mod test_scripts;
 
-/// A command the algorithm sends to a node. Cheap to clone: keys are `Bytes`, the value is 20 bytes.
+/// A command the algorithm sends to a node. Cheap to clone: keys are `Bytes`, the value is 25 bytes.
 #[derive(Debug, Clone)]
 pub(crate) enum Cmd {
     /// `SET key value NX PX ttl_ms`.
@@ -58,6 +60,13 @@ pub(crate) enum Cmd {
         script: &'static Script,
         locks: std::sync::Arc<[Extend]>,
     },
+    /// `EVALSHA sha numkeys keys... args...` with byte arguments: the operator's scripts (inspect,
+    /// forced release) and the labeled acquire, off the hot path.
+    Eval {
+        script: &'static Script,
+        keys: Keys,
+        args: std::sync::Arc<[Bytes]>,
+    },
     /// `SCRIPT LOAD source`: puts a script back into a node's cache after `NOSCRIPT`.
     ScriptLoad(&'static Script),
     /// `INFO server`. Part of the node interface for the crashed-node quarantine (server identity and
@@ -72,7 +81,7 @@ impl Cmd {
     pub(crate) fn is_acquire(&self) -> bool {
         match self {
             Self::SetNxPx { .. } => true,
-            Self::Script { script, .. } => !script.resend,
+            Self::Script { script, .. } | Self::Eval { script, .. } => !script.resend,
             _ => false,
         }
     }
@@ -82,6 +91,7 @@ impl Cmd {
         match self {
             Self::Script { script, .. } => Some(script),
             Self::ExtendMany { script, .. } => Some(script),
+            Self::Eval { script, .. } => Some(script),
             _ => None,
         }
     }
@@ -234,6 +244,10 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// From now on, writes this node's forward clock jumps into `log` as node `index` (transports
+    /// with the clock guard), so locks that counted its vote can tell.
+    fn report_jumps(&self, _log: Arc<JumpLog>, _index: usize) {}
+
     /// The server's `run_id`, when known (read with quarantine on).
     fn run_id(&self) -> Option<String>;
 
@@ -259,6 +273,25 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
     fn rtt(&self) -> Option<&crate::algo::rtt::RttEstimate> {
         None
     }
+
+    /// What the connection knows of its node, read-only, for operators (`Redlock::nodes_status`).
+    fn status(&self) -> LinkStatus {
+        LinkStatus {
+            connected: self.is_connected(),
+            ..LinkStatus::default()
+        }
+    }
+}
+
+/// One node's connection state as [`NodeClient::status`] reports it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LinkStatus {
+    pub(crate) connected: bool,
+    pub(crate) quarantine: Option<crate::algo::quarantine::QuarantineView>,
+    /// The clock guard silences the node until then.
+    pub(crate) silenced_until: Option<tokio::time::Instant>,
+    /// Why the last connect failed, or the protocol error that closed the connection.
+    pub(crate) last_error: Option<NodeError>,
 }
 
 /// The reply future [`NodeClient::send`] returns: a concrete type, so the hot path stays free of boxing

@@ -69,6 +69,29 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
                 put_bulk(out, decimal(lock.ttl_ms, &mut num));
             }
         }
+        Cmd::Eval { script, keys, args } => {
+            let (verb, body): (&[u8], &[u8]) = if eval_source {
+                (b"EVAL", script.source.as_bytes())
+            } else {
+                (b"EVALSHA", script.sha1.as_bytes())
+            };
+            let keys = keys.as_slice();
+            let size = 64
+                + body.len()
+                + keys
+                    .iter()
+                    .chain(args.iter())
+                    .map(|a| a.len() + 24)
+                    .sum::<usize>();
+            out.reserve(size);
+            put_header(out, 3 + keys.len() + args.len());
+            put_bulk(out, verb);
+            put_bulk(out, body);
+            put_bulk(out, decimal(keys.len() as u64, &mut num));
+            for part in keys.iter().chain(args.iter()) {
+                put_bulk(out, part);
+            }
+        }
         Cmd::ScriptLoad(script) => {
             encode_args(out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()])
         }
@@ -147,7 +170,7 @@ mod tests {
             },
             false,
         );
-        let mut expected = b"*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$20\r\n".to_vec();
+        let mut expected = b"*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$25\r\n".to_vec();
         expected.extend_from_slice(value.as_bytes());
         expected.extend_from_slice(b"\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n");
         assert_eq!(&out[..], &expected[..]);
@@ -171,6 +194,29 @@ mod tests {
     }
 
     #[test]
+    fn encodes_an_eval_with_byte_arguments_like_any_command() {
+        let cmd = Cmd::Eval {
+            script: &RELEASE,
+            keys: Keys::Many(vec![Bytes::from_static(b"k"), Bytes::from_static(b"k:h")].into()),
+            args: vec![Bytes::from_static(b"\0\r\n|x"), Bytes::new()].into(),
+        };
+        for eval_source in [false, true] {
+            let mut out = BytesMut::new();
+            encode_cmd(&mut out, &cmd, eval_source);
+            let body = if eval_source {
+                RELEASE.source
+            } else {
+                RELEASE.sha1
+            };
+            let verb: &[u8] = if eval_source { b"EVAL" } else { b"EVALSHA" };
+            let mut expected = BytesMut::new();
+            let args: [&[u8]; 7] = [verb, body.as_bytes(), b"2", b"k", b"k:h", b"\0\r\n|x", b""];
+            encode_args(&mut expected, &args);
+            assert_eq!(out, expected);
+        }
+    }
+
+    #[test]
     fn encodes_several_keys_and_numbers() {
         let value = LockValue::random().unwrap();
         let keys: std::sync::Arc<[Bytes]> =
@@ -186,7 +232,7 @@ mod tests {
         let text = String::from_utf8_lossy(&out).into_owned();
         assert!(text.starts_with("*8\r\n$7\r\nEVALSHA\r\n$40\r\n"), "{text}");
         assert!(
-            text.contains("\r\n$1\r\n2\r\n$1\r\na\r\n$2\r\nbb\r\n$20\r\n"),
+            text.contains("\r\n$1\r\n2\r\n$1\r\na\r\n$2\r\nbb\r\n$25\r\n"),
             "{text}"
         );
         assert!(text.ends_with("\r\n$1\r\n7\r\n$4\r\n1234\r\n"), "{text}");

@@ -108,11 +108,12 @@ async fn renew_one(engine: &Core, entry: &Entry) -> Option<Instant> {
     let Ok(_slot) = engine.admit(Some(admit_until)).await else {
         return Some(not_renewed(entry));
     };
+    let jumps_at = engine.jumps_now();
     let start = Instant::now();
     let deadline = engine.round_deadline(start, due.ttl, Some(due.valid_until));
     let quorum = kind.tally(engine.nodes().len());
     let tally = fan_out_into(engine.nodes(), &cmd, deadline, Vote::of_script, quorum).await;
-    settle(engine, entry, due.ttl, start, timeout, tally)
+    settle(engine, entry, due.ttl, (start, jumps_at), timeout, tally)
 }
 
 async fn renew_many(engine: &Core, entries: Vec<Arc<Entry>>) -> Vec<Next> {
@@ -159,6 +160,7 @@ async fn renew_many(engine: &Core, entries: Vec<Arc<Entry>>) -> Vec<Next> {
         }));
         return out;
     };
+    let jumps_at = engine.jumps_now();
     let start = Instant::now();
     let deadline = engine.round_deadline(start, ttl, Some(valid_until));
     let mut count = PerLock::new(engine.nodes().len(), members.len());
@@ -168,7 +170,7 @@ async fn renew_many(engine: &Core, entries: Vec<Arc<Entry>>) -> Vec<Next> {
     };
     run(engine.nodes(), &cmd, deadline, true, &mut count).await;
     for ((entry, due), tally) in members.into_iter().zip(count.tallies) {
-        let next = settle(engine, &entry, due.ttl, start, timeout, tally);
+        let next = settle(engine, &entry, due.ttl, (start, jumps_at), timeout, tally);
         out.push((entry, next));
     }
     out
@@ -179,7 +181,7 @@ fn settle(
     engine: &Core,
     entry: &Entry,
     ttl: Duration,
-    start: Instant,
+    (start, jumps_at): (Instant, u64),
     timeout: Duration,
     tally: Tally,
 ) -> Option<Instant> {
@@ -187,7 +189,7 @@ fn settle(
     let hopeless = cannot_win(&tally);
     let mut st = entry.lock();
     let lock = st.lock.as_mut()?;
-    match lock.settle_extend(&engine.settings().timing, ttl, start, tally) {
+    match lock.settle_extend(&engine.settings().timing, ttl, (start, jumps_at), tally) {
         Ok(()) => {
             let valid_until = lock.valid_until();
             st.renewals += 1;

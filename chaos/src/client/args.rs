@@ -81,6 +81,10 @@ pub struct ClientArgs {
     /// With `--quarantine`: the maximum lock lifetime (default: the TTL).
     #[arg(long)]
     pub max_ttl_ms: Option<u64>,
+    /// Turn off the engine's clock-jump guard (`Config::clock_guard`, on by default): scenario 16's
+    /// clients without it show the hazard it covers.
+    #[arg(long)]
+    pub no_clock_guard: bool,
 }
 
 impl ClientArgs {
@@ -117,6 +121,9 @@ impl ClientArgs {
         }
         if let Some(ms) = self.max_ttl_ms {
             v.push(format!("--max-ttl-ms={ms}"));
+        }
+        if self.no_clock_guard {
+            v.push("--no-clock-guard".into());
         }
         if !self.load_resources.is_empty() {
             v.push(format!(

@@ -80,6 +80,7 @@ async fn run(args: ClientArgs) -> Result<(), String> {
         } else {
             defaults.max_ttl
         },
+        clock_guard: !args.no_clock_guard,
         ..defaults
     };
     let redlock = Redlock::new(config)

@@ -2,7 +2,7 @@
 //! written ([`Wrote`]), the fenced store's answer ([`Fenced`]), the lock's kind ([`LockKind`]), how the
 //! grant came ([`Via`]) and what a read-write holder saw ([`Seen`]); each with its word in the log.
 
-use redlock_engine::LockError;
+use redlock_engine::{LockError, NodeError};
 
 /// How a lock operation ended, as logged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -19,6 +19,9 @@ pub enum Outcome {
     Contended,
     /// `QuorumNotReached`.
     Quorum,
+    /// `QuorumNotReached` naming a node whose clock jumped forward (`NodeError::ClockJump`): the
+    /// clock guard took that node's vote away (scenario 16).
+    ClockJump,
     /// `ValidityExpired`.
     Validity,
     /// `Overloaded`: admission control gave the round no turn in time (the nodes were not asked).
@@ -35,6 +38,13 @@ impl Outcome {
             Err(LockError::NotOwner) => Self::NotOwner,
             Err(LockError::AlreadyExpired) => Self::Expired,
             Err(LockError::Contended { .. }) => Self::Contended,
+            Err(LockError::QuorumNotReached { failures, .. })
+                if failures
+                    .iter()
+                    .any(|(_, e)| matches!(e, NodeError::ClockJump)) =>
+            {
+                Self::ClockJump
+            }
             Err(LockError::QuorumNotReached { .. }) => Self::Quorum,
             Err(LockError::ValidityExpired { .. }) => Self::Validity,
             Err(LockError::Overloaded { .. }) => Self::Overloaded,
@@ -51,6 +61,7 @@ impl Outcome {
             Self::Expired => "expired",
             Self::Contended => "contended",
             Self::Quorum => "quorum",
+            Self::ClockJump => "clock-jump",
             Self::Validity => "validity",
             Self::Overloaded => "overloaded",
             Self::Other => "other",
@@ -65,6 +76,7 @@ impl Outcome {
             Self::Expired,
             Self::Contended,
             Self::Quorum,
+            Self::ClockJump,
             Self::Validity,
             Self::Overloaded,
             Self::Other,

@@ -1,16 +1,21 @@
-//! The ten scenarios of issue 5, scenario 11 (issue 7: a majority restart under quarantine) and
+//! The ten scenarios of issue 5, scenario 11 (issue 7: a majority restart under quarantine),
 //! scenarios 12-14 (the multi-resource, read-write and waiting locks under the faults of
-//! `mixed_faults`), scenario 15 (issue 14: renewed locks under load and a `kill -9`), one file each, and the runner that turns a scenario's logs into its summary line
-//! and verdict.
+//! `mixed_faults`), scenario 15 (issue 14: renewed locks under load and a `kill -9`), scenarios 16
+//! and 17 (issue 16: a node's wall clock stepped, with the engine's clock guard off and on; scenario
+//! 7's restart on nodes with `appendfsync always`), one file each, and the runner that turns a
+//! scenario's logs into its summary line and verdict. Shared by several: `owners` (the choreographed
+//! owners A and B of scenarios 7, 16 and 17), `support`, `mixed_faults`, `key_census`.
 //!
 //! A scenario starts its background clients, plays its fault timeline, stops the clients and returns
 //! [`Findings`]: the logs plus its own figures and expectations. The runner adds what every scenario
 //! shares: the checker's counts, lost updates from the storage node, the model's expectations (inside
 //! Redlock's model: no overlap, no lost update, no torn read; scenario 7: an overlap must show), and
-//! the leak check.
+//! the leak check. (Scenario 16 is judged inside the model on its guard-on half; its guard-off half,
+//! which must show an overlap, runs on processes of its own and is judged by the scenario itself.)
 
 mod key_census;
 mod mixed_faults;
+mod owners;
 mod s01_contention;
 mod s02_kill_nodes;
 mod s03_majority_loss;
@@ -26,6 +31,8 @@ mod s12_multi_resource;
 mod s13_rwlock;
 mod s14_waiting;
 mod s15_renewed_under_load;
+mod s16_node_clock_jump;
+mod s17_durable_restart;
 mod support;
 
 use crate::checker::{self, Logs};
@@ -51,7 +58,7 @@ pub struct Scenario {
 }
 
 /// Every scenario, in order.
-pub const ALL: [Scenario; 15] = [
+pub const ALL: [Scenario; 17] = [
     scenario(1, "1-no-fault"),
     scenario(2, "2-kill-nodes"),
     scenario(3, "3-majority-loss"),
@@ -71,6 +78,8 @@ pub const ALL: [Scenario; 15] = [
     scenario(13, "13-rwlock-faults"),
     scenario(14, "14-waiting-handoff-faults"),
     scenario(15, "15-renewed-under-load"),
+    scenario(16, s16_node_clock_jump::NAME),
+    scenario(17, "17-durable-restart-fsync-always"),
 ];
 
 const fn scenario(number: u8, name: &'static str) -> Scenario {
@@ -164,6 +173,16 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
             });
         }
     }
+    if sc.number == 16 {
+        if let Err(crate::clockshim::Unavailable::NoCompiler(why)) = &ctx.clockshim {
+            return Ok(Verdict {
+                line: format!("scenario {}: skipped ({why})", sc.name),
+                passed: true,
+                skipped: true,
+                notes: Vec::new(),
+            });
+        }
+    }
     let mut env = Env::start(&ctx, sc.name)?;
     if ctx.inject_panic {
         env.spawn_background(2)?;
@@ -186,6 +205,8 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
         13 => s13_rwlock::run(&mut env, &ctx).await?,
         14 => s14_waiting::run(&mut env, &ctx).await?,
         15 => s15_renewed_under_load::run(&mut env, &ctx).await?,
+        16 => s16_node_clock_jump::run(&mut env, &ctx).await?,
+        17 => s17_durable_restart::run(&mut env, &ctx).await?,
         n => return Err(format!("no scenario {n}")),
     };
     let s = checker::summarize(&f.logs);

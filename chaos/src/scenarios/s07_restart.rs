@@ -10,19 +10,15 @@
 //! Background clients run throughout (and may overlap too). With `--expect-quarantine` every engine of
 //! the scenario turns on the crashed-node quarantine (`Config::quarantine`, with the TTL as the
 //! maximum lock lifetime): restarted nodes do not vote, B must be refused, and the scenario expects no
-//! overlap and no lost update instead.
+//! overlap and no lost update instead. Scenario 17 runs the same choreography ([`choreography`]) on
+//! nodes that persist every write (`appendfsync always`): there the keys come back and B is refused.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use redlock_engine::Redlock;
-
-use crate::clock::{mono_ns, InstantMap};
-use crate::counter::Counter;
 use crate::env::{Ctx, Env};
-use crate::record::{Fenced, Grant, LockKind, Log, Outcome, Seen, Via, Wrote};
 
-use super::support::{acquire_within, engine_with, wait, Acquired};
+use super::owners::{key_owners, Owners};
+use super::support::{acquire_within, engine_with, wait};
 use super::Findings;
 
 const RESOURCE: &str = "x7";
@@ -46,123 +42,76 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         Duration::ZERO
     };
     wait(ctx.phase.max(settle)).await;
-    let log = Log::create(&env.dir.join("owners.log")).map_err(|e| e.to_string())?;
-    let map = InstantMap::new();
-    let key = crate::counter::counter_key(RESOURCE);
-    let io = |e: std::io::Error| format!("storage: {e}");
-    let mut counter = Counter::connect(env.storage.port).await.map_err(io)?;
-
-    let a = engine_with(env.node_urls(), quarantine).await?;
-    env.nodes[3].kill9();
-    env.nodes[4].kill9();
-    let acq_a = acquire_within(&a, RESOURCE, TTL, Duration::from_secs(3))
-        .await
-        .map_err(|e| format!("A could not acquire on nodes 0-2: {e}"))?;
-    let cs_a = mono_ns();
-    log.begin("A", RESOURCE, cs_a);
-    let read_a = counter.get(&key).await.map_err(io)?;
-
-    env.nodes[3].restart();
-    env.nodes[4].restart();
-    env.nodes[0].restart(); // the fault: instantly back, empty, A's key forgotten
-
-    let b = engine_with(env.node_urls(), quarantine).await?;
-    let acq_b = acquire_within(&b, RESOURCE, TTL, B_TRIES).await;
-    let b_outcome = match acq_b {
-        Ok(acq) => {
-            let owners = key_owners(env);
-            let cs_b = mono_ns();
-            let read_b = counter.get(&key).await.map_err(io)?;
-            wait(Duration::from_millis(1)).await;
-            let g = finish(&b, &map, "B", acq, cs_b, &mut counter, read_b).await?;
-            log.grant(&g);
-            format!("granted (key {RESOURCE} by value: {owners})")
-        }
-        Err(e) => format!("refused ({e})"),
-    };
-    // A, which read before B, writes last: B's increment is overwritten.
-    let g = finish(&a, &map, "A", acq_a, cs_a, &mut counter, read_a).await?;
-    log.grant(&g);
-
+    let restart = choreography(env, RESOURCE, quarantine).await?;
     wait(ctx.phase).await;
     env.top_up(ctx).await;
     let logs = env.finish().await?;
     let mut f = Findings::new(logs);
     f.extra(format!(
-        "A held nodes 0-2; after node 0's instant restart B was {b_outcome}"
+        "A held nodes 0-2; after node 0's instant restart (DBSIZE {} as it first answered) B was {}",
+        restart.reloaded[2], restart.b
     ));
     Ok(f)
 }
 
-/// The rest of a choreographed owner's critical section: write if still valid, release, the grant.
-async fn finish(
-    redlock: &Redlock,
-    map: &InstantMap,
-    holder: &str,
-    acq: Acquired,
-    cs_start: u64,
-    counter: &mut Counter,
-    read: i64,
-) -> Result<Grant, String> {
-    let Acquired { lock, t0, fp, t1 } = acq;
-    let key = crate::counter::counter_key(RESOURCE);
-    let vu = map.to_ns(lock.valid_until());
-    let wrote = if lock.is_valid() {
-        counter
-            .set(&key, read + 1)
-            .await
-            .map_err(|e| format!("storage: {e}"))?;
-        Wrote::Yes
-    } else {
-        Wrote::Skipped
-    };
-    let cs_end = mono_ns();
-    let rel_start = mono_ns();
-    let rel = Outcome::of(&redlock.release(lock).await);
-    Ok(Grant {
-        holder: holder.to_string(),
-        resource: RESOURCE.to_string(),
-        ttl_ms: TTL.as_millis() as u64,
-        drift_ns: (TTL.mul_f64(redlock_engine::Config::default().drift_factor)
-            + Duration::from_millis(2))
-        .as_nanos() as u64,
-        t0,
-        fp,
-        t1,
-        vu0: vu,
-        vu,
-        ext_fp: 0,
-        cs_start,
-        cs_end,
-        rel_start,
-        wrote,
-        ext: Outcome::None,
-        rel,
-        token: None,
-        fenced: Fenced::None,
-        kind: LockKind::Exclusive,
-        via: Via::Nodes(1),
-        seen: Seen::None,
-    })
+/// What the choreography saw.
+pub struct Restart {
+    /// Whether B was granted.
+    pub b_granted: bool,
+    /// B's outcome, for the summary line (`granted (key … by value: {0,3,4} {1,2})` or `refused (…)`).
+    pub b: String,
+    /// The lock key's census right after the restarts, before B tries: `{1,2}` without persistence.
+    pub census: String,
+    /// `DBSIZE` of nodes 3, 4 and 0 just after each answered its first `PING` after the restart:
+    /// what it brought back (a client reconnecting within those few ms may have added a key).
+    pub reloaded: [u64; 3],
 }
 
-/// Which nodes hold the same value for the resource's key, e.g. `{0,3,4} {1,2}`.
-fn key_owners(env: &Env) -> String {
-    let key = format!("redlock:{{{RESOURCE}}}");
-    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, node) in env.nodes.iter().enumerate() {
-        let value = node.try_cmd(&[b"GET", key.as_bytes()]).unwrap_or_default();
-        if value != "nil" && !value.is_empty() {
-            groups.entry(value).or_default().push(i);
-        }
+/// Steps 1-3 above on `resource` with locks of [`TTL`] (scenario 17 runs them on durable nodes):
+/// every restart is a `kill -9` and an instant start with the node's own spec. The engines quarantine
+/// restarted nodes for locks of at most `quarantine` if given.
+pub async fn choreography(
+    env: &mut Env,
+    resource: &'static str,
+    quarantine: Option<Duration>,
+) -> Result<Restart, String> {
+    let mut owners = Owners::new(env, resource, TTL).await?;
+    let a = engine_with(env.node_urls(), quarantine).await?;
+    env.nodes[3].kill9();
+    env.nodes[4].kill9();
+    let acq_a = acquire_within(&a, resource, TTL, Duration::from_secs(3))
+        .await
+        .map_err(|e| format!("A could not acquire on nodes 0-2: {e}"))?;
+    let held_a = owners.enter("A", acq_a).await?;
+
+    let mut reloaded = [0; 3];
+    // The fault is node 0: instantly back; without persistence empty, A's key forgotten.
+    for (slot, i) in [3, 4, 0].into_iter().enumerate() {
+        env.nodes[i].restart();
+        let dbsize = env.nodes[i].try_cmd(&[b"DBSIZE"]);
+        reloaded[slot] = dbsize.and_then(|n| n.parse().ok()).unwrap_or(0);
     }
-    let mut sets: Vec<String> = groups
-        .into_values()
-        .map(|v| {
-            let ids: Vec<String> = v.iter().map(usize::to_string).collect();
-            format!("{{{}}}", ids.join(","))
-        })
-        .collect();
-    sets.sort();
-    sets.join(" ")
+    let census = key_owners(&env.nodes, resource);
+
+    let b = engine_with(env.node_urls(), quarantine).await?;
+    let (b_granted, b_outcome) = match acquire_within(&b, resource, TTL, B_TRIES).await {
+        Ok(acq) => {
+            let by_value = key_owners(&env.nodes, resource);
+            let held_b = owners.enter("B", acq).await?;
+            owners.leave(&b, held_b).await?;
+            (
+                true,
+                format!("granted (key {resource} by value: {by_value})"),
+            )
+        }
+        Err(e) => (false, format!("refused ({e})")),
+    };
+    // A, which read before B, writes last: B's increment is overwritten.
+    owners.leave(&a, held_a).await?;
+    Ok(Restart {
+        b_granted,
+        b: b_outcome,
+        census,
+        reloaded,
+    })
 }

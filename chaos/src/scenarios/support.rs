@@ -27,16 +27,30 @@ pub async fn engine_with(
     urls: Vec<String>,
     quarantine: Option<Duration>,
 ) -> Result<Redlock, String> {
-    let defaults = Config::default();
-    let config = Config {
+    let defaults = config(urls);
+    engine_from(Config {
+        quarantine: quarantine.is_some(),
+        max_ttl: quarantine.unwrap_or(defaults.max_ttl),
+        ..defaults
+    })
+    .await
+}
+
+/// The in-process engines' configuration: one attempt per call, the background clients' node
+/// deadline, quarantine off, the library's other defaults (the clock guard on).
+pub fn config(urls: Vec<String>) -> Config {
+    Config {
         nodes: urls,
         node_timeout: Some(Duration::from_millis(NODE_TIMEOUT_MS)),
         retry_count: 0,
         connect_timeout: Duration::from_secs(1),
-        quarantine: quarantine.is_some(),
-        max_ttl: quarantine.unwrap_or(defaults.max_ttl),
-        ..defaults
-    };
+        quarantine: false,
+        ..Config::default()
+    }
+}
+
+/// An engine from `config` (see [`config`]).
+pub async fn engine_from(config: Config) -> Result<Redlock, String> {
     Redlock::new(config)
         .await
         .map_err(|e| format!("engine: {e}"))

@@ -20,6 +20,50 @@ pub fn process_cpu() -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
+/// CPU a run's measured phase cost: this process (the client side: engine and loadgen's own loop) and
+/// the servers (`None` when their `INFO` could not be read).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuUse {
+    /// `getrusage(RUSAGE_SELF)` user + system over the phase.
+    pub client: Duration,
+    /// `INFO cpu` user + system over the phase, summed over the servers, seconds.
+    pub server_s: Option<f64>,
+}
+
+/// Reads both sides' counters at the start of a phase; [`CpuStart::finish`] at its end.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuStart {
+    client: Duration,
+    server: Option<ServerCounters>,
+}
+
+impl CpuStart {
+    /// Now, for the servers behind `urls` (URLs that do not parse are skipped).
+    pub async fn now(urls: &[String]) -> Self {
+        let nodes = node_urls(urls);
+        let server = server_counters_async(nodes).await.ok();
+        Self {
+            client: process_cpu(),
+            server,
+        }
+    }
+
+    /// What was spent since [`now`](Self::now).
+    pub async fn finish(self, urls: &[String]) -> CpuUse {
+        // The client first: the servers' reading below is loadgen's work, not the run's.
+        let client = process_cpu().saturating_sub(self.client);
+        let end = server_counters_async(node_urls(urls)).await.ok();
+        CpuUse {
+            client,
+            server_s: self.server.zip(end).map(|(a, b)| b.since(a).cpu_s),
+        }
+    }
+}
+
+fn node_urls(urls: &[String]) -> Vec<NodeUrl> {
+    urls.iter().filter_map(|u| NodeUrl::parse(u).ok()).collect()
+}
+
 /// The servers' counters at one moment, summed over every server behind the nodes.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ServerCounters {

@@ -54,6 +54,7 @@ use tokio::task::JoinHandle;
 
 use crate::cli::RuntimeKind;
 use crate::engines::{EngineKind, Waiting};
+use crate::overload::cpu::CpuUse;
 use crate::run::{grace, progress_bar, show_progress, RunContext, RunOutput};
 use crate::stats::WorkerStats;
 use crate::workload::{Scenario, Stop};
@@ -293,8 +294,15 @@ pub async fn run_processes(
     let mut per_worker = Vec::with_capacity(scenario.concurrency);
     let mut per_process = Vec::with_capacity(p);
     let mut elapsed = Duration::ZERO;
+    let mut cpu = CpuUse::default();
     for (i, r) in results.into_iter().enumerate() {
         let r = r.expect("every result arrived");
+        let child = r.cpu();
+        cpu.client += child.client;
+        cpu.server_s = match (cpu.server_s, child.server_s) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         let (s, workers, took) = r.unpack().map_err(|e| fail(i, e))?;
         per_process.push(s.cycles);
         stats.merge(&s);
@@ -306,6 +314,7 @@ pub async fn run_processes(
         per_worker,
         per_process,
         elapsed,
+        cpu,
     })
 }
 

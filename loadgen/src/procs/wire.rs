@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::RuntimeKind;
 use crate::engines::{EngineKind, Waiting};
+use crate::overload::cpu::CpuUse;
 use crate::run::RunOutput;
 use crate::stats::{histogram, WorkerStats};
 use crate::workload::{Stop, Workload};
@@ -37,6 +38,11 @@ pub struct ChildResult {
     pub acquire: Vec<[u64; 2]>,
     /// Release histogram, the same way.
     pub release: Vec<[u64; 2]>,
+    /// This child's CPU over the measured phase, µs.
+    pub client_cpu_us: u64,
+    /// The servers' CPU over the measured phase as this child read it, seconds (each child's reading
+    /// covers the whole phase: the parent keeps the largest, never the sum).
+    pub server_cpu_s: Option<f64>,
 }
 
 impl ChildResult {
@@ -56,6 +62,16 @@ impl ChildResult {
             failed_releases: names(&s.failed_releases),
             acquire: buckets(&s.acquire),
             release: buckets(&s.release),
+            client_cpu_us: u64::try_from(out.cpu.client.as_micros()).unwrap_or(u64::MAX),
+            server_cpu_s: out.cpu.server_s,
+        }
+    }
+
+    /// The CPU it reports.
+    pub fn cpu(&self) -> CpuUse {
+        CpuUse {
+            client: Duration::from_micros(self.client_cpu_us),
+            server_s: self.server_cpu_s,
         }
     }
 
@@ -231,9 +247,14 @@ mod tests {
             per_worker: vec![20, 22],
             per_process: Vec::new(),
             elapsed: Duration::from_millis(5_000),
+            cpu: CpuUse {
+                client: Duration::from_micros(1_234_567),
+                server_s: Some(2.5),
+            },
         };
         let json = serde_json::to_string(&ChildResult::pack(&out)).unwrap();
         let back: ChildResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.cpu(), out.cpu);
         let (s, per_worker, elapsed) = back.unpack().unwrap();
         assert_eq!(per_worker, [20, 22]);
         assert_eq!(elapsed, Duration::from_secs(5));

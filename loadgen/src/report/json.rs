@@ -146,6 +146,13 @@ pub struct Run {
     pub per_process_cycles: Option<Vec<u64>>,
     /// Jain's fairness index over `per_process_cycles` (null unless split among several).
     pub process_fairness: Option<f64>,
+    /// CPU of loadgen's process (with `--processes`: its children's, summed) over the measured phase
+    /// per successful cycle, µs: the engine plus loadgen's own loop, which is the same for every engine
+    /// (null for the ceiling).
+    pub client_cpu_us_per_cycle: Option<f64>,
+    /// The servers' CPU (`INFO cpu`, user + system, summed over the nodes) over the measured phase per
+    /// successful cycle, µs (null for the ceiling, or when `INFO` could not be read).
+    pub server_cpu_us_per_cycle: Option<f64>,
     /// redis-benchmark figures (ceiling only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<CeilingOut>,
@@ -285,6 +292,8 @@ pub fn document(report: &Report) -> Document<'_> {
             fairness: r.fairness,
             per_process_cycles: (r.per_process.len() > 1).then(|| r.per_process.clone()),
             process_fairness: r.process_fairness(),
+            client_cpu_us_per_cycle: r.client_cpu_us_per_cycle(),
+            server_cpu_us_per_cycle: r.server_cpu_us_per_cycle(),
             ceiling: r.ceiling.as_ref().map(|c| CeilingOut {
                 set_ops_per_s: c.set_ops_per_s,
                 release_ops_per_s: c.release_ops_per_s,
@@ -371,10 +380,16 @@ mod tests {
                 "attempts_per_acquire",
                 "failed_acquires",
                 "fairness",
+                "client_cpu_us_per_cycle",
+                "server_cpu_us_per_cycle",
             ] {
                 assert!(run.get(key).is_some(), "run is missing {key}: {run}");
             }
         }
+        let redlock = runs.iter().find(|r| r["engine"] == "redlock").unwrap();
+        // The sample's redlock run: 100 ms of client CPU, 0.5 s of server CPU, 1000 cycles.
+        assert_eq!(redlock["client_cpu_us_per_cycle"].as_f64(), Some(100.0));
+        assert_eq!(redlock["server_cpu_us_per_cycle"].as_f64(), Some(500.0));
         let redlock = &runs[0];
         assert_eq!(redlock["engine"], "redlock");
         assert_eq!(redlock["waiting"], "smart");

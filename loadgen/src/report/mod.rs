@@ -22,6 +22,7 @@ use crate::cli::RuntimeKind;
 use crate::engines::ceiling::Ceiling;
 use crate::engines::{EngineKind, Waiting};
 use crate::machine::{Machine, Versions};
+use crate::overload::cpu::CpuUse;
 use crate::stats::Percentiles;
 use crate::workload::{Scenario, Workload};
 
@@ -60,6 +61,8 @@ pub struct RunRecord {
     pub processes: Option<usize>,
     /// Successful cycles of each process, when split among several.
     pub per_process: Vec<u64>,
+    /// CPU of the measured phase (`None` for the ceiling).
+    pub cpu: Option<CpuUse>,
 }
 
 impl RunRecord {
@@ -83,6 +86,18 @@ impl RunRecord {
     /// Release percentiles, if measured.
     pub fn release_pct(&self) -> Option<Percentiles> {
         self.release.as_ref().map(Percentiles::of)
+    }
+
+    /// This process's (or, with `--processes`, its children's) CPU per successful cycle, µs.
+    pub fn client_cpu_us_per_cycle(&self) -> Option<f64> {
+        let cpu = self.cpu?;
+        (self.cycles > 0).then(|| cpu.client.as_secs_f64() * 1e6 / self.cycles as f64)
+    }
+
+    /// The servers' CPU per successful cycle, µs (summed over the nodes).
+    pub fn server_cpu_us_per_cycle(&self) -> Option<f64> {
+        let server = self.cpu?.server_s?;
+        (self.cycles > 0).then(|| server * 1e6 / self.cycles as f64)
     }
 }
 
@@ -260,6 +275,10 @@ pub(crate) fn sample() -> Report {
                 waiting: engine.has_waiting().then_some(Waiting::Smart),
                 processes: Some(1),
                 per_process: Vec::new(),
+                cpu: Some(CpuUse {
+                    client: Duration::from_millis(base),
+                    server_s: Some(0.5),
+                }),
             });
         }
         runs.push(RunRecord {
@@ -285,6 +304,7 @@ pub(crate) fn sample() -> Report {
             waiting: None,
             processes: None,
             per_process: Vec::new(),
+            cpu: None,
         });
     }
     Report {

@@ -37,7 +37,7 @@ pub fn render(report: &Report) -> String {
         );
         let _ = writeln!(
             out,
-            "  {:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  failed",
+            "  {:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>13}  failed",
             "engine",
             "cycles/s",
             "acq p50",
@@ -48,7 +48,8 @@ pub fn render(report: &Report) -> String {
             "rel p50",
             "rel p99",
             "att/acq",
-            "fairness"
+            "fairness",
+            "cpu µs/cycle"
         );
         for run in report.runs.iter().filter(|r| r.scenario.id == scenario.id) {
             let _ = writeln!(out, "  {}", row(run));
@@ -115,7 +116,7 @@ fn row(run: &RunRecord) -> String {
         .collect();
     let failed = [failed, failed_rel].concat();
     format!(
-        "{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}",
+        "{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>13}  {}",
         run.label(),
         group(run.cycles_per_s),
         lat(a.map(|p| p.p50)),
@@ -128,12 +129,22 @@ fn row(run: &RunRecord) -> String {
         run.attempts_per_acquire
             .map_or_else(dash, |v| format!("{v:.2}")),
         run.fairness.map_or_else(dash, |v| format!("{v:.3}")),
+        cpu(run),
         if failed.is_empty() {
             "-".into()
         } else {
             failed.join(" ")
         },
     )
+}
+
+/// `client/server` CPU per cycle in µs (`17.2/41.0`), or `-`.
+fn cpu(run: &RunRecord) -> String {
+    let one = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.1}"));
+    match run.client_cpu_us_per_cycle() {
+        None => "-".into(),
+        client => format!("{}/{}", one(client), one(run.server_cpu_us_per_cycle())),
+    }
 }
 
 /// `2.51x`, or `-`.

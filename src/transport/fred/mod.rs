@@ -203,6 +203,16 @@ impl NodeClient for FredNode {
         // A cluster would refuse keys of several hash slots in one script.
         !self.clustered
     }
+
+    fn status(&self) -> super::LinkStatus {
+        let last = self.last_error.lock().unwrap_or_else(|p| p.into_inner());
+        super::LinkStatus {
+            connected: self.is_connected(),
+            quarantine: Some(self.quarantine.view()),
+            silenced_until: None,
+            last_error: self.unusable.clone().or_else(|| last.clone()),
+        }
+    }
 }
 
 /// Runs one command to its reply; `EVALSHA` falls back to `EVAL` once on `NOSCRIPT`.
@@ -249,6 +259,11 @@ async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
                     ]
                 })
                 .collect();
+            scripts::eval(&client, script, keys, args, clustered).await
+        }
+        Cmd::Eval { script, keys, args } => {
+            let keys = keys.as_slice().iter().cloned().map(Key::from).collect();
+            let args = args.iter().cloned().map(Value::Bytes).collect();
             scripts::eval(&client, script, keys, args, clustered).await
         }
         Cmd::ScriptLoad(script) => reply(scripts::load(&client, script, clustered).await),

@@ -1,20 +1,32 @@
 //! The clock guard's part of a connection: a `TIME` queued just before each acquire (and one at
-//! connect), and its reply judged by `crate::algo::clock` before the acquire's reply is handed over.
+//! connect, and one whenever the connection has gone [`IDLE_SAMPLE`] without), and its reply judged
+//! by `crate::algo::clock` before the acquire's reply is handed over.
+
+use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::{Shared, Slot, State};
 use crate::algo::clock::{Sample, Verdict};
+use crate::error::NodeError;
 use crate::transport::{NodeResult, Reply};
+
+/// The longest a connection goes without reading its node's clock. Acquires read it anyway; this is
+/// for an engine that holds plain locks and acquires nothing for a while, whose locks could otherwise
+/// not learn that a node they counted jumped (`Lock::is_valid`). Two `TIME`s a second per idle node
+/// cost nothing noticeable, and a lock learns of a jump at most this late.
+pub(super) const IDLE_SAMPLE: Duration = Duration::from_millis(500);
 
 /// Queues a `TIME` for the clock guard (see `Slot::clock`).
 pub(super) fn queue_sample(st: &mut State) {
+    let now = Instant::now();
     st.out.extend_from_slice(b"*1\r\n$4\r\nTIME\r\n");
     st.pending.push_back(Slot {
         tx: None,
         script: None,
-        clock: Some(Instant::now()),
+        clock: Some(now),
     });
+    st.last_sample = now;
     st.queued += 1;
     st.unsent += 1;
 }
@@ -22,8 +34,20 @@ pub(super) fn queue_sample(st: &mut State) {
 /// The clock guard's `TIME` reply: judged against the node's previous one. A reply that is not a
 /// `TIME` (an error, a hostile node) teaches nothing and changes nothing.
 pub(super) fn judge(shared: &Shared, sent: Instant, reply: NodeResult) {
-    let Ok(Reply::Time(node_us)) = reply else {
-        return;
+    let node_us = match reply {
+        Ok(Reply::Time(node_us)) => node_us,
+        Err(NodeError::Server(why)) => {
+            // An ACL without `+time`, say: the guard is blind on this node. Once per connection.
+            if !std::mem::replace(&mut shared.lock().time_refused, true) {
+                tracing::warn!(
+                    node = %shared.addr,
+                    why = %why,
+                    "the node refuses TIME: the clock-jump guard cannot watch its clock"
+                );
+            }
+            return;
+        }
+        _ => return,
     };
     let sample = Sample {
         node_us,

@@ -13,18 +13,16 @@
 //!   has its connection closed; the requests on it fail with a [`NodeError::Protocol`] naming the node
 //!   and the bound, which also stays the node's last error until it reconnects (with backoff).
 //!
-//! Files: this one (the handle, the request queue), `write` (the writer, reconnects), `read` (the
-//! reader) and `clock` (the clock guard's `TIME` readings).
+//! Files: this one (the handle, the request queue), `node` (its `NodeClient` side: sending, votes,
+//! status), `write` (the writer, reconnects), `read` (the reader) and `clock` (the clock guard's
+//! `TIME` readings).
 //! - **Fail fast.** While disconnected, requests fail at once with [`NodeError::Disconnected`]; a full queue
 //!   fails with [`NodeError::Backpressure`]. Reconnects run in the background with exponential backoff and
 //!   jitter, so a dead node never blocks a caller.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 
 use bytes::BytesMut;
 use tokio::sync::{oneshot, Notify};
@@ -32,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::connect::{open, Stream};
 use super::resp::encode_cmd;
-use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending};
+use super::{Cmd, ConnectOptions, NodeResult};
 use crate::addr::NodeAddr;
 use crate::algo::clock::ClockWatch;
 use crate::algo::quarantine::{Quarantine, ServerIdentity};
@@ -41,8 +39,10 @@ use crate::error::NodeError;
 use tokio::time::Instant;
 
 mod clock;
+mod node;
 mod read;
 mod write;
+pub(crate) use node::Waiter;
 use read::read_loop;
 use write::{reconnect_loop, write_loop};
 
@@ -91,6 +91,10 @@ struct State {
     probe: Option<(u64, Instant)>,
     /// When the reader last handed out replies: the node is alive and answering in order.
     last_reply: Option<Instant>,
+    /// When the clock guard's last `TIME` was queued (see `clock::IDLE_SAMPLE`).
+    last_sample: Instant,
+    /// This connection's node refused a `TIME` (already said in the log).
+    time_refused: bool,
     /// How many of the last `pending` slots are still in `out`, not yet handed to the writer: a reply
     /// cannot be theirs, so a node that answers them is out of step (or hostile), not fast.
     unsent: usize,
@@ -120,6 +124,8 @@ impl PipelineNode {
                 answered: 0,
                 probe: None,
                 last_reply: None,
+                last_sample: Instant::now(),
+                time_refused: false,
                 unsent: 0,
                 backoff: opts.reconnect_min,
                 connected_at: std::time::Instant::now(),
@@ -150,74 +156,6 @@ impl PipelineNode {
 impl Drop for PipelineNode {
     fn drop(&mut self) {
         self.shared.shutdown.cancel();
-    }
-}
-
-impl NodeClient for PipelineNode {
-    fn send(&self, cmd: &Cmd) -> Pending {
-        let (tx, rx) = oneshot::channel();
-        match self.shared.enqueue(cmd, false, tx) {
-            Ok(()) => Pending::pipeline(Waiter { rx }),
-            Err(e) => Pending::ready(Err(e)),
-        }
-    }
-
-    fn send_encoded(&self, cmd: &Cmd, encoded: &[u8]) -> Pending {
-        let (tx, rx) = oneshot::channel();
-        match self.shared.enqueue_frame(cmd, Some(encoded), tx) {
-            Ok(()) => Pending::pipeline(Waiter { rx }),
-            Err(e) => Pending::ready(Err(e)),
-        }
-    }
-
-    fn is_connected(&self) -> bool {
-        self.shared.lock().connected
-    }
-
-    fn votes(&self) -> bool {
-        self.shared.quarantine.votes() && self.shared.clock.votes()
-    }
-
-    fn clock_jumped(&self) -> bool {
-        !self.shared.clock.votes()
-    }
-
-    fn run_id(&self) -> Option<String> {
-        self.shared.quarantine.run_id()
-    }
-
-    fn backlog(&self) -> usize {
-        self.shared.backlog.load(Ordering::Relaxed)
-    }
-
-    fn last_reply(&self) -> Option<Instant> {
-        self.shared.lock().last_reply
-    }
-
-    fn rtt(&self) -> Option<&RttEstimate> {
-        Some(&self.shared.rtt)
-    }
-
-    fn batches(&self) -> bool {
-        // This transport only ever serves standalone nodes.
-        true
-    }
-}
-
-/// The reply future of one pipelined command.
-#[derive(Debug)]
-pub(crate) struct Waiter {
-    rx: oneshot::Receiver<NodeResult>,
-}
-
-impl Future for Waiter {
-    type Output = NodeResult;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<NodeResult> {
-        // A dropped sender means the connection task went away with the request in flight.
-        Pin::new(&mut self.get_mut().rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or(Err(NodeError::ConnectionLost)))
     }
 }
 
@@ -331,6 +269,7 @@ impl Shared {
             st.last_error = None;
             st.out.clear();
             st.probe = None;
+            st.time_refused = false;
             st.queued = st.pending.len() as u64;
             st.answered = 0;
             st.unsent = 0;

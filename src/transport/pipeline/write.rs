@@ -8,6 +8,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::clock::{self, IDLE_SAMPLE};
 use super::Shared;
 use crate::error::NodeError;
 use crate::transport::connect::{jitter, open};
@@ -19,10 +20,16 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
     token: CancellationToken,
 ) {
     let mut batch = BytesMut::with_capacity(16 * 1024);
+    // One timer for the connection's life, re-armed only when it fires: none per batch.
+    let guard = shared.clock.enabled();
+    let idle = tokio::time::sleep(IDLE_SAMPLE);
+    tokio::pin!(idle);
     loop {
+        let mut idle_fired = false;
         tokio::select! {
             _ = token.cancelled() => return,
             _ = shared.wake_writer.notified() => {}
+            _ = &mut idle, if guard => idle_fired = true,
         }
         {
             // Read before the lock: the sample then includes the whole write, never less.
@@ -33,6 +40,12 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
                 drop(st);
                 shared.wake_writer.notify_one();
                 return;
+            }
+            if idle_fired {
+                if now.saturating_duration_since(st.last_sample) >= IDLE_SAMPLE {
+                    clock::queue_sample(&mut st);
+                }
+                idle.as_mut().reset(st.last_sample + IDLE_SAMPLE);
             }
             if st.probe.is_none() && !st.out.is_empty() {
                 st.probe = Some((st.queued, now));

@@ -1,0 +1,88 @@
+//! What the holder label costs (`Config::holder_label`): an exclusive acquire then its release on
+//! three redis-server nodes this bench starts, without a label (`SET NX PX`) and with one (the
+//! labeled acquire script, which also writes `prefix{resource}:holder`), in A-B-A order on one
+//! engine pair so the load drift of a shared machine shows:
+//! - `label_cycle`: one cycle at a time (`plain`, `labeled`, `plain_again`);
+//! - `label_batch64`: 64 cycles on distinct keys in flight at once (throughput, per cycle).
+//!
+//! `cargo bench -p redlock-engine --bench label`
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use redlock_engine::Redlock;
+use tokio::runtime::Runtime;
+
+const TTL: Duration = Duration::from_secs(10);
+/// As in `benches/e2e.rs`: a deadline no scheduling stall on 2 shared cores reaches.
+const NODE_TIMEOUT: Duration = Duration::from_secs(1);
+const BATCH: usize = 64;
+
+fn engine(rt: &Runtime, urls: &[String], label: Option<&str>) -> Redlock {
+    rt.block_on(async {
+        let engine = Redlock::builder()
+            .nodes(urls.to_vec())
+            .node_timeout(NODE_TIMEOUT)
+            .quarantine(false)
+            .holder_label(label.map(String::from))
+            .build()
+            .await
+            .expect("engine builds");
+        assert_eq!(engine.connected_nodes(), urls.len());
+        engine
+    })
+}
+
+async fn cycle(engine: &Redlock, resource: &[u8]) {
+    let lock = engine.acquire(resource, TTL).await.expect("acquire");
+    engine.release(lock).await.expect("release");
+}
+
+fn label(c: &mut Criterion) {
+    let nodes = common::nodes(3);
+    let urls = common::urls(&nodes);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let plain = engine(&rt, &urls, None);
+    let labeled = engine(&rt, &urls, Some("bench worker 7 on host-a: nightly export"));
+    let order = [
+        ("plain", &plain),
+        ("labeled", &labeled),
+        ("plain_again", &plain),
+    ];
+    let mut group = c.benchmark_group("label_cycle");
+    group.throughput(Throughput::Elements(1));
+    for (name, engine) in order {
+        group.bench_with_input(BenchmarkId::new(name, "pipeline_n3"), engine, |b, e| {
+            b.to_async(&rt).iter(|| cycle(e, b"bench:label"))
+        });
+    }
+    group.finish();
+    let resources: Vec<Vec<u8>> = (0..BATCH)
+        .map(|i| format!("bench:label:{i}").into_bytes())
+        .collect();
+    let mut group = c.benchmark_group("label_batch64");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    for (name, engine) in order {
+        group.bench_with_input(BenchmarkId::new(name, "pipeline_n3"), engine, |b, e| {
+            b.to_async(&rt)
+                .iter(|| futures::future::join_all(resources.iter().map(|r| cycle(e, r))))
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = label
+}
+criterion_main!(benches);

@@ -1,0 +1,149 @@
+//! Choreographed owners (scenarios 7, 16 and 17): two in-process holders, A and B, of one resource,
+//! whose critical sections the scenario interleaves by hand. Each does the clients' read-modify-write
+//! of the counter (so an overlap also loses an update), releases, and logs its grant in
+//! `owners.log`, where the checker reads it with the background clients' logs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use redlock_engine::Redlock;
+
+use crate::clock::{mono_ns, InstantMap};
+use crate::counter::{counter_key, Counter};
+use crate::env::Env;
+use crate::node::RedisNode;
+use crate::record::{Fenced, Grant, LockKind, Log, Outcome, Seen, Via, Wrote};
+
+use super::support::{wait, Acquired};
+
+/// The choreography's shared pieces: the resource, its TTL, the log and the storage counter.
+pub struct Owners {
+    resource: &'static str,
+    ttl: Duration,
+    map: InstantMap,
+    log: Log,
+    counter: Counter,
+}
+
+/// A holder inside its critical section: it has read the counter.
+pub struct Holding {
+    holder: &'static str,
+    acq: Acquired,
+    cs_start: u64,
+    read: i64,
+}
+
+impl Holding {
+    /// Whether the holder's lock says it is still valid (`Lock::is_valid`).
+    pub fn is_valid(&self) -> bool {
+        self.acq.lock.is_valid()
+    }
+}
+
+impl Owners {
+    /// Owners of `resource` with locks of `ttl`, logging into `env`'s directory.
+    pub async fn new(env: &Env, resource: &'static str, ttl: Duration) -> Result<Self, String> {
+        let log = Log::create(&env.dir.join("owners.log")).map_err(|e| e.to_string())?;
+        let counter = Counter::connect(env.storage.port)
+            .await
+            .map_err(|e| format!("storage: {e}"))?;
+        Ok(Self {
+            resource,
+            ttl,
+            map: InstantMap::new(),
+            log,
+            counter,
+        })
+    }
+
+    /// `holder` got the lock: its critical section begins with the counter's read.
+    pub async fn enter(&mut self, holder: &'static str, acq: Acquired) -> Result<Holding, String> {
+        let cs_start = mono_ns();
+        self.log.begin(holder, self.resource, cs_start);
+        let read = self
+            .counter
+            .get(&counter_key(self.resource))
+            .await
+            .map_err(|e| format!("storage: {e}"))?;
+        Ok(Holding {
+            holder,
+            acq,
+            cs_start,
+            read,
+        })
+    }
+
+    /// The rest of the critical section: the clients' 1 ms pause, the write if the lock is still
+    /// valid, the release, the grant line.
+    pub async fn leave(&mut self, redlock: &Redlock, h: Holding) -> Result<(), String> {
+        let Holding {
+            holder,
+            acq: Acquired { lock, t0, fp, t1 },
+            cs_start,
+            read,
+        } = h;
+        wait(Duration::from_millis(1)).await;
+        let vu = self.map.to_ns(lock.valid_until());
+        let wrote = if lock.is_valid() {
+            self.counter
+                .set(&counter_key(self.resource), read + 1)
+                .await
+                .map_err(|e| format!("storage: {e}"))?;
+            Wrote::Yes
+        } else {
+            Wrote::Skipped
+        };
+        let cs_end = mono_ns();
+        let rel_start = mono_ns();
+        let rel = Outcome::of(&redlock.release(lock).await);
+        let drift = self
+            .ttl
+            .mul_f64(redlock_engine::Config::default().drift_factor)
+            + Duration::from_millis(2);
+        self.log.grant(&Grant {
+            holder: holder.to_string(),
+            resource: self.resource.to_string(),
+            ttl_ms: self.ttl.as_millis() as u64,
+            drift_ns: drift.as_nanos() as u64,
+            t0,
+            fp,
+            t1,
+            vu0: vu,
+            vu,
+            ext_fp: 0,
+            cs_start,
+            cs_end,
+            rel_start,
+            wrote,
+            ext: Outcome::None,
+            rel,
+            token: None,
+            fenced: Fenced::None,
+            kind: LockKind::Exclusive,
+            via: Via::Nodes(1),
+            seen: Seen::None,
+        });
+        Ok(())
+    }
+}
+
+/// Which nodes hold the same value for `resource`'s key, e.g. `{0,3,4} {1,2}` (never the values).
+pub fn key_owners(nodes: &[RedisNode], resource: &str) -> String {
+    let key = format!("redlock:{{{resource}}}");
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let value = node.try_cmd(&[b"GET", key.as_bytes()]).unwrap_or_default();
+        if value != "nil" && !value.is_empty() {
+            groups.entry(value).or_default().push(i);
+        }
+    }
+    let mut sets: Vec<String> = groups
+        .into_values()
+        .map(|v| {
+            let ids: Vec<String> = v.iter().map(usize::to_string).collect();
+            format!("{{{}}}", ids.join(","))
+        })
+        .collect();
+    sets.sort();
+    sets.join(" ")
+}

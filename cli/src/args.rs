@@ -1,0 +1,209 @@
+//! The command line (clap derive), its durations, and clap's errors on one line with any password
+//! in them replaced.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+/// Inspect, watch, break and hold redlock-engine locks.
+///
+/// Exit codes: 0 done; 1 the operation failed (no majority answered, refused at the prompt);
+/// 2 bad usage (options, URLs, durations); 3 no node reachable; 75 `acquire` did not get the lock
+/// within --wait; 113 `acquire` lost the lock while the command ran (the command got SIGTERM);
+/// otherwise `acquire` exits with the command's own code (128+N if a signal N ended it, 127 if it
+/// could not be started).
+#[derive(Parser, Debug)]
+#[command(name = "redlock", version)]
+pub struct Options {
+    /// The lock nodes, comma-separated URLs as the library takes them (`redis://[user:password@]host:port`,
+    /// `rediss://`, `redis-cluster://`, `redis-sentinel://`). Never printed with their password.
+    #[arg(
+        long,
+        env = "REDLOCK_NODES",
+        hide_env_values = true,
+        value_delimiter = ',',
+        value_name = "URLS",
+        global = true
+    )]
+    pub nodes: Vec<String>,
+    /// Key prefix of the locks (the services' `Config::key_prefix`).
+    #[arg(long, default_value = "redlock:", global = true)]
+    pub prefix: String,
+    /// JSON instead of tables (one object; `watch`: one per line).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Bound on connecting to each node, and on each node's answer.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "TIME", global = true)]
+    pub connect_timeout: Duration,
+    /// The services' `max_ttl`: how long a restarted node stays quarantined, the longest --ttl.
+    #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "TIME", global = true)]
+    pub max_ttl: Duration,
+    /// Turn crashed-node quarantine off (only for nodes started moments ago that hold no lock, such
+    /// as a test's; see the library's README).
+    #[arg(long, global = true)]
+    pub no_quarantine: bool,
+    /// PEM file of the CA certificates for `rediss://` nodes (default: the Mozilla roots).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub tls_ca: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// What every node holds for RESOURCE, and the verdict of the majority.
+    Inspect {
+        /// The resource, as the services name it (`orders:42`).
+        resource: String,
+    },
+    /// Break RESOURCE's lock on every node whatever its holder (the fence counter is kept).
+    Release {
+        /// Required: this breaks mutual exclusion for the current holder.
+        #[arg(long)]
+        force: bool,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+        /// The resource.
+        resource: String,
+    },
+    /// Every node's connection, vote, round trip, identity, quarantine and last error.
+    Nodes,
+    /// `inspect` again and again until Ctrl-C.
+    Watch {
+        /// The resource.
+        resource: String,
+        /// Time between refreshes.
+        #[arg(long, default_value = "500ms", value_parser = parse_duration, value_name = "TIME")]
+        every: Duration,
+        /// Stop after this many refreshes (default: until Ctrl-C).
+        #[arg(long, value_name = "N")]
+        count: Option<u64>,
+    },
+    /// Hold RESOURCE (renewed) while COMMAND runs; release it when the command ends.
+    Acquire {
+        /// The resource.
+        resource: String,
+        /// Lock TTL; renewed every third of it.
+        #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+        ttl: Duration,
+        /// How long to wait for the lock (default: one attempt).
+        #[arg(long, default_value = "0", value_parser = parse_duration, value_name = "TIME")]
+        wait: Duration,
+        /// Holder label shown by `inspect` (default: `redlock acquire` with host, pid and command).
+        #[arg(long, value_name = "TEXT")]
+        label: Option<String>,
+        /// Grace between SIGTERM and SIGKILL for a command whose lock was lost.
+        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "TIME")]
+        kill_after: Duration,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+}
+
+/// `10s`, `250ms`, `1.5s`, `2m`, `1h`; `0` alone. Errors say what was wrong.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let s = text.trim();
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("`{text}` has no unit (use e.g. 30s, 500ms, 2m)"))?;
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (use e.g. 30s, 500ms, 2m)"))?;
+    let scale = match unit {
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "`{text}`: unknown unit `{other}` (use ms, s, m or h)"
+            ))
+        }
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 365.0 * 24.0 * 3600.0 {
+        return Err(format!("`{text}` is above one year"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// clap's error as one line (no usage block), with passwords in any URL it quotes replaced.
+pub fn one_line(err: &clap::Error) -> String {
+    let text = err
+        .to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:")
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    scrub(&text)
+}
+
+/// `text` with the password of every URL in it replaced (`redis://user:***@host`).
+pub fn scrub(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        // The URL's scheme starts after the last separator before `://`.
+        let start = rest[..at]
+            .rfind(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == ',' || c == '=')
+            .map_or(0, |i| i + 1);
+        let end = rest[at..]
+            .find(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == ',')
+            .map_or(rest.len(), |i| at + i);
+        out.push_str(&rest[..start]);
+        out.push_str(&redlock_engine::__private::redact_node_url(
+            &rest[start..end],
+        ));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Options::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_take_units_and_refuse_the_rest() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        for bad in ["30", "s", "3x", "1e9h", "-1s", ""] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn passwords_are_scrubbed_from_any_url() {
+        let text =
+            "unexpected argument 'redis://ops:hunter2@10.0.0.1:6379' found, also rediss://:pw@h:1";
+        let clean = scrub(text);
+        assert!(
+            !clean.contains("hunter2") && !clean.contains(":pw@"),
+            "{clean}"
+        );
+        assert!(clean.contains("redis://ops:***@10.0.0.1:6379'"), "{clean}");
+        assert_eq!(scrub("no url here"), "no url here");
+        let many = scrub("redis://a:1@h:1,redis://b:2@h:2");
+        assert_eq!(many, "redis://a:***@h:1,redis://b:***@h:2");
+    }
+}

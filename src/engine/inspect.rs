@@ -1,0 +1,259 @@
+//! [`Redlock::inspect`]: one read-only round over every key a resource can have, and the verdict the
+//! voting nodes give together (the acquire's majority rule). Also `gather`, the plain fan-out the
+//! operator's calls share: every node asked at once, every answer waited for (or its deadline),
+//! quarantined nodes included.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::core::Core;
+use super::fanout::send_all;
+use super::operate::{INSPECT, SUFFIXES};
+use super::report::{Inspection, KeyState, LockKind, NodeInspection, Verdict};
+use super::Redlock;
+use crate::algo::quorum::quorum;
+use crate::error::{LockError, NodeError};
+use crate::transport::{Cmd, Keys, NodeClient, NodeResult, Reply};
+
+impl Redlock {
+    /// Reads what every node holds for `resource`, in one read-only round (one script call per
+    /// node, quarantined nodes included): held or free, time to live, whether this engine took it,
+    /// the kind of lock, readers, a waiting writer's intent, the fence counter, waiters' marks and
+    /// the holder label; then the verdict of the voting nodes by the acquire's majority rule.
+    ///
+    /// Nothing is changed and no lock value leaves the nodes: "ours" is decided on the node, by
+    /// comparing the value's first bytes with this engine's tag. Each node has up to
+    /// `connect_timeout` to answer; one that does not is reported with its error.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] for an empty or too long resource name. A node that fails is not
+    /// an error: its entry says why.
+    pub async fn inspect(&self, resource: impl AsRef<[u8]>) -> Result<Inspection, LockError> {
+        let core = self.core();
+        let resource = resource.as_ref();
+        let mut keys = Vec::with_capacity(1 + SUFFIXES.len());
+        keys.push(core.key(resource, b"")?);
+        for suffix in SUFFIXES {
+            keys.push(core.key(resource, suffix)?);
+        }
+        let cmd = Cmd::Eval {
+            script: &INSPECT,
+            keys: Keys::Many(keys.into()),
+            args: Arc::from([Bytes::copy_from_slice(&core.tag().0)]),
+        };
+        let replies = gather(core, &cmd).await;
+        let nodes: Vec<NodeInspection> = core
+            .nodes()
+            .iter()
+            .zip(&core.settings().nodes)
+            .zip(replies)
+            .map(|((node, addr), reply)| NodeInspection {
+                node: addr.to_string(),
+                not_voting: not_voting(node.as_ref()),
+                state: parse(reply),
+            })
+            .collect();
+        let voting = || {
+            nodes
+                .iter()
+                .filter(|n| n.not_voting.is_none())
+                .filter_map(|n| n.state.as_ref().ok())
+        };
+        let held_on = voting().filter(|s| s.held).count();
+        let free_on = voting().filter(|s| !s.held).count();
+        let quorum = quorum(nodes.len());
+        let verdict = if held_on >= quorum {
+            Verdict::Held
+        } else if free_on >= quorum {
+            Verdict::Free
+        } else {
+            Verdict::Undecided
+        };
+        Ok(Inspection {
+            resource: resource.to_vec(),
+            nodes,
+            quorum,
+            held_on,
+            free_on,
+            verdict,
+        })
+    }
+}
+
+/// Why `node`'s answers do not count now, if they do not.
+pub(crate) fn not_voting(node: &dyn NodeClient) -> Option<NodeError> {
+    if node.votes() {
+        None
+    } else if node.clock_jumped() {
+        Some(NodeError::ClockJump)
+    } else {
+        Some(NodeError::Quarantined)
+    }
+}
+
+/// Sends `cmd` to every node at once (one admission slot) and waits for every reply, each bounded
+/// by `connect_timeout`: the operator's calls want every node's answer, not an early majority.
+pub(crate) async fn gather(core: &Core, cmd: &Cmd) -> Vec<NodeResult> {
+    let until = Instant::now() + core.settings().connect.connect_timeout;
+    // One round like any other; past capacity it goes ahead at the deadline rather than not at all.
+    let _slot = core.admit(Some(until)).await.ok();
+    let mut pending = Vec::with_capacity(core.nodes().len());
+    send_all(core.nodes(), cmd, |_, reply| pending.push(reply));
+    futures::future::join_all(pending.into_iter().map(|reply| async move {
+        tokio::time::timeout_at(until, reply)
+            .await
+            .unwrap_or(Err(NodeError::Timeout))
+    }))
+    .await
+}
+
+/// Reads the inspect script's answer (see [`INSPECT`] for its fields).
+fn parse(reply: NodeResult) -> Result<KeyState, NodeError> {
+    let data = match reply {
+        Ok(Reply::Data(data)) => data,
+        Ok(other) => return Err(other.unexpected("inspect script")),
+        Err(e) => return Err(e),
+    };
+    let bad = || NodeError::Protocol("inspect script: answer is not of its format".into());
+    let fields: Vec<&[u8]> = data.splitn(11, |&b| b == b'|').collect();
+    let [kind_of_key, pttl, ours, code, readers, mine, readers_ttl, intent, fence, wait, label] =
+        fields[..]
+    else {
+        return Err(bad());
+    };
+    let int = |field: &[u8]| -> Result<i64, NodeError> {
+        std::str::from_utf8(field)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(bad)
+    };
+    let readers = u64::try_from(int(readers)?).map_err(|_| bad())?;
+    let key_kind = match (kind_of_key, code) {
+        (b"n", _) => None,
+        (b"o", _) | (b"s", b"?") => Some(LockKind::Foreign),
+        (b"s", [b'x']) => Some(LockKind::Exclusive),
+        (b"s", [b'f']) => Some(LockKind::Fenced),
+        (b"s", [b'm']) => Some(LockKind::Multi),
+        (b"s", [b'w']) => Some(LockKind::Write),
+        (b"s", [b'r']) => Some(LockKind::Read),
+        (b"s", _) => Some(LockKind::Unknown),
+        _ => return Err(bad()),
+    };
+    let kind = key_kind.or((readers > 0).then_some(LockKind::Read));
+    let remaining = if key_kind.is_some() {
+        ttl(int(pttl)?)
+    } else {
+        ttl(int(readers_ttl)?)
+    };
+    Ok(KeyState {
+        held: kind.is_some(),
+        kind,
+        remaining,
+        ours: ours == b"1" || int(mine)? > 0,
+        readers,
+        our_readers: u64::try_from(int(mine)?).map_err(|_| bad())?,
+        write_intent: ttl(int(intent)?),
+        fence: match fence {
+            b"-" => None,
+            digits => Some(
+                std::str::from_utf8(digits)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(bad)?,
+            ),
+        },
+        waiters: ttl(int(wait)?),
+        label: (!label.is_empty()).then(|| String::from_utf8_lossy(label).into_owned()),
+    })
+}
+
+/// A `PTTL` answer as a duration: `None` for a missing key (-2) or one without expiry (-1).
+fn ttl(ms: i64) -> Option<Duration> {
+    u64::try_from(ms).ok().map(Duration::from_millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(text: &str) -> Result<KeyState, NodeError> {
+        parse(Ok(Reply::Data(Bytes::copy_from_slice(text.as_bytes()))))
+    }
+
+    #[test]
+    fn reads_every_field_and_keeps_the_label_whole() {
+        let s = answer("s|29910|1|x|0|0|-2|-2|00000000000000000042|4985|me@host pid 1|x").unwrap();
+        assert!(s.held && s.ours);
+        assert_eq!(s.kind, Some(LockKind::Exclusive));
+        assert_eq!(s.remaining, Some(Duration::from_millis(29910)));
+        assert_eq!(s.fence, Some(42));
+        assert_eq!(s.waiters, Some(Duration::from_millis(4985)));
+        assert_eq!(s.label.as_deref(), Some("me@host pid 1|x"));
+        let readers = answer("n|-2|0|-|2|1|9000|6977|-|-2|").unwrap();
+        assert_eq!(readers.kind, Some(LockKind::Read));
+        assert!(readers.held && readers.ours);
+        assert_eq!((readers.readers, readers.our_readers), (2, 1));
+        assert_eq!(readers.remaining, Some(Duration::from_millis(9000)));
+        assert_eq!(readers.write_intent, Some(Duration::from_millis(6977)));
+        let free = answer("n|-2|0|-|0|0|-2|-2|-|-2|").unwrap();
+        assert_eq!(free, KeyState::default());
+        assert_eq!(
+            answer("o|-1|0|-|0|0|-2|-2|-|-2|").unwrap().kind,
+            Some(LockKind::Foreign)
+        );
+        assert_eq!(
+            answer("s|5|0|?|0|0|-2|-2|-|-2|").unwrap().kind,
+            Some(LockKind::Foreign)
+        );
+        assert_eq!(
+            answer("s|5|0|Q|0|0|-2|-2|-|-2|").unwrap().kind,
+            Some(LockKind::Unknown)
+        );
+    }
+
+    #[test]
+    fn every_kind_of_the_list_has_a_code() {
+        for spec in [
+            &crate::kinds::exclusive::EXCLUSIVE,
+            &crate::kinds::fenced::FENCED,
+            &crate::kinds::multi::MULTI,
+            &crate::kinds::rwlock::READ,
+            &crate::kinds::rwlock::WRITE,
+        ] {
+            assert_ne!(
+                super::super::operate::kind_code(spec),
+                b'?',
+                "{}",
+                spec.name
+            );
+        }
+        assert_eq!(
+            super::super::operate::handshake_scripts().len(),
+            crate::kinds::scripts().len() + 3
+        );
+    }
+
+    #[test]
+    fn anything_else_is_the_node_failing() {
+        for text in [
+            "",
+            "s|1",
+            "x|-2|0|-|0|0|-2|-2|-|-2|",
+            "s|x|0|x|0|0|-2|-2|-|-2|",
+            "n|-2|0|-|-1|0|-2|-2|-|-2|",
+        ] {
+            assert!(
+                matches!(answer(text), Err(NodeError::Protocol(_))),
+                "{text:?}"
+            );
+        }
+        assert!(parse(Ok(Reply::Int(1))).is_err());
+        assert!(matches!(
+            parse(Err(NodeError::Timeout)),
+            Err(NodeError::Timeout)
+        ));
+    }
+}

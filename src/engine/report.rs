@@ -1,0 +1,166 @@
+//! What the operator's calls return ([`Redlock::inspect`](crate::Redlock::inspect),
+//! [`Redlock::force_release`](crate::Redlock::force_release),
+//! [`Redlock::nodes_status`](crate::Redlock::nodes_status)): plain data with `Debug`, and no lock
+//! value anywhere (the nodes never send one back).
+
+use std::time::Duration;
+
+use crate::error::NodeError;
+
+/// One resource as the nodes hold it, from one read-only round.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Inspection {
+    /// The resource, as given.
+    pub resource: Vec<u8>,
+    /// One entry per node, in configuration order.
+    pub nodes: Vec<NodeInspection>,
+    /// Votes a majority needs, as for an acquire (`N/2 + 1`).
+    pub quorum: usize,
+    /// Voting nodes that answered "held".
+    pub held_on: usize,
+    /// Voting nodes that answered "free".
+    pub free_on: usize,
+    /// What the voting nodes say together.
+    pub verdict: Verdict,
+}
+
+/// Whether a resource is locked, by the same majority rule as an acquire: only voting nodes count
+/// (not quarantined, not silenced by the clock guard, and answering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Held (an exclusive holder or live readers) on a majority.
+    Held,
+    /// Free on a majority: an acquire could win it.
+    Free,
+    /// Neither: too many nodes did not answer or do not vote, or they disagree.
+    Undecided,
+}
+
+/// One node's answer to an inspection.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct NodeInspection {
+    /// The node's address, without credentials.
+    pub node: String,
+    /// Why this node's answer does not count now ([`NodeError::Quarantined`],
+    /// [`NodeError::ClockJump`]); `None`: it votes.
+    pub not_voting: Option<NodeError>,
+    /// What the node holds, or why it did not say (timeout, disconnected, an ACL refusal).
+    pub state: Result<KeyState, NodeError>,
+}
+
+/// What one node holds for a resource: every key any kind of lock uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyState {
+    /// An exclusive holder (the resource's key) or at least one live reader.
+    pub held: bool,
+    /// The kind of lock at the resource's key, or [`LockKind::Read`] for readers alone.
+    pub kind: Option<LockKind>,
+    /// Time to live of the resource's key, or of the last reader when only readers hold it
+    /// (`None`: nothing held, or a key without expiry).
+    pub remaining: Option<Duration>,
+    /// The holder's value (or a reader's) carries this engine's tag: this engine took it.
+    pub ours: bool,
+    /// Live readers.
+    pub readers: u64,
+    /// Of the first 256 live readers, how many are this engine's.
+    pub our_readers: u64,
+    /// A writer waits for the readers to leave (its intent's time to live).
+    pub write_intent: Option<Duration>,
+    /// The resource's fence counter (the last fencing token committed on this node).
+    pub fence: Option<u64>,
+    /// A client elsewhere marked itself as waiting (the mark's time to live).
+    pub waiters: Option<Duration>,
+    /// The holder's label ([`crate::Builder::holder_label`]), shown only when it was written by
+    /// the current holder's acquire.
+    pub label: Option<String>,
+}
+
+/// Which kind of lock sits at a resource's key (the byte after the engine tag in its value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// `acquire` and the ways of holding it (renewed, scoped, owner).
+    Exclusive,
+    /// `acquire_fenced`.
+    Fenced,
+    /// `acquire_many` (this resource is one of its set).
+    Multi,
+    /// Readers of `acquire_read`.
+    Read,
+    /// `acquire_write`.
+    Write,
+    /// A lock value of a kind this version does not know.
+    Unknown,
+    /// Not a lock of this engine's format: another value length, or another data type at the key.
+    Foreign,
+}
+
+/// What a forced release did, per node.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ForceRelease {
+    /// One entry per node: how many of the lock's keys (resource key, reader set, write intent) it
+    /// deleted, or why it did not answer.
+    pub nodes: Vec<Result<u64, NodeError>>,
+    /// Nodes that answered (deleted or found nothing).
+    pub answered: usize,
+    /// Nodes that held something and deleted it.
+    pub deleted_on: usize,
+}
+
+/// One node's connection and vote, as this engine sees it now.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct NodeStatus {
+    /// The node's address, without credentials.
+    pub node: String,
+    /// Whether its connection is up.
+    pub connected: bool,
+    /// Whether its answers count toward quorums now.
+    pub votes: bool,
+    /// The smoothed round-trip estimate (engine's own connections; `None` before the first reply
+    /// and for nodes carried by fred).
+    pub rtt: Option<Duration>,
+    /// The server's identity as last read (`INFO server` in the handshake).
+    pub identity: Option<ServerInfo>,
+    /// Crashed-node quarantine.
+    pub quarantine: QuarantineState,
+    /// The clock guard silences the node for this much longer (its wall clock jumped forward).
+    pub clock_silenced_for: Option<Duration>,
+    /// The URL says `?durable=true`.
+    pub durable_claim: bool,
+    /// Why the last connect failed, or the protocol error that closed the connection.
+    pub last_error: Option<NodeError>,
+}
+
+/// A server's identity as a handshake read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerInfo {
+    /// `run_id`: changes at every restart.
+    pub run_id: String,
+    /// `uptime_in_seconds` when it was read.
+    pub uptime: Duration,
+    /// How long ago it was read.
+    pub read_ago: Duration,
+    /// The durable claim was checked and not refuted (its votes skip the quarantine).
+    pub durable: bool,
+}
+
+/// Where one node stands with the crashed-node quarantine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QuarantineState {
+    /// Quarantine is off for this engine.
+    Off,
+    /// Old enough (or durable): it votes as far as quarantine is concerned.
+    Clear,
+    /// Too young, or restarted: no vote for this much longer.
+    For(Duration),
+    /// Its identity was never read or not re-read since its connection dropped: no vote until it is.
+    Unidentified,
+}
