@@ -352,18 +352,9 @@ mod tests {
 
     #[test]
     fn parses_the_durable_claim() {
-        assert!(!NodeAddr::parse("redis://h:1").unwrap().durable);
-        assert!(NodeAddr::parse("redis://h:1?durable=true").unwrap().durable);
-        assert!(
-            NodeAddr::parse("rediss://u:p@h:1/2?durable=1")
-                .unwrap()
-                .durable
-        );
-        assert!(
-            !NodeAddr::parse("redis://h:1?durable=false")
-                .unwrap()
-                .durable
-        );
+        let durable = |url: &str| NodeAddr::parse(url).unwrap().durable;
+        assert!(!durable("redis://h:1") && !durable("redis://h:1?durable=false"));
+        assert!(durable("redis://h:1?durable=true") && durable("rediss://u:p@h:1/2?durable=1"));
     }
 
     #[test]

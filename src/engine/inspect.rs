@@ -232,7 +232,7 @@ mod tests {
         }
         assert_eq!(
             super::super::operate::handshake_scripts().len(),
-            crate::kinds::scripts().len() + 3
+            crate::kinds::scripts().len() + 4
         );
     }
 

@@ -367,22 +367,11 @@ mod tests {
         let runs = doc["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 12);
         for run in runs {
-            for key in [
-                "engine",
-                "nodes",
-                "concurrency",
-                "keys",
-                "hold_us",
-                "cycles",
-                "cycles_per_s",
-                "acquire_us",
-                "release_us",
-                "attempts_per_acquire",
-                "failed_acquires",
-                "fairness",
-                "client_cpu_us_per_cycle",
-                "server_cpu_us_per_cycle",
-            ] {
+            let keys =
+                "engine nodes concurrency keys hold_us cycles cycles_per_s acquire_us release_us \
+                        attempts_per_acquire failed_acquires fairness client_cpu_us_per_cycle \
+                        server_cpu_us_per_cycle";
+            for key in keys.split_whitespace() {
                 assert!(run.get(key).is_some(), "run is missing {key}: {run}");
             }
         }
