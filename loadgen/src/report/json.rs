@@ -73,8 +73,6 @@ pub struct Config {
     pub retry_delay_ms: f64,
     /// Extra random pause.
     pub retry_jitter_ms: f64,
-    /// `--lock`: which lock redlock took (`exclusive`, `fair`, `permits:K`, `slots:K`).
-    pub lock: String,
     /// Measured seconds per run (time-bounded runs).
     pub duration_s: Option<f64>,
     /// Acquire calls per run (call-bounded runs).
@@ -254,7 +252,6 @@ pub fn document(report: &Report) -> Document<'_> {
         retries: w.retries,
         retry_delay_ms: w.retry_delay.as_secs_f64() * 1e3,
         retry_jitter_ms: w.retry_jitter.as_secs_f64() * 1e3,
-        lock: w.lock.to_string(),
         duration_s: match w.stop {
             Stop::Duration(d) => Some(d.as_secs_f64()),
             Stop::Cycles(_) => None,
