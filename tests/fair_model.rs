@@ -479,7 +479,8 @@ impl Sim {
         }
         let all = cl.answered == self.nodes.len();
         match cl.phase {
-            Phase::Ticket if all => self.end_round(c),
+            // Like the engine: the first majority of answers decides the ticket.
+            Phase::Ticket if all || cl.yes >= q => self.end_round(c),
             Phase::Enqueue if all => self.end_round(c),
             Phase::Enqueue | Phase::Attempt if cl.yes >= q => self.end_round(c),
             Phase::Attempt if all => self.end_round(c),

@@ -136,9 +136,17 @@ impl Redlock {
         let budget = s
             .acquire_timeout
             .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
-        // Waiting for the gate spends the acquire's budget too.
+        // Waiting for the gate spends the acquire's budget too; running out of it there is what
+        // the local queue of a plain lock says (`Timeout` only with an `acquire_timeout`).
         let Ok(Ok(turn)) = tokio::time::timeout(budget, gate.acquire()).await else {
-            return Err(LockError::Timeout { attempts: 0 });
+            return Err(match s.acquire_timeout {
+                Some(_) => LockError::Timeout { attempts: 0 },
+                None => LockError::Contended {
+                    taken: 0,
+                    nodes: self.node_count(),
+                    local: true,
+                },
+            });
         };
         let result = self.core().acquire(target, ttl, true).await;
         drop(turn);
