@@ -410,11 +410,11 @@ async fn quarantine_keeps_it_at_k() {
 async fn permits_renew_run_scoped_and_a_dead_holders_permit_expires() {
     let cluster = nodes(3);
     let e = engine(urls(&cluster), Transport::Pipeline).await;
-    let ttl = Duration::from_millis(300);
-    // Renewed past several TTLs.
+    let ttl = Duration::from_millis(600);
+    // Renewed past several TTLs (600 ms: a node deadline of 30 ms, which a loaded machine still meets).
     let p = e.acquire_permit("renew", 1, ttl).await.unwrap();
     let renewed = e.renew(p, RenewPolicy::default()).unwrap();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    tokio::time::sleep(Duration::from_millis(1400)).await;
     assert!(!renewed.is_lost() && renewed.renewals() >= 2);
     assert!(
         e.try_acquire_permit("renew", 1, ttl).await.is_err(),
@@ -424,7 +424,7 @@ async fn permits_renew_run_scoped_and_a_dead_holders_permit_expires() {
     // Scoped use returns the work's value and releases.
     let out = e
         .with_permit("scoped", 2, ttl, |ctx| async move {
-            tokio::time::sleep(Duration::from_millis(700)).await;
+            tokio::time::sleep(Duration::from_millis(1400)).await;
             assert!(!ctx.is_lost());
             7
         })
