@@ -261,10 +261,7 @@ async fn labeled_locks_work_every_way_an_exclusive_lock_is_held() {
     assert_eq!(owner.release("re").await.unwrap(), 1);
     assert_eq!(owner.release("re").await.unwrap(), 0);
     let inside = e
-        .with_lock("scoped", TTL, |_ctx| {
-            let label = label("scoped");
-            async move { label.await }
-        })
+        .with_lock("scoped", TTL, |_ctx| label("scoped"))
         .await
         .unwrap();
     assert_eq!(inside.as_deref(), Some("owner test"));
