@@ -236,6 +236,50 @@ async fn a_renewed_labeled_lock_keeps_its_label_past_max_ttl() {
 }
 
 #[tokio::test]
+async fn labeled_locks_work_every_way_an_exclusive_lock_is_held() {
+    let n = nodes(3);
+    let e = common::builder()
+        .nodes(urls(&n))
+        .holder_label("owner test".to_string())
+        .build()
+        .await
+        .unwrap();
+    let owner = e.owner();
+    assert_eq!(owner.acquire("re", TTL).await.unwrap(), 1);
+    assert_eq!(owner.acquire("re", TTL).await.unwrap(), 2, "re-entered");
+    let label = |r: &'static str| {
+        let e = e.clone();
+        async move {
+            e.inspect(r).await.unwrap().nodes[0]
+                .state
+                .clone()
+                .unwrap()
+                .label
+        }
+    };
+    assert_eq!(label("re").await.as_deref(), Some("owner test"));
+    assert_eq!(owner.release("re").await.unwrap(), 1);
+    assert_eq!(owner.release("re").await.unwrap(), 0);
+    let inside = e
+        .with_lock("scoped", TTL, |_ctx| label("scoped"))
+        .await
+        .unwrap();
+    assert_eq!(inside.as_deref(), Some("owner test"));
+    // A local waiter gets the lock handed over (same value, same label) and releases it.
+    let first = e.acquire("handoff", TTL).await.unwrap();
+    let waiter = tokio::spawn({
+        let e = e.clone();
+        async move { e.acquire("handoff", TTL).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    e.release(first).await.unwrap();
+    let second = waiter.await.unwrap().unwrap();
+    assert_eq!(label("handoff").await.as_deref(), Some("owner test"));
+    e.release(second).await.unwrap();
+    assert_eq!(e.inspect("handoff").await.unwrap().verdict, Verdict::Free);
+}
+
+#[tokio::test]
 async fn force_release_breaks_the_lock_but_keeps_the_fence_counter() {
     let n = nodes(3);
     for transport in transports() {

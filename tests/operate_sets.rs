@@ -1,5 +1,5 @@
-//! The operator's calls on the other node sets: a Redis Cluster beside standalone masters, a
-//! read-only ACL user (the README's inspecting ACL, exactly), a TLS-only node.
+//! The operator's calls on the other node sets: a Redis Cluster and a Sentinel-managed master beside
+//! standalone masters, a read-only ACL user (the README's inspecting ACL, exactly), a TLS-only node.
 
 mod common;
 
@@ -63,6 +63,36 @@ async fn inspect_and_force_release_reach_the_key_on_a_cluster() {
     }
     let status = e.nodes_status();
     assert!(status.iter().all(|s| s.connected), "{status:?}");
+}
+
+#[cfg(feature = "fred")]
+#[tokio::test]
+async fn inspect_reads_the_master_a_sentinel_names() {
+    let set = common::topology::SentinelSet::start();
+    let standalone = nodes(2);
+    let mut node_urls = vec![set.url()];
+    node_urls.extend(urls(&standalone));
+    let e = common::engine(node_urls, redlock_engine::Transport::Pipeline).await;
+    let lock = e.acquire("behind-sentinel", TTL).await.unwrap();
+    assert!(
+        common::eventually(Duration::from_secs(2), || set
+            .master
+            .exists(b"redlock:{behind-sentinel}"))
+        .await
+    );
+    let seen = e.inspect("behind-sentinel").await.unwrap();
+    let first = seen.nodes[0].state.as_ref().unwrap();
+    assert!(
+        first.held && first.ours && first.kind == Some(LockKind::Exclusive),
+        "{seen:?}"
+    );
+    assert!(seen.nodes[0].node.starts_with("redis-sentinel://"));
+    assert_eq!(
+        e.force_release("behind-sentinel").await.unwrap().answered,
+        3
+    );
+    assert!(!set.master.exists(b"redlock:{behind-sentinel}"));
+    drop(lock);
 }
 
 #[tokio::test]

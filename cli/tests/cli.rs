@@ -370,3 +370,38 @@ fn bad_input_is_one_line_and_non_zero_without_passwords() {
         "{out}"
     );
 }
+
+/// `release --force` on a terminal (a pty from util-linux's `script`): `n` keeps the lock, `y` breaks it.
+#[test]
+fn the_prompt_on_a_terminal_takes_no_for_an_answer() {
+    let n = nodes(1);
+    n[0].cmd(&["SET", "redlock:{asked}", "x", "PX", "60000"]);
+    let line = format!(
+        "{} --nodes {} --no-quarantine release --force asked",
+        env!("CARGO_BIN_EXE_redlock"),
+        n[0].url()
+    );
+    for (answer, code, gone) in [("n", 1, false), ("y", 0, true)] {
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .env_remove("REDLOCK_NODES")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("util-linux script");
+        // Answer once the question is up.
+        std::thread::sleep(Duration::from_millis(800));
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{answer}\n").as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{text}");
+        assert!(text.contains("[y/N]"), "{text}");
+        assert_eq!(!n[0].exists("redlock:{asked}"), gone, "{answer}: {text}");
+    }
+}
