@@ -49,6 +49,16 @@ pub enum LockError {
         /// Commit rounds tried.
         rounds: u32,
     },
+    /// A semaphore's callers disagree on its size: a node holds the resource as a semaphore of `found`
+    /// permits while live permits remain, and this call asked for `permits`. Nothing was granted. Not
+    /// retryable: every caller of one resource must use the same count (it is forgotten once the last
+    /// permit is released or expires).
+    PermitsMismatch {
+        /// The permit count this call asked for.
+        permits: u32,
+        /// The permit count a node holds the resource with.
+        found: u64,
+    },
     /// The lock was lost while its holder worked (a renewal did not win a majority, or its validity
     /// ended): the work may have run partly without it.
     Lost,
@@ -127,6 +137,11 @@ impl fmt::Display for LockError {
             Self::NotOwner => f.write_str("not the owner: the resource is held by another owner"),
             Self::AlreadyExpired => f.write_str("the lock had already expired"),
             Self::Lost => f.write_str("the lock was lost while held"),
+            Self::PermitsMismatch { permits, found } => write!(
+                f,
+                "semaphore size mismatch: asked for {permits} permits, a node holds the resource \
+                 with {found}"
+            ),
             Self::FenceNotCommitted { rounds } => {
                 write!(
                     f,

@@ -28,8 +28,12 @@
 //!   coalesced extend and the waiter mark), `fenced` ([`Redlock::acquire_fenced`]), `multi`
 //!   ([`Redlock::acquire_many`]), `rwlock` ([`Redlock::acquire_read`], [`Redlock::acquire_write`]),
 //!   `renewed` ([`RenewedLock`], [`RenewPolicy`]), `scoped` ([`Redlock::with_lock`], [`LockContext`]),
-//!   `owner` ([`LockOwner`], reentrant holds); `spec` is what the engine knows of a kind (a `Spec`, a
-//!   lock's `Kind`, an acquire's `Target`), and `kinds/mod.rs` lists the kinds.
+//!   `owner` ([`LockOwner`], reentrant holds), `semaphore` ([`Redlock::acquire_permit`]: at most K
+//!   holders, each on `floor(K·N/(K+1)) + 1` nodes), `fair` ([`Redlock::acquire_fair`]: arrival
+//!   order across processes — tickets, a queue per node, the argument) with its waiting loop
+//!   `fair_wait`; `slots` ([`Redlock::acquire_slot`]: K exclusive slot locks, the majority-quorum
+//!   semaphore); `spec` is what the engine knows of a kind (a `Spec` — with its quorum —, a lock's
+//!   `Kind`, an acquire's `Target`), and `kinds/mod.rs` lists the kinds.
 //! - `watchdog/`: the schedule of renewed locks (a timer heap, in `watchdog/mod.rs`), `task` (the loop
 //!   renewing every due lock; a failed round is retried while validity remains), `entry` (one renewed
 //!   lock's record), `round` (one renewal round — for one lock, or coalesced: one extend call per node
@@ -74,6 +78,7 @@ pub use kinds::fenced::COMMIT_ROUNDS;
 pub use kinds::owner::LockOwner;
 pub use kinds::renewed::{RenewPolicy, RenewedLock};
 pub use kinds::scoped::LockContext;
+pub use kinds::semaphore::MAX_PERMITS;
 pub use lock::Lock;
 pub use transport::Transport;
 
@@ -82,7 +87,7 @@ pub use transport::Transport;
 pub mod __private {
     /// The engine's node URL parser, so loadgen reads `--nodes` exactly as the engine does.
     pub use crate::addr::{redact as redact_node_url, NodeAddr, Topology};
-    pub use crate::algo::quorum::{quorum, Decision, Tally, Vote};
+    pub use crate::algo::quorum::{permit_quorum, quorum, Decision, Tally, Vote};
     pub use crate::algo::retry::RetryPolicy;
     pub use crate::algo::timing::Timing;
     pub use crate::algo::value::LockValue;

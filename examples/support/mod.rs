@@ -48,7 +48,8 @@ impl Drop for Servers {
     }
 }
 
-fn start_nodes(n: usize) -> Result<(Vec<String>, Servers), Box<dyn std::error::Error>> {
+/// Starts `n` throwaway nodes (see [`nodes`]).
+pub fn start_nodes(n: usize) -> Result<(Vec<String>, Servers), Box<dyn std::error::Error>> {
     let mut servers = Servers(Vec::new());
     let mut urls = Vec::new();
     for _ in 0..n {

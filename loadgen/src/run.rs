@@ -89,13 +89,15 @@ async fn with_client<D: Driver>(
         EngineKind::Redlock => {
             let client = RedlockClient::connect(urls, Transport::Pipeline, ttl, retry, waiting)
                 .await
-                .map_err(named)?;
+                .map_err(named)?
+                .taking(workload.lock);
             driver.drive(Arc::new(client)).await
         }
         EngineKind::RedlockFred => {
             let client = RedlockClient::connect(urls, Transport::Fred, ttl, retry, waiting)
                 .await
-                .map_err(named)?;
+                .map_err(named)?
+                .taking(workload.lock);
             driver.drive(Arc::new(client)).await
         }
         EngineKind::Rslock => {

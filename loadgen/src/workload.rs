@@ -26,6 +26,50 @@ impl std::fmt::Display for Distribution {
     }
 }
 
+/// Which lock redlock and redlock-fred take (`--lock`); the other engines only have the exclusive one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LockKind {
+    /// `acquire`.
+    #[default]
+    Exclusive,
+    /// `acquire_fair`: arrival order across processes.
+    Fair,
+    /// `acquire_permit(key, K)`: a counting semaphore of K permits.
+    Permits(u32),
+    /// `acquire_slot(key, K)`: a semaphore of K exclusive slots.
+    Slots(u32),
+}
+
+impl std::fmt::Display for LockKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Exclusive => f.write_str("exclusive"),
+            Self::Fair => f.write_str("fair"),
+            Self::Permits(k) => write!(f, "permits:{k}"),
+            Self::Slots(k) => write!(f, "slots:{k}"),
+        }
+    }
+}
+
+/// Parses `--lock`: `exclusive`, `fair`, `permits:K`, `slots:K`.
+pub fn parse_lock(text: &str) -> Result<LockKind, String> {
+    let count = |k: &str| {
+        k.parse::<u32>()
+            .ok()
+            .filter(|k| *k > 0)
+            .ok_or_else(|| format!("`{text}`: the count must be a whole number above zero"))
+    };
+    match text.split_once(':') {
+        None if text == "exclusive" => Ok(LockKind::Exclusive),
+        None if text == "fair" => Ok(LockKind::Fair),
+        Some(("permits", k)) => count(k).map(LockKind::Permits),
+        Some(("slots", k)) => count(k).map(LockKind::Slots),
+        _ => Err(format!(
+            "`{text}`: expected exclusive, fair, permits:K or slots:K"
+        )),
+    }
+}
+
 /// When a run stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -56,6 +100,8 @@ pub struct Workload {
     pub stop: Stop,
     /// Uncounted warm-up before each run.
     pub warmup: Duration,
+    /// Which lock redlock takes.
+    pub lock: LockKind,
 }
 
 /// One scenario: a worker count and a key count.
@@ -241,5 +287,20 @@ mod tests {
         assert!((0..10_000)
             .map(|_| z.sample(&mut rng))
             .all(|k| (1..=1_000_000).contains(&k)));
+    }
+}
+
+#[cfg(test)]
+mod lock_kind_tests {
+    use super::*;
+
+    #[test]
+    fn lock_kinds_parse_and_print_back() {
+        for text in ["exclusive", "fair", "permits:4", "slots:2"] {
+            assert_eq!(parse_lock(text).unwrap().to_string(), text);
+        }
+        for bad in ["", "permits", "permits:0", "slots:x", "fair:2", "mutex"] {
+            assert!(parse_lock(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -59,7 +59,7 @@ pub(crate) fn one_slot(keys: &[Bytes]) -> bool {
 }
 
 /// Redis Cluster's rule: the tag is what lies between the first `{` and the next `}`, if non-empty.
-fn has_hash_tag(key: &[u8]) -> bool {
+pub(crate) fn has_hash_tag(key: &[u8]) -> bool {
     let Some(open) = key.iter().position(|&b| b == b'{') else {
         return false;
     };

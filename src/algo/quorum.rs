@@ -12,6 +12,17 @@ pub fn quorum(n: usize) -> usize {
     n / 2 + 1
 }
 
+/// The quorum of a semaphore with `permits` permits over `n` nodes: `floor(K·N/(K+1)) + 1`, the
+/// smallest q for which K+1 holders of q nodes each cannot fit on N nodes of K permits each
+/// ((K+1)·q > K·N; the derivation is in `crate::kinds::semaphore`). A majority for K = 1; every node
+/// once K >= N. `permits` 0 is treated as 1 (callers refuse it before).
+pub fn permit_quorum(n: usize, permits: u64) -> usize {
+    let k = permits.max(1) as u128;
+    let n128 = n as u128;
+    // u128: K·N cannot overflow for any u64 K and N <= 9.
+    ((k * n128 / (k + 1)) as usize + 1).min(n.max(1))
+}
+
 /// One node's answer, as the algorithm reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Vote {
@@ -29,6 +40,9 @@ pub enum Vote {
     TakenAt(u64),
     /// Fence commit refused: the node's counter is already at or above the proposed token.
     Conflict(u64),
+    /// Semaphore acquire refused: the node holds this resource as a semaphore of this many permits,
+    /// not the number asked (callers on one resource disagree; the round is lost at once).
+    Mismatch(u64),
     /// No usable answer: error, timeout, disconnect.
     Failed(NodeError),
 }
@@ -96,6 +110,10 @@ pub struct Tally {
     pub(crate) max_counter: u64,
     /// Failed nodes by index; empty (and unallocated) on the happy path.
     pub(crate) failures: Vec<(usize, NodeError)>,
+    /// Yes votes needed to win: a majority, or a kind's own quorum (semaphores).
+    needed: usize,
+    /// A semaphore's permit count as a node reported it when it differs from the one asked.
+    pub(crate) mismatch: Option<u64>,
 }
 
 impl Tally {
@@ -114,6 +132,17 @@ impl Tally {
             conflicts: 0,
             max_counter: 0,
             failures: Vec::new(),
+            needed: quorum(nodes),
+            mismatch: None,
+        }
+    }
+
+    /// An empty tally that needs `needed` yes votes instead of a majority (at least a majority, at
+    /// most every node).
+    pub fn with_quorum(nodes: usize, needed: usize) -> Self {
+        Self {
+            needed: needed.clamp(quorum(nodes), nodes.max(1)),
+            ..Self::new(nodes)
         }
     }
 
@@ -128,9 +157,9 @@ impl Tally {
         }
     }
 
-    /// Yes votes a majority needs.
+    /// Yes votes this round needs (a majority unless made [`with_quorum`](Self::with_quorum)).
     pub fn quorum(&self) -> usize {
-        quorum(self.nodes)
+        self.needed
     }
 
     /// Counts node `index`'s vote and says whether the round is decided.
@@ -140,7 +169,7 @@ impl Tally {
             Vote::Yes | Vote::YesWaiters | Vote::YesAt(_) => self.yes_mask |= bit,
             Vote::Taken | Vote::TakenAt(_) => self.taken_mask |= bit,
             Vote::Gone => self.gone_mask |= bit,
-            Vote::Conflict(_) | Vote::Failed(_) => {}
+            Vote::Conflict(_) | Vote::Mismatch(_) | Vote::Failed(_) => {}
         }
         match vote {
             Vote::Yes => self.yes += 1,
@@ -162,6 +191,7 @@ impl Tally {
                 self.conflicts += 1;
                 self.max_counter = self.max_counter.max(counter);
             }
+            Vote::Mismatch(permits) => self.mismatch = Some(permits),
             Vote::Failed(e) => self.failures.push((index, e)),
         }
         self.decision()
@@ -180,6 +210,10 @@ impl Tally {
             };
         }
         let against = self.taken + self.gone + self.conflicts + self.failures.len();
+        // Callers disagreeing on a semaphore's size: no grant, whatever the others said.
+        if self.mismatch.is_some() {
+            return Decision::Lost;
+        }
         if self.yes >= self.quorum() {
             Decision::Won
         } else if against > self.nodes - self.quorum() {
@@ -205,6 +239,47 @@ mod tests {
         for (n, q) in expected {
             assert_eq!(quorum(n), q, "n={n}");
         }
+    }
+
+    #[test]
+    fn permit_quorum_is_the_smallest_that_excludes_k_plus_one_holders() {
+        for n in 1..=9usize {
+            assert_eq!(permit_quorum(n, 1), quorum(n), "K = 1 is a majority, n={n}");
+            for k in 1..=12u64 {
+                let q = permit_quorum(n, k);
+                let kn = k as usize * n;
+                assert!((k as usize + 1) * q > kn, "n={n} k={k} q={q} admits K+1");
+                assert!(
+                    q == 1 || (k as usize + 1) * (q - 1) <= kn,
+                    "n={n} k={k}: q-1 would do"
+                );
+                assert!(q <= n);
+            }
+        }
+        assert_eq!(permit_quorum(5, 2), 4);
+        assert_eq!(permit_quorum(5, 4), 5);
+        assert_eq!(permit_quorum(3, u64::MAX), 3);
+    }
+
+    #[test]
+    fn a_mismatch_loses_the_round_and_a_wider_quorum_needs_more_yes() {
+        let mut t = Tally::with_quorum(5, 4);
+        for i in 0..3 {
+            assert_eq!(t.record(i, Vote::Yes), Decision::Open);
+        }
+        assert_eq!(t.record(3, Vote::Yes), Decision::Won);
+        let mut t = Tally::with_quorum(5, 4);
+        t.record(0, Vote::Yes);
+        assert_eq!(t.record(1, Vote::Taken), Decision::Open);
+        assert_eq!(
+            t.record(2, Vote::Taken),
+            Decision::Lost,
+            "5 - 4 = 1 refusal to spare"
+        );
+        let mut t = Tally::new(3);
+        t.record(0, Vote::Yes);
+        assert_eq!(t.record(1, Vote::Mismatch(3)), Decision::Lost);
+        assert_eq!(t.mismatch, Some(3));
     }
 
     #[test]

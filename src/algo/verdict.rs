@@ -9,6 +9,10 @@ use super::quorum::Tally;
 /// as node failures do (the lock is held elsewhere; waiters subscribe to its release), else "quorum not
 /// reached".
 pub(crate) fn acquire_error(tally: Tally) -> LockError {
+    if let Some(found) = tally.mismatch {
+        // The caller's own count is filled in by the semaphore's methods, which know it.
+        return LockError::PermitsMismatch { permits: 0, found };
+    }
     if tally.taken > 0 && tally.taken >= tally.failures.len() {
         LockError::Contended {
             taken: tally.taken,

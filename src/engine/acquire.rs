@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::core::Core;
-use super::fanout::{fire, Deadline};
+use super::fanout::{fan_out_into, fire, Deadline};
 use super::release::HeldGuard;
 use super::waitq::LocalHold;
 use crate::algo::quorum::Vote;
@@ -226,7 +226,8 @@ impl Core {
         };
         let (cmd, vote) = self.acquire_cmd(target, value, ttl);
         let deadline = self.round_deadline(start, ttl, None);
-        let tally = self.fan_out(&cmd, deadline, vote).await;
+        let quorum = target.kind.tally(self.nodes().len());
+        let tally = fan_out_into(self.nodes(), &cmd, deadline, vote, quorum).await;
         // One clock read serves the metric and the validity (a read is most of what observing costs).
         let elapsed = start.elapsed();
         self.metrics().round(Op::Acquire, &tally, elapsed);

@@ -127,6 +127,19 @@ pub(crate) async fn fan_out(
     round(nodes, cmd, deadline, read, true).await
 }
 
+/// [`fan_out`] counting into `tally` (a kind's own quorum: see `Kind::tally`).
+pub(crate) async fn fan_out_into(
+    nodes: &[Arc<dyn NodeClient>],
+    cmd: &Cmd,
+    deadline: Deadline,
+    read: fn(NodeResult) -> Vote,
+    tally: Tally,
+) -> Tally {
+    let mut one = One { tally, read };
+    run(nodes, cmd, deadline, true, &mut one).await;
+    one.tally
+}
+
 /// A release round: like [`fan_out`], decided by [`Tally::for_release`].
 pub(crate) async fn release_round(
     nodes: &[Arc<dyn NodeClient>],

@@ -35,6 +35,8 @@ pub(crate) fn kind_code(spec: &Spec) -> u8 {
         "Multi" => b'm',
         "Read" => b'r',
         "Write" => b'w',
+        "Permit" => b'p',
+        "Fair" => b'q',
         _ => b'?',
     }
 }
@@ -112,6 +114,7 @@ pub(crate) static LABELED: Spec = Spec {
     name: "Labeled",
     acquire: unlabeled_set,
     vote: Vote::of_script,
+    quorum: crate::kinds::spec::majority,
     release: &RELEASE,
     release_notify: &RELEASE_NOTIFY,
     extend: &EXTEND_LABELED,

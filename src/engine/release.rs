@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::core::Core;
-use super::fanout::{release_round, Deadline};
+use super::fanout::{fan_out_into, release_round, Deadline};
 use super::waitq::LocalHold;
 use crate::algo::quorum::Vote;
 use crate::algo::verdict::owner_error;
@@ -120,7 +120,8 @@ impl Core {
         let cmd = lock.extend_cmd(ttl);
         // Replies after the current validity ended prove nothing: someone else may hold it by then.
         let deadline = self.round_deadline(start, ttl, Some(lock.valid_until()));
-        let tally = self.fan_out(&cmd, deadline, Vote::of_script).await;
+        let quorum = lock.kind().tally(self.nodes().len());
+        let tally = fan_out_into(self.nodes(), &cmd, deadline, Vote::of_script, quorum).await;
         self.metrics().round(Op::Extend, &tally, start.elapsed());
         lock.settle_extend(&self.settings().timing, ttl, (start, jumps_at), tally)
     }

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::spec::{Kind, Spec};
+use super::spec::{majority, Kind, Spec};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
@@ -26,6 +26,7 @@ pub(crate) static EXCLUSIVE: Spec = Spec {
     name: "Exclusive",
     acquire: set_nx_px,
     vote: Vote::of_set,
+    quorum: majority,
     release: &RELEASE,
     release_notify: &RELEASE_NOTIFY,
     extend: &EXTEND,
@@ -105,7 +106,7 @@ impl Redlock {
     }
 }
 
-fn exclusive() -> Kind {
+pub(crate) fn exclusive() -> Kind {
     Kind::new(&EXCLUSIVE, 0)
 }
 

@@ -39,7 +39,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 
 use super::exclusive::{EXTEND, RELEASE, RELEASE_NOTIFY};
-use super::spec::{script_cmd, Kind, Spec};
+use super::spec::{majority, script_cmd, Kind, Spec};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::release::HeldGuard;
@@ -55,6 +55,7 @@ pub(crate) static FENCED: Spec = Spec {
     name: "Fenced",
     acquire: acquire_fenced_cmd,
     vote: fenced_set_vote,
+    quorum: majority,
     release: &RELEASE,
     release_notify: &RELEASE_NOTIFY,
     extend: &EXTEND,

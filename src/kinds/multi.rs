@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::spec::{script_cmd, Kind, Spec, Target};
+use super::spec::{majority, script_cmd, Kind, Spec, Target};
 use crate::addr::Topology;
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
@@ -21,6 +21,7 @@ pub(crate) static MULTI: Spec = Spec {
     name: "Multi",
     acquire: acquire_multi_cmd,
     vote: Vote::of_script,
+    quorum: majority,
     release: &RELEASE_MULTI,
     release_notify: &RELEASE_MULTI,
     extend: &EXTEND_MULTI,

@@ -131,7 +131,11 @@ impl Redlock {
 
 impl Redlock {
     /// The renewal interval for `ttl`; it must leave room for a renewal round before validity ends.
-    fn check_policy(&self, policy: &RenewPolicy, ttl: Duration) -> Result<Duration, LockError> {
+    pub(crate) fn check_policy(
+        &self,
+        policy: &RenewPolicy,
+        ttl: Duration,
+    ) -> Result<Duration, LockError> {
         let timing = &self.core().settings().timing;
         let every = policy.every.unwrap_or(ttl / 3);
         let room = ttl.saturating_sub(timing.drift(ttl));

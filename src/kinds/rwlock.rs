@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use super::exclusive::{EXTEND, RELEASE, RELEASE_NOTIFY};
-use super::spec::{script_cmd, Kind, Spec};
+use super::spec::{majority, script_cmd, Kind, Spec};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
@@ -33,6 +33,7 @@ pub(crate) static READ: Spec = Spec {
     name: "Read",
     acquire: acquire_read_cmd,
     vote: Vote::of_script,
+    quorum: majority,
     release: &RELEASE_READ,
     release_notify: &RELEASE_READ,
     extend: &EXTEND_READ,
@@ -53,6 +54,7 @@ pub(crate) static WRITE: Spec = Spec {
     name: "Write",
     acquire: acquire_write_cmd,
     vote: Vote::of_script,
+    quorum: majority,
     release: &RELEASE,
     release_notify: &RELEASE_NOTIFY,
     extend: &EXTEND,

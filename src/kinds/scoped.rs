@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use super::renewed::RenewPolicy;
+use super::renewed::{RenewPolicy, RenewedLock};
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::watchdog::entry::Entry;
@@ -84,6 +84,18 @@ impl Redlock {
         let lock = self
             .acquire_renewed(resource, ttl, RenewPolicy::default())
             .await?;
+        run_scoped(lock, work).await
+    }
+}
+
+/// Runs `work` under the renewed `lock`, then releases it — also on error or panic (resumed after the
+/// release). Shared by [`Redlock::with_lock`] and the semaphore's `with_permit`.
+pub(crate) async fn run_scoped<F, Fut, T>(lock: RenewedLock, work: F) -> Result<T, LockError>
+where
+    F: FnOnce(LockContext) -> Fut,
+    Fut: Future<Output = T>,
+{
+    {
         let ctx = LockContext {
             lost: lock.lost_token(),
             entry: lock.entry(),

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::algo::quorum::Vote;
+use crate::algo::quorum::{Tally, Vote};
 use crate::algo::value::LockValue;
 use crate::transport::{Args, Cmd, Keys, NodeResult, Script};
 
@@ -19,6 +19,9 @@ pub(crate) struct Spec {
     pub(crate) acquire: fn(&Keys, LockValue, u64, u64) -> Cmd,
     /// How an acquire reply votes.
     pub(crate) vote: fn(NodeResult) -> Vote,
+    /// Yes votes an acquire or extend needs over `(nodes, arg)`: [`majority`] for every kind but the
+    /// semaphore, whose holders need more nodes (see `kinds::semaphore`).
+    pub(crate) quorum: fn(usize, u64) -> usize,
     /// The owner-checked release script.
     pub(crate) release: &'static Script,
     /// The release that also publishes it for waiters in other processes (or `release` again).
@@ -83,6 +86,11 @@ impl Kind {
         self.spec.vote
     }
 
+    /// An empty tally for an acquire or extend round of this kind over `nodes` nodes.
+    pub(crate) fn tally(self, nodes: usize) -> Tally {
+        Tally::with_quorum(nodes, (self.spec.quorum)(nodes, self.arg))
+    }
+
     /// The release command; `notify` also publishes the release for waiters in other processes.
     pub(crate) fn release_cmd(self, keys: &Keys, value: LockValue, notify: bool) -> Cmd {
         let script = if notify {
@@ -127,6 +135,11 @@ impl fmt::Debug for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.spec.name)
     }
+}
+
+/// The quorum of every kind whose holders exclude each other: a majority of the nodes.
+pub(crate) fn majority(nodes: usize, _: u64) -> usize {
+    crate::algo::quorum::quorum(nodes)
 }
 
 /// `EVALSHA script` on `keys`, with the lock value and `args`.

@@ -13,10 +13,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::entry::{next_renewal, Entry};
-use crate::algo::quorum::{quorum, Decision, Tally, Vote};
+use crate::algo::quorum::{Decision, Tally, Vote};
 use crate::algo::timing::millis;
 use crate::engine::core::Core;
-use crate::engine::fanout::{run, Count};
+use crate::engine::fanout::{fan_out_into, run, Count};
 use crate::error::NodeError;
 use crate::kinds::exclusive::{extend_many_vote, EXTEND_MANY};
 use crate::lock::Lock;
@@ -90,14 +90,14 @@ fn check(entry: &Entry, lock: &Lock, renews: bool) -> Result<Due, Option<Instant
 }
 
 async fn renew_one(engine: &Core, entry: &Entry) -> Option<Instant> {
-    let (cmd, due) = {
+    let (cmd, due, kind) = {
         let st = entry.lock();
         let lock = st.lock.as_ref()?;
         let due = match check(entry, lock, entry.renews(&st)) {
             Ok(due) => due,
             Err(next) => return next,
         };
-        (lock.extend_cmd(lock.ttl()), due)
+        (lock.extend_cmd(lock.ttl()), due, lock.kind())
     };
     let timeout = engine.round_timeout(due.ttl);
     // No point waiting for a turn that would start too late to finish before the validity ends.
@@ -111,7 +111,8 @@ async fn renew_one(engine: &Core, entry: &Entry) -> Option<Instant> {
     let jumps_at = engine.jumps_now();
     let start = Instant::now();
     let deadline = engine.round_deadline(start, due.ttl, Some(due.valid_until));
-    let tally = engine.fan_out(&cmd, deadline, Vote::of_script).await;
+    let quorum = kind.tally(engine.nodes().len());
+    let tally = fan_out_into(engine.nodes(), &cmd, deadline, Vote::of_script, quorum).await;
     settle(engine, entry, due.ttl, (start, jumps_at), timeout, tally)
 }
 
@@ -230,7 +231,7 @@ fn cannot_win(tally: &Tally) -> bool {
         .iter()
         .filter(|(_, e)| *e == crate::error::NodeError::ClockJump)
         .count();
-    tally.gone + tally.taken + jumped > tally.nodes - quorum(tally.nodes)
+    tally.gone + tally.taken + jumped > tally.nodes - tally.quorum()
 }
 
 /// When to try again after a renewal round that did not win: shortly (an eighth of the interval,

@@ -96,6 +96,11 @@ pub struct Options {
         value_name = "LIST"
     )]
     pub waiting: Vec<Waiting>,
+    /// Which lock redlock and redlock-fred take: `exclusive` (`acquire`), `fair` (`acquire_fair`),
+    /// `permits:K` (`acquire_permit`, a counting semaphore) or `slots:K` (`acquire_slot`). Other
+    /// engines always take their exclusive lock.
+    #[arg(long, default_value = "exclusive", value_parser = crate::workload::parse_lock, value_name = "KIND")]
+    pub lock: crate::workload::LockKind,
     /// Internal: run as one worker process of a `--processes` run, driven over stdin/stdout.
     #[arg(long, hide = true, requires = "tag")]
     pub worker_process: bool,

@@ -204,6 +204,7 @@ impl Options {
             retry_jitter: self.retry_jitter,
             stop,
             warmup: self.warmup,
+            lock: self.lock,
         };
         Ok(Plan {
             nodes,

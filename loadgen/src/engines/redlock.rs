@@ -11,12 +11,14 @@ use std::time::Duration;
 use redlock_engine::{Builder, Lock, LockError, Redlock, Transport};
 
 use super::{Acquired, LockClient, RetrySpec, Waiting};
+use crate::workload::LockKind;
 
 /// A connected engine plus the workload's TTL and retry policy.
 #[derive(Debug)]
 pub struct RedlockClient {
     engine: Redlock,
     ttl: Duration,
+    lock: LockKind,
 }
 
 impl RedlockClient {
@@ -34,7 +36,17 @@ impl RedlockClient {
 
     /// A client on an engine built elsewhere (see [`builder`]).
     pub fn new(engine: Redlock, ttl: Duration) -> Self {
-        Self { engine, ttl }
+        Self {
+            engine,
+            ttl,
+            lock: LockKind::Exclusive,
+        }
+    }
+
+    /// Takes `lock` instead of the exclusive lock (`--lock`).
+    pub fn taking(mut self, lock: LockKind) -> Self {
+        self.lock = lock;
+        self
     }
 }
 
@@ -99,11 +111,14 @@ impl LockClient for RedlockClient {
     type Held = Lock;
 
     async fn acquire(&self, resource: &[u8]) -> Acquired<Lock> {
-        let result = self
-            .engine
-            .acquire(resource, self.ttl)
-            .await
-            .map_err(|e| cause(&e));
+        let (e, ttl) = (&self.engine, self.ttl);
+        let result = match self.lock {
+            LockKind::Exclusive => e.acquire(resource, ttl).await,
+            LockKind::Fair => e.acquire_fair(resource, ttl).await,
+            LockKind::Permits(k) => e.acquire_permit(resource, k, ttl).await,
+            LockKind::Slots(k) => e.acquire_slot(resource, k, ttl).await,
+        }
+        .map_err(|e| cause(&e));
         let attempts = result.as_ref().ok().map(Lock::attempts);
         Acquired { result, attempts }
     }

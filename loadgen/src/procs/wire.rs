@@ -184,6 +184,8 @@ pub(super) fn child_args(
         arg_duration(w.warmup),
         "--runtime".into(),
         runtime.name().into(),
+        "--lock".into(),
+        w.lock.to_string(),
     ];
     if let Some(waiting) = waiting {
         a.extend(["--waiting".into(), waiting.name().into()]);

@@ -244,6 +244,7 @@ pub(crate) fn sample() -> Report {
         retry_jitter: Duration::from_millis(50),
         stop: Stop::Duration(Duration::from_secs(5)),
         warmup: Duration::from_secs(1),
+        lock: Default::default(),
     };
     let scenarios = Scenario::standard();
     let mut runs = Vec::new();

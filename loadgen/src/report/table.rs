@@ -11,7 +11,7 @@ pub fn render(report: &Report) -> String {
     let w = &report.workload;
     let _ = writeln!(
         out,
-        "loadgen: {} nodes ({}), redis {}, {} cores, {} runtime, hold {}, ttl {:?}, retries {} x ({:?} + jitter {:?})",
+        "loadgen: {} nodes ({}), redis {}, {} cores, {} runtime, hold {}, ttl {:?}, retries {} x ({:?} + jitter {:?}), lock {}",
         report.nodes,
         report.node_source,
         report.versions.redis,
@@ -22,6 +22,7 @@ pub fn render(report: &Report) -> String {
         w.retries,
         w.retry_delay,
         w.retry_jitter,
+        w.lock,
     );
     let all_ratios = ratios(report);
     for scenario in &report.scenarios {

@@ -1,0 +1,344 @@
+//! Counting semaphores: at most K holders of a resource at once ("at most 3 exports"), each holding a
+//! **permit** that behaves like a lock — validity, release, extend, renewal, scoped use.
+//!
+//! # The quorum: a majority is not enough for K >= 2
+//! Each node admits at most K live permits per resource. A holder counts its permit as held once
+//! `q` nodes admitted it. If K+1 holders were valid at one instant, each would have a live permit on
+//! `q` nodes, so the nodes would hold `(K+1)·q` live permits between them, at most K each: `(K+1)·q
+//! <= K·N`. So K+1 valid holders are impossible exactly when `(K+1)·q > K·N`, i.e.
+//! `q > K·N/(K+1)`, and the smallest such quorum is **`q = floor(K·N/(K+1)) + 1`**
+//! ([`crate::__private::permit_quorum`]). It is tight: with `q - 1 = floor(K·N/(K+1))` nodes each,
+//! K+1 holders placed round-robin over the N nodes put at most `ceil((K+1)(q-1)/N) <= K` permits on
+//! any node. For K = 1 it is the majority; with a majority and K = 2, N = 5, three holders fit
+//! (3·3 = 9 <= 2·5). `tests/semaphore_quorum.rs` checks both claims over every spread of K+1 holders.
+//!
+//! **Availability cost**: a permit needs `q` answering nodes, so `N - q` nodes may be down. For N = 5:
+//! K = 1 → 3 (2 may fail), K = 2 or 3 → 4 (1 may fail), K >= 4 → 5 (none may fail); every K >= N needs
+//! every node. The alternative that keeps a majority — K named slots, each an exclusive lock — keeps
+//! the Redlock availability but costs up to K attempts when most slots are busy; the README compares
+//! both, measured.
+//!
+//! # Keys per node, and why every time comparison is safe
+//! `prefix{resource}` holds the marker `permits:<K>` and `prefix{resource}:sem` a sorted set of the
+//! live permits, each permit's (random, secret) value scored by its expiry on the **node's** clock
+//! (`TIME` in ms). Both keys carry a `PEXPIRE` at least as long as their longest permit, so a resource
+//! whose holders all died leaves nothing behind. A node never admits a permit while K permits scored
+//! in the future are there (expired ones are pruned first), and an extend never revives a permit whose
+//! score has passed, so at every instant a node holds at most K live permits.
+//!
+//! The comparisons are `score <= now` (pruning and extend: a permit is dead from its score on) and
+//! `score = floor(now) + ttl` (admit and extend). `floor` makes a permit live at least `ttl - 1 ms`
+//! after the script ran, which is after the client's round started; the client's validity is at most
+//! `ttl - drift` with `drift >= 2 ms` (`algo::timing`), so **no holder counts a permit that its node
+//! has already dropped**: a valid holder's permits are live on its `q` nodes, which is what the
+//! argument above needs. Only one node's clock is ever compared with itself, so clocks of different
+//! nodes need not agree. The same assumptions as any lock remain: a node whose wall clock jumps forward
+//! drops permits early (the clock guard reads `TIME` before every acquire script), and a node restarted
+//! without data forgets them (quarantine keeps it from voting).
+//!
+//! # Callers that disagree on K
+//! The marker is how a node detects them: an acquire asking for a K other than the marker's is
+//! refused on that node, and any such refusal loses the round ([`LockError::PermitsMismatch`], not
+//! retried). The marker lives as long as a permit does, so a new K can be used once the last permit
+//! is released or expired. An exclusive lock (or writer) on the same resource is refused while
+//! permits are held, and a semaphore acquire while the resource is held as a lock.
+//!
+//! Cost: one round trip per attempt, release and extend, like a plain lock. No release notifications:
+//! waiters retry at their retry pause.
+//!
+//! # Split votes, and the local gate
+//! Attempts that arrive together reach the nodes in different orders, so each node admits a different
+//! K of them and none may reach `q` nodes: all release and retry. With 64 contenders that livelocks
+//! (15-20 grants/s in `examples/permits_vs_slots.rs`). So at most K tasks of one engine attempt a
+//! semaphore at once; the others wait their turn locally (FIFO, tokio's fair semaphore), which
+//! bounds the contenders on the nodes by K per process.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use super::renewed::RenewPolicy;
+use super::scoped::{run_scoped, LockContext};
+use super::spec::{script_cmd, Kind, Spec};
+use crate::algo::quorum::{permit_quorum, Vote};
+use crate::algo::value::LockValue;
+use crate::engine::Redlock;
+use crate::error::{LockError, NodeError};
+use crate::lock::Lock;
+use crate::transport::{Args, Cmd, Keys, NodeResult, Reply, Script};
+
+/// The most permits one semaphore may have. Any K >= N already needs every node, so the cap costs
+/// nothing real; it turns a count that is a bug (a byte count passed as permits) into an error, and
+/// bounds the per-node set each acquire prunes and counts.
+pub const MAX_PERMITS: u32 = 1024;
+
+/// A permit of a semaphore of K permits (the kind's `arg`).
+pub(crate) static SEMAPHORE: Spec = Spec {
+    name: "Permit",
+    acquire: acquire_permit_cmd,
+    vote: permit_vote,
+    quorum: |nodes, permits| permit_quorum(nodes, permits),
+    release: &RELEASE_PERMIT,
+    release_notify: &RELEASE_PERMIT,
+    extend: &EXTEND_PERMIT,
+    extends_first_key: false,
+    give_up: None,
+    suffixes: &[b":sem"],
+    // Holders share the resource: nobody to wait behind locally, nothing to hand off.
+    queues_locally: false,
+    hands_off: false,
+    multi_resource: false,
+    shared: false,
+    scripts: &[&ACQUIRE_PERMIT, &RELEASE_PERMIT, &EXTEND_PERMIT],
+};
+
+fn acquire_permit_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, permits: u64) -> Cmd {
+    script_cmd(&ACQUIRE_PERMIT, keys, value, Args::of(&[ttl_ms, permits]))
+}
+
+impl Redlock {
+    /// Acquires one of `permits` permits of the semaphore `resource` for `ttl`, retrying like
+    /// [`acquire`](Self::acquire). The permit is a [`Lock`]: check its validity, and release, extend
+    /// or [`renew`](Self::renew) it like any lock. At most `permits` holders have a valid permit at
+    /// once, provided every caller of `resource` asks for the same `permits`.
+    ///
+    /// A permit needs `floor(K·N/(K+1)) + 1` nodes, not a majority (see the module doc): with 5 nodes,
+    /// 4 for K = 2 or 3, all 5 from K = 4 on.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+    /// use std::time::Duration;
+    /// let permit = redlock.acquire_permit(b"exports", 3, Duration::from_secs(30)).await?;
+    /// // ... one of at most three exports running at once ...
+    /// redlock.release(permit).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire) ([`LockError::Contended`] when every permit is taken on too many
+    /// nodes); [`LockError::InvalidInput`] for `permits` 0 or above [`MAX_PERMITS`];
+    /// [`LockError::PermitsMismatch`] if a node holds the resource with another permit count.
+    pub async fn acquire_permit(
+        &self,
+        resource: impl AsRef<[u8]>,
+        permits: u32,
+        ttl: Duration,
+    ) -> Result<Lock, LockError> {
+        let target = self
+            .core()
+            .target(permit_kind(permits)?, resource.as_ref())?;
+        let s = self.core().settings();
+        let ttl = self.core().check_ttl(ttl)?;
+        let gate = gate(self, &target.keys.as_slice()[0], permits);
+        let budget = s
+            .acquire_timeout
+            .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
+        // Waiting for the gate spends the acquire's budget too; running out of it there is what
+        // the local queue of a plain lock says (`Timeout` only with an `acquire_timeout`).
+        let Ok(Ok(turn)) = tokio::time::timeout(budget, gate.acquire()).await else {
+            return Err(match s.acquire_timeout {
+                Some(_) => LockError::Timeout { attempts: 0 },
+                None => LockError::Contended {
+                    taken: 0,
+                    nodes: self.node_count(),
+                    local: true,
+                },
+            });
+        };
+        let result = self.core().acquire(target, ttl, true).await;
+        drop(turn);
+        result.map_err(|e| with_count(e, permits))
+    }
+
+    /// One attempt of [`acquire_permit`](Self::acquire_permit).
+    pub async fn try_acquire_permit(
+        &self,
+        resource: impl AsRef<[u8]>,
+        permits: u32,
+        ttl: Duration,
+    ) -> Result<Lock, LockError> {
+        let target = self
+            .core()
+            .target(permit_kind(permits)?, resource.as_ref())?;
+        let gate = gate(self, &target.keys.as_slice()[0], permits);
+        // K tasks of this engine are attempting already: one more would only split the votes.
+        let Ok(turn) = gate.try_acquire() else {
+            return Err(LockError::Contended {
+                taken: 0,
+                nodes: self.node_count(),
+                local: true,
+            });
+        };
+        let result = self.core().acquire(target, ttl, false).await;
+        drop(turn);
+        result.map_err(|e| with_count(e, permits))
+    }
+
+    /// Acquires a permit like [`acquire_permit`](Self::acquire_permit), runs `work` while the watchdog
+    /// renews it (every third of `ttl`), then releases it — also on error or panic, exactly like
+    /// [`with_lock`](Self::with_lock).
+    ///
+    /// # Errors
+    /// The acquire's error; [`LockError::Lost`] if the permit was lost while `work` ran.
+    pub async fn with_permit<F, Fut, T>(
+        &self,
+        resource: impl AsRef<[u8]>,
+        permits: u32,
+        ttl: Duration,
+        work: F,
+    ) -> Result<T, LockError>
+    where
+        F: FnOnce(LockContext) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let policy = RenewPolicy::default();
+        self.check_policy(&policy, self.core().check_ttl(ttl)?)?;
+        let permit = self.acquire_permit(resource, permits, ttl).await?;
+        run_scoped(self.renew(permit, policy)?, work).await
+    }
+}
+
+/// Gates by engine (its core's address: unique while any task of it holds a gate), resource and K.
+type Gates = HashMap<(usize, bytes::Bytes, u32), Weak<Semaphore>>;
+
+/// This engine's gate for `key` with `permits`: at most K of its tasks attempt at once. Entries go
+/// when nobody holds their gate (swept as the map grows), so distinct resources do not accumulate.
+fn gate(engine: &Redlock, key: &bytes::Bytes, permits: u32) -> Arc<Semaphore> {
+    static GATES: OnceLock<Mutex<Gates>> = OnceLock::new();
+    let id = (Arc::as_ptr(engine.core()) as usize, key.clone(), permits);
+    let mut gates = GATES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(gate) = gates.get(&id).and_then(Weak::upgrade) {
+        return gate;
+    }
+    if gates.len() >= 64 && gates.len().is_power_of_two() {
+        gates.retain(|_, g| g.strong_count() > 0);
+    }
+    let gate = Arc::new(Semaphore::new(permits as usize));
+    gates.insert(id, Arc::downgrade(&gate));
+    gate
+}
+
+/// The kind of a permit of a semaphore of `permits`, refused when the count is unusable.
+fn permit_kind(permits: u32) -> Result<Kind, LockError> {
+    if permits == 0 {
+        return Err(LockError::InvalidInput(
+            "a semaphore needs at least one permit".into(),
+        ));
+    }
+    if permits > MAX_PERMITS {
+        return Err(LockError::InvalidInput(format!(
+            "{permits} permits is above the limit of {MAX_PERMITS}"
+        )));
+    }
+    Ok(Kind::new(&SEMAPHORE, u64::from(permits)))
+}
+
+/// Fills in the caller's own count, which only this kind knows (the tally saw the node's).
+fn with_count(err: LockError, permits: u32) -> LockError {
+    match err {
+        LockError::PermitsMismatch { found, .. } => LockError::PermitsMismatch { permits, found },
+        other => other,
+    }
+}
+
+/// Reads a permit acquire reply: `1` admitted, `-1` full (or held as another kind of lock),
+/// `M<K>` held as a semaphore of K permits.
+fn permit_vote(result: NodeResult) -> Vote {
+    match result {
+        Ok(Reply::Data(d)) if d.first() == Some(&b'M') => {
+            match std::str::from_utf8(&d[1..])
+                .ok()
+                .and_then(|s| s.parse().ok())
+            {
+                Some(found) => Vote::Mismatch(found),
+                None => Vote::Failed(NodeError::Protocol(
+                    "permit acquire script: bulk string is not M<permits>".into(),
+                )),
+            }
+        }
+        other => Vote::of_script(other),
+    }
+}
+
+// Semaphores. KEYS: [1] the marker `permits:<K>` (a string), [2] the permits (sorted set: permit
+// value -> expiry in the node's ms clock). ARGV: [1] permit value, [2] TTL ms, [3] K. Why the node's
+// `TIME` is safe here: see the module doc.
+
+/// Permit acquire: refused on a marker of another K (`M<K>`, digits only: a lock value sitting at
+/// the key is never echoed) or of another kind of lock (`-1`), and while K live permits are there.
+pub(crate) static ACQUIRE_PERMIT: Script = Script {
+    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
+local want = 'permits:' .. ARGV[3] local m = redis.call('GET', KEYS[1]) \
+if m and m ~= want then local k = string.match(m, '^permits:(%d+)$') \
+if k then return 'M' .. k end return -1 end \
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end \
+local ttl = tonumber(ARGV[2]) \
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[1]) \
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end \
+if m == false or redis.call('PTTL', KEYS[1]) < ttl then redis.call('SET', KEYS[1], want, 'PX', ttl) end \
+return 1",
+    sha1: "f5fdbd347633e3f2c4b68d6c4466c3a390342bfd",
+    resend: false,
+};
+
+/// Permit release: remove our permit (`1` if it was still live, `0` if gone or expired); the last
+/// live permit out also removes the marker, so the resource is free for any K at once.
+pub(crate) static RELEASE_PERMIT: Script = Script {
+    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
+local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
+if s == false then return 0 end redis.call('ZREM', KEYS[2], ARGV[1]) \
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
+if redis.call('ZCARD', KEYS[2]) == 0 then local m = redis.call('GET', KEYS[1]) \
+if m and string.match(m, '^permits:%d+$') then redis.call('DEL', KEYS[1]) end end \
+if tonumber(s) <= now then return 0 end return 1",
+    sha1: "1197812551be759f8b61c473f237171c7b4559f4",
+    resend: true,
+};
+
+/// Permit extend: move our permit's expiry (ms in `ARGV[2]`), only while it is still live; both keys
+/// live at least as long.
+pub(crate) static EXTEND_PERMIT: Script = Script {
+    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
+local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
+if s == false or tonumber(s) <= now then return 0 end \
+local ttl = tonumber(ARGV[2]) \
+redis.call('ZADD', KEYS[2], 'XX', now + ttl, ARGV[1]) \
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end \
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end \
+return 1",
+    sha1: "e10d5533d1494f18b58fd4feaf53486dd6297c20",
+    resend: true,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_outside_one_to_the_cap_are_refused() {
+        assert!(matches!(permit_kind(0), Err(LockError::InvalidInput(_))));
+        assert!(matches!(
+            permit_kind(MAX_PERMITS + 1),
+            Err(LockError::InvalidInput(_))
+        ));
+        assert!(permit_kind(MAX_PERMITS).is_ok());
+        assert_eq!(permit_kind(2).unwrap().tally(5).quorum(), 4);
+    }
+
+    #[test]
+    fn reads_replies() {
+        use bytes::Bytes;
+        let data = |s: &'static str| Ok(Reply::Data(Bytes::from_static(s.as_bytes())));
+        assert_eq!(permit_vote(data("M3")), Vote::Mismatch(3));
+        assert!(matches!(permit_vote(data("Mx")), Vote::Failed(_)));
+        assert_eq!(permit_vote(Ok(Reply::Int(1))), Vote::Yes);
+        assert_eq!(permit_vote(Ok(Reply::Int(-1))), Vote::Taken);
+    }
+}

@@ -1,0 +1,139 @@
+//! Slot semaphores: the other way to let at most K holders in — K named slots, each an ordinary
+//! exclusive lock on a majority, a holder taking any free one ([`Redlock::acquire_slot`]).
+//!
+//! Against the counting semaphore (`kinds::semaphore`): a slot needs only a majority, so it keeps
+//! Redlock's availability for every K (the counting one needs `floor(K·N/(K+1)) + 1` nodes: all 5 of
+//! 5 from K = 4 on), and each slot queues locally like any exclusive lock, which keeps its votes from
+//! splitting under contention. The price: up to K attempts (round trips) when most slots are busy,
+//! and no check that callers agree on K — a caller with a larger K simply uses more slots, so K is
+//! the application's contract. `examples/permits_vs_slots.rs` measures both; the README has the
+//! figures.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::exclusive::exclusive;
+use crate::engine::Redlock;
+use crate::error::LockError;
+use crate::lock::Lock;
+
+/// Most slots one slot semaphore may have: a busy pass tries each of them, one round trip each.
+const MAX_SLOTS: u32 = 64;
+
+impl Redlock {
+    /// Acquires one of `slots` slots of `resource` for `ttl`: the exclusive locks `{resource}:slot:0`
+    /// to `{resource}:slot:<slots-1>` (one Cluster hash slot), tried from a random one on, then again
+    /// after the retry pause until `acquire_timeout` or the time `retry_count` retries would take.
+    /// The lock it returns is an ordinary exclusive lock on that slot ([`Lock::resource`] names it):
+    /// release, extend and renew it like any lock. At most `slots` holders at once, provided every
+    /// caller uses the same `slots` (not checked: see the module doc).
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+    /// use std::time::Duration;
+    /// let slot = redlock.acquire_slot(b"exports", 4, Duration::from_secs(30)).await?;
+    /// // ... one of at most four exports ...
+    /// redlock.release(slot).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Cost: 1 round trip per slot tried (a slot held by a task of this process costs none).
+    ///
+    /// # Errors
+    /// [`LockError::Contended`] when every slot stayed busy; [`LockError::Timeout`] at
+    /// `acquire_timeout`; the last slot's error otherwise (e.g. [`LockError::QuorumNotReached`]);
+    /// [`LockError::InvalidInput`] for `slots` 0 or above 64, or a bad resource or TTL.
+    pub async fn acquire_slot(
+        &self,
+        resource: impl AsRef<[u8]>,
+        slots: u32,
+        ttl: Duration,
+    ) -> Result<Lock, LockError> {
+        self.slot(resource.as_ref(), slots, ttl, true).await
+    }
+
+    /// One pass over the slots of [`acquire_slot`](Self::acquire_slot): each tried once.
+    pub async fn try_acquire_slot(
+        &self,
+        resource: impl AsRef<[u8]>,
+        slots: u32,
+        ttl: Duration,
+    ) -> Result<Lock, LockError> {
+        self.slot(resource.as_ref(), slots, ttl, false).await
+    }
+
+    async fn slot(
+        &self,
+        resource: &[u8],
+        slots: u32,
+        ttl: Duration,
+        retry: bool,
+    ) -> Result<Lock, LockError> {
+        if slots == 0 || slots > MAX_SLOTS {
+            return Err(LockError::InvalidInput(format!(
+                "a slot semaphore needs 1 to {MAX_SLOTS} slots, not {slots}"
+            )));
+        }
+        let core = self.core();
+        let ttl = core.check_ttl(ttl)?;
+        let targets = (0..slots)
+            .map(|i| core.target(exclusive(), &slot_name(resource, i)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let s = core.settings();
+        let end = Instant::now()
+            + s.acquire_timeout
+                .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
+        let mut attempts = 0;
+        loop {
+            // From a random slot on, so contenders spread over the slots instead of all trying 0.
+            let first = fastrand::usize(..targets.len());
+            let mut last = None;
+            for j in 0..targets.len() {
+                let target = targets[(first + j) % targets.len()].clone();
+                match core.acquire(target, ttl, false).await {
+                    Ok(mut lock) => {
+                        attempts += lock.attempts();
+                        lock.set_attempts(attempts);
+                        return Ok(lock);
+                    }
+                    Err(err) if err.is_retryable() => {
+                        if !matches!(err, LockError::Contended { local: true, .. }) {
+                            attempts += 1;
+                        }
+                        last = Some(err);
+                    }
+                    Err(err) => return Err(err),
+                }
+            }
+            let pause = s.retry.next_delay();
+            let last = last.unwrap_or(LockError::Timeout { attempts });
+            if !retry {
+                return Err(last);
+            }
+            if Instant::now() + pause >= end {
+                return Err(match s.acquire_timeout {
+                    Some(_) => LockError::Timeout { attempts },
+                    None => last,
+                });
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// The resource name of slot `i`: `{resource}:slot:<i>`, the tag keeping every slot in one Cluster
+/// hash slot (a resource that has a tag already keeps it).
+fn slot_name(resource: &[u8], i: u32) -> Vec<u8> {
+    let mut name = Vec::with_capacity(resource.len() + 12);
+    let tagged = crate::algo::keys::has_hash_tag(resource);
+    if !tagged {
+        name.push(b'{');
+    }
+    name.extend_from_slice(resource);
+    if !tagged {
+        name.push(b'}');
+    }
+    name.extend_from_slice(format!(":slot:{i}").as_bytes());
+    name
+}
