@@ -29,6 +29,13 @@ pub async fn run(opts: &Options) -> Result<u8, Failure> {
     else {
         unreachable!("dispatched on Acquire")
     };
+    // Before anything is taken: a SIGINT or SIGTERM that arrives while the lock is being acquired or
+    // the command started is then kept for the loop below (passed on, then the lock released) instead
+    // of killing this process with the lock still held until its TTL.
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| Failure::new(FAILED, e.to_string()))?;
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(|e| Failure::new(FAILED, e.to_string()))?;
     let label = label.clone().unwrap_or_else(|| default_label(command));
     // One attempt, or retries until --wait: the engine's own acquire, with its deadline.
     let until = (!wait.is_zero()).then_some(*wait);
@@ -61,10 +68,6 @@ pub async fn run(opts: &Options) -> Result<u8, Failure> {
             ));
         }
     };
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| Failure::new(FAILED, e.to_string()))?;
-    let mut int =
-        signal(SignalKind::interrupt()).map_err(|e| Failure::new(FAILED, e.to_string()))?;
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
