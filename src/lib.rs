@@ -8,7 +8,8 @@
 //!   `verdict` (a lost round's tally as the caller's error), `timing` (validity = TTL − elapsed −
 //!   drift, node deadlines), `retry` (the random pause, the retries' time budget), `rtt` (a node's
 //!   round-trip estimate, as TCP keeps one), `quarantine` (no vote from a node younger than
-//!   `max_ttl`; its tests in `quarantine_tests`), `keys` (`prefix{resource}`: a lock's keys share one
+//!   `max_ttl`; its tests in `quarantine_tests`), `clock` (the clock-jump rule on a node's `TIME`
+//!   readings, each node's `ClockWatch`, and the `JumpLog` a plain lock checks), `keys` (`prefix{resource}`: a lock's keys share one
 //!   Cluster hash slot), `value` (the lock value: the engine's tag, a kind byte, 128 random bits — a
 //!   bearer secret never printed).
 //! - `engine/`: [`Redlock`] (in `engine/mod.rs`: release, extend; `start`: construction) over `core`
