@@ -239,7 +239,7 @@ impl Lock {
     /// Validity left now; zero once expired, or once the lock lost its majority to node clock jumps
     /// (see [`is_valid`](Self::is_valid)).
     pub fn remaining(&self) -> Duration {
-        if !self.jumps.still_held(self.held) {
+        if !self.jumps.still_held(self.held, |n| self.kind.quorum(n)) {
             return Duration::ZERO;
         }
         self.valid_until.saturating_duration_since(Instant::now())
@@ -253,7 +253,8 @@ impl Lock {
     /// majority. This engine sees a node's clock when it sends it an acquire, and at least every
     /// half second otherwise (`crate::transport::pipeline`), so that is how late it can learn.
     pub fn is_valid(&self) -> bool {
-        Instant::now() < self.valid_until && self.jumps.still_held(self.held)
+        Instant::now() < self.valid_until
+            && self.jumps.still_held(self.held, |n| self.kind.quorum(n))
     }
 
     /// How many attempts on the nodes the acquire that returned this lock made: 1 when the first won,

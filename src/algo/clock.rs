@@ -131,16 +131,13 @@ pub(crate) struct JumpLog {
     seq: AtomicU64,
     /// Per node: the `seq` of its last forward jump (0: none).
     last: Mutex<Vec<u64>>,
-    /// The votes a lock needs.
-    quorum: usize,
 }
 
 impl JumpLog {
-    pub(crate) fn new(nodes: usize, quorum: usize) -> Self {
+    pub(crate) fn new(nodes: usize) -> Self {
         Self {
             seq: AtomicU64::new(0),
             last: Mutex::new(vec![0; nodes]),
-            quorum,
         }
     }
 
@@ -159,9 +156,15 @@ impl JumpLog {
         self.seq.load(Ordering::Acquire)
     }
 
-    /// Whether the nodes in `held` (bit = node index) that have not jumped since `mark` are still a
-    /// quorum.
-    pub(crate) fn still_held(&self, held: u16, mark: u64) -> bool {
+    /// Whether the nodes in `held` (bit = node index) that have not jumped since `mark` are still the
+    /// lock's quorum: `needed(nodes)` (a majority, or a semaphore's larger quorum), asked only once a
+    /// jump happened.
+    pub(crate) fn still_held(
+        &self,
+        held: u16,
+        mark: u64,
+        needed: impl FnOnce(usize) -> usize,
+    ) -> bool {
         if self.seq.load(Ordering::Acquire) == mark {
             return true;
         }
@@ -171,7 +174,7 @@ impl JumpLog {
             .enumerate()
             .filter(|&(i, &jumped)| held & (1 << i) != 0 && jumped <= mark)
             .count();
-        kept >= self.quorum
+        kept >= needed(last.len())
     }
 }
 
@@ -180,11 +183,12 @@ impl JumpLog {
 pub(crate) struct JumpMark(pub(crate) Option<(Arc<JumpLog>, u64)>);
 
 impl JumpMark {
-    /// Whether the nodes in `held` that have not jumped since the mark are still a quorum.
-    pub(crate) fn still_held(&self, held: u16) -> bool {
+    /// Whether the nodes in `held` that have not jumped since the mark are still the lock's quorum
+    /// (`needed`, see [`JumpLog::still_held`]).
+    pub(crate) fn still_held(&self, held: u16, needed: impl FnOnce(usize) -> usize) -> bool {
         self.0
             .as_ref()
-            .is_none_or(|(log, at)| log.still_held(held, *at))
+            .is_none_or(|(log, at)| log.still_held(held, *at, needed))
     }
 
     /// The log's position now (0 without a log): for an extend round about to start.
@@ -328,7 +332,8 @@ mod tests {
 
     #[test]
     fn a_lock_is_held_while_its_unjumped_grantors_are_a_quorum() {
-        let log = Arc::new(JumpLog::new(5, 3));
+        let log = Arc::new(JumpLog::new(5));
+        let majority = |n: usize| n / 2 + 1;
         let watch = |i| {
             let w = ClockWatch::new(Some(GuardSettings {
                 drift: 0.01,
@@ -343,18 +348,34 @@ mod tests {
         let a = log.mark();
         let held_by_012 = 0b00111;
         let held_by_0124 = 0b10111;
-        assert!(log.still_held(held_by_012, a));
+        assert!(log.still_held(held_by_012, a, majority));
         n4.observe(sample(t, 0, 0, 1));
         n4.observe(sample(t, 60_000, 10, 11));
-        assert!(log.still_held(held_by_012, a), "n4 did not grant it");
+        assert!(
+            log.still_held(held_by_012, a, majority),
+            "n4 did not grant it"
+        );
         n2.observe(sample(t, 0, 0, 1));
         n2.observe(sample(t, 60_000, 10, 11));
-        assert!(!log.still_held(held_by_012, a), "n2 granted it and jumped");
-        assert!(!log.still_held(held_by_0124, a), "n2 and n4 both jumped");
-        assert!(log.still_held(0b01111, a), "n0, n1, n3 are still three");
+        assert!(
+            !log.still_held(held_by_012, a, majority),
+            "n2 granted it and jumped"
+        );
+        assert!(
+            !log.still_held(held_by_0124, a, majority),
+            "n2 and n4 both jumped"
+        );
+        assert!(
+            log.still_held(0b01111, a, majority),
+            "n0, n1, n3 are still three"
+        );
+        assert!(
+            !log.still_held(0b01111, a, |_| 4),
+            "a permit needing four of five nodes is not held on three"
+        );
         let later = log.mark();
         assert!(
-            log.still_held(held_by_012, later),
+            log.still_held(held_by_012, later, majority),
             "granted after both jumps"
         );
     }

@@ -22,7 +22,7 @@ use super::fanout::{self, Deadline};
 use super::release_retry::ReleaseRetry;
 use super::waitq::LocalQueues;
 use crate::algo::clock::{JumpLog, JumpMark};
-use crate::algo::quorum::{quorum, Tally, Vote};
+use crate::algo::quorum::{Tally, Vote};
 use crate::algo::timing::millis;
 use crate::algo::value::{EngineTag, LockValue};
 use crate::config::Settings;
@@ -63,7 +63,7 @@ impl Core {
     ) -> Arc<Self> {
         let admission = Admission::new(settings.max_in_flight, settings.connect.max_pending);
         let jumps = settings.connect.clock_guard.map(|_| {
-            let log = Arc::new(JumpLog::new(nodes.len(), quorum(nodes.len())));
+            let log = Arc::new(JumpLog::new(nodes.len()));
             for (index, node) in nodes.iter().enumerate() {
                 node.report_jumps(log.clone(), index);
             }

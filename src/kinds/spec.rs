@@ -87,6 +87,11 @@ impl Kind {
     }
 
     /// An empty tally for an acquire or extend round of this kind over `nodes` nodes.
+    /// The votes a lock of this kind needs on `nodes` nodes (see `Spec::quorum`).
+    pub(crate) fn quorum(self, nodes: usize) -> usize {
+        (self.spec.quorum)(nodes, self.arg)
+    }
+
     pub(crate) fn tally(self, nodes: usize) -> Tally {
         Tally::with_quorum(nodes, (self.spec.quorum)(nodes, self.arg))
     }
