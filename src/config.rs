@@ -331,6 +331,7 @@ impl Config {
                 },
                 // Set by the engine: the list is the lock kinds' (`crate::kinds::scripts`).
                 scripts: &[],
+                coalesce: &[],
             },
         })
     }

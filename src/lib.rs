@@ -40,8 +40,9 @@
 //!   lock's record), `round` (one renewal round — for one lock, or coalesced: one extend call per node
 //!   carries up to 32 locks, each with its own tally).
 //! - `transport/`: the only files that touch the network — the `NodeClient` trait and the `Cmd` /
-//!   `Script` it carries (`transport/mod.rs`); `pipeline` (the engine's own pipelined connection per
-//!   node: `node` (its `NodeClient` side), `read`, `write`, `clock`), `fred` (feature `fred`; also every Cluster and Sentinel node set:
+//!   `Script` it carries (`transport/mod.rs`), `pending` (a command's reply future); `pipeline` (the
+//!   engine's own pipelined connection per node: `node` (its `NodeClient` side), `read`, `write`,
+//!   `clock`, `coalesce` (releases queued back to back sent as one call)), `fred` (feature `fred`; also every Cluster and Sentinel node set:
 //!   `settings`, `identity`, `scripts`), `subscriber` (release notifications), `connect` (TCP + TLS +
 //!   handshake), `resp` (command encoding), `bounded` (reply framing with depth and size bounds, so a
 //!   hostile node cannot abort the process or exhaust its memory; its tests in `bounded_tests`),

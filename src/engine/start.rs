@@ -18,6 +18,7 @@ impl Redlock {
     pub async fn new(config: Config) -> Result<Self, LockError> {
         let mut settings = config.validate()?;
         settings.connect.scripts = super::operate::handshake_scripts();
+        settings.connect.coalesce = &crate::kinds::exclusive::COALESCED;
         let connects = settings
             .nodes
             .iter()

@@ -16,10 +16,7 @@
 //! - `NOSCRIPT` is handled inside: `EVALSHA` first, `EVAL` once on `NOSCRIPT` (the script did not run, so
 //!   sending it again is not a replay).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
@@ -31,9 +28,11 @@ pub(crate) mod bounded;
 pub(crate) mod connect;
 #[cfg(feature = "fred")]
 pub(crate) mod fred;
+mod pending;
 pub(crate) mod pipeline;
 mod resp;
 pub(crate) mod subscriber;
+pub(crate) use pending::Pending;
 #[cfg(test)]
 pub(crate) mod test_scripts;
 
@@ -59,6 +58,13 @@ pub(crate) enum Cmd {
     ExtendMany {
         script: &'static Script,
         locks: std::sync::Arc<[Extend]>,
+    },
+    /// `EVALSHA` of a coalesced release (`KEYS` = the locks' keys, `ARGV` = their values): releases
+    /// queued back to back on one pipelined connection, sent as one call (see [`Coalesced`]). Built
+    /// by the transport only, never by the algorithm.
+    ReleaseMany {
+        script: &'static Script,
+        locks: std::sync::Arc<[(Bytes, LockValue)]>,
     },
     /// `EVALSHA sha numkeys keys... args...` with byte arguments: the operator's scripts (inspect,
     /// forced release) and the labeled acquire, off the hot path.
@@ -91,6 +97,7 @@ impl Cmd {
         match self {
             Self::Script { script, .. } => Some(script),
             Self::ExtendMany { script, .. } => Some(script),
+            Self::ReleaseMany { script, .. } => Some(script),
             Self::Eval { script, .. } => Some(script),
             _ => None,
         }
@@ -109,6 +116,15 @@ pub(crate) struct Script {
     /// release/extend/marker scripts, but an acquire resent behind its own release would set keys
     /// nobody releases. Those fail the node's vote instead, and the connection reloads the script.
     pub(crate) resend: bool,
+}
+
+/// A single-lock script the pipelined transport may coalesce, and its many-lock form: one call over
+/// several keys that answers one character per lock, exactly what the single calls would answer in
+/// the same order (the lock kinds say which: `crate::kinds::exclusive::COALESCED`).
+#[derive(Debug)]
+pub(crate) struct Coalesced {
+    pub(crate) one: &'static Script,
+    pub(crate) many: &'static Script,
 }
 
 /// One lock of a coalesced extend: its key, its value, its new TTL.
@@ -294,49 +310,6 @@ pub(crate) struct LinkStatus {
     pub(crate) last_error: Option<NodeError>,
 }
 
-/// The reply future [`NodeClient::send`] returns: a concrete type, so the hot path stays free of boxing
-/// for the engine's own transport.
-#[must_use = "the command is already queued; the future only carries its reply"]
-pub(crate) struct Pending(PendingInner);
-
-enum PendingInner {
-    Ready(Option<NodeResult>),
-    Pipeline(pipeline::Waiter),
-    #[allow(dead_code)] // used by the fred transport
-    Boxed(Pin<Box<dyn Future<Output = NodeResult> + Send>>),
-}
-
-impl Pending {
-    pub(crate) fn ready(result: NodeResult) -> Self {
-        Self(PendingInner::Ready(Some(result)))
-    }
-
-    pub(crate) fn pipeline(waiter: pipeline::Waiter) -> Self {
-        Self(PendingInner::Pipeline(waiter))
-    }
-
-    #[allow(dead_code)] // used by the fred transport
-    pub(crate) fn boxed(fut: impl Future<Output = NodeResult> + Send + 'static) -> Self {
-        Self(PendingInner::Boxed(Box::pin(fut)))
-    }
-}
-
-impl Future for Pending {
-    type Output = NodeResult;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<NodeResult> {
-        match &mut self.get_mut().0 {
-            PendingInner::Ready(result) => Poll::Ready(
-                result
-                    .take()
-                    .unwrap_or_else(|| Err(NodeError::Protocol("reply polled twice".into()))),
-            ),
-            PendingInner::Pipeline(waiter) => Pin::new(waiter).poll(cx),
-            PendingInner::Boxed(fut) => fut.as_mut().poll(cx),
-        }
-    }
-}
-
 /// Encodes `cmd` once, for every node of a round.
 pub(crate) fn encode(out: &mut bytes::BytesMut, cmd: &Cmd) {
     resp::encode_cmd(out, cmd, false);
@@ -375,6 +348,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) limits: bounded::Limits,
     /// The scripts every handshake loads (every lock kind's, see `crate::kinds::scripts`).
     pub(crate) scripts: &'static [&'static Script],
+    /// The scripts whose calls may be coalesced when queued back to back (pipelined transport).
+    pub(crate) coalesce: &'static [Coalesced],
 }
 
 /// Opens a node client of the chosen kind. Never fails for an unreachable node: it starts disconnected and

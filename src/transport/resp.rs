@@ -69,6 +69,25 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
                 put_bulk(out, decimal(lock.ttl_ms, &mut num));
             }
         }
+        Cmd::ReleaseMany { script, locks } => {
+            let (verb, body): (&[u8], &[u8]) = if eval_source {
+                (b"EVAL", script.source.as_bytes())
+            } else {
+                (b"EVALSHA", script.sha1.as_bytes())
+            };
+            let size = 64 + body.len() + locks.iter().map(|(k, _)| k.len() + 64).sum::<usize>();
+            out.reserve(size);
+            put_header(out, 3 + 2 * locks.len());
+            put_bulk(out, verb);
+            put_bulk(out, body);
+            put_bulk(out, decimal(locks.len() as u64, &mut num));
+            for (key, _) in locks.iter() {
+                put_bulk(out, key);
+            }
+            for (_, value) in locks.iter() {
+                put_bulk(out, value.as_bytes());
+            }
+        }
         Cmd::Eval { script, keys, args } => {
             let (verb, body): (&[u8], &[u8]) = if eval_source {
                 (b"EVAL", script.source.as_bytes())
@@ -304,6 +323,34 @@ mod tests {
         let mut expected = BytesMut::new();
         encode_args(&mut expected, &args);
         assert_eq!(ours, expected);
+    }
+
+    #[test]
+    fn encodes_a_coalesced_release_as_keys_then_values() {
+        let a = LockValue::random().unwrap();
+        let b = LockValue::random().unwrap();
+        let script = &RELEASE;
+        let locks = vec![
+            (Bytes::from_static(b"k1"), a),
+            (Bytes::from_static(b"k2"), b),
+        ];
+        for eval_source in [false, true] {
+            let mut ours = BytesMut::new();
+            let cmd = Cmd::ReleaseMany {
+                script,
+                locks: locks.clone().into(),
+            };
+            encode_cmd(&mut ours, &cmd, eval_source);
+            let (verb, body): (&[u8], &[u8]) = if eval_source {
+                (b"EVAL", script.source.as_bytes())
+            } else {
+                (b"EVALSHA", script.sha1.as_bytes())
+            };
+            let args: [&[u8]; 7] = [verb, body, b"2", b"k1", b"k2", a.as_bytes(), b.as_bytes()];
+            let mut expected = BytesMut::new();
+            encode_args(&mut expected, &args);
+            assert_eq!(ours, expected);
+        }
     }
 
     #[test]

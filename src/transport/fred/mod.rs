@@ -261,6 +261,15 @@ async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
                 .collect();
             scripts::eval(&client, script, keys, args, clustered).await
         }
+        Cmd::ReleaseMany { script, locks } => {
+            // Built only by the pipelined transport; handled here so the match stays whole.
+            let keys = locks.iter().map(|(k, _)| Key::from(k.clone())).collect();
+            let args = locks
+                .iter()
+                .map(|(_, v)| Value::Bytes(Bytes::copy_from_slice(v.as_bytes())))
+                .collect();
+            scripts::eval(&client, script, keys, args, clustered).await
+        }
         Cmd::Eval { script, keys, args } => {
             let keys = keys.as_slice().iter().cloned().map(Key::from).collect();
             let args = args.iter().cloned().map(Value::Bytes).collect();

@@ -70,6 +70,7 @@ fn opts(connect_timeout_ms: u64) -> ConnectOptions {
         tls: None,
         limits: Default::default(),
         scripts: &[],
+        coalesce: &[],
     }
 }
 

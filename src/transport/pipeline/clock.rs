@@ -19,10 +19,13 @@ pub(super) const IDLE_SAMPLE: Duration = Duration::from_millis(500);
 
 /// Queues a `TIME` for the clock guard (see `Slot::clock`).
 pub(super) fn queue_sample(st: &mut State) {
+    // Behind the releases queued before it, like any other command.
+    super::coalesce::close(st);
     let now = Instant::now();
     st.out.extend_from_slice(b"*1\r\n$4\r\nTIME\r\n");
     st.pending.push_back(Slot {
         tx: None,
+        group: Vec::new(),
         script: None,
         clock: Some(now),
     });

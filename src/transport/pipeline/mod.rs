@@ -14,8 +14,8 @@
 //!   and the bound, which also stays the node's last error until it reconnects (with backoff).
 //!
 //! Files: this one (the handle, the request queue), `node` (its `NodeClient` side: sending, votes,
-//! status), `write` (the writer, reconnects), `read` (the reader) and `clock` (the clock guard's
-//! `TIME` readings).
+//! status), `write` (the writer, reconnects), `read` (the reader), `clock` (the clock guard's
+//! `TIME` readings) and `coalesce` (releases queued back to back sent as one call).
 //! - **Fail fast.** While disconnected, requests fail at once with [`NodeError::Disconnected`]; a full queue
 //!   fails with [`NodeError::Backpressure`]. Reconnects run in the background with exponential backoff and
 //!   jitter, so a dead node never blocks a caller.
@@ -39,6 +39,7 @@ use crate::error::NodeError;
 use tokio::time::Instant;
 
 mod clock;
+mod coalesce;
 mod node;
 mod read;
 mod write;
@@ -82,6 +83,9 @@ struct State {
     out: BytesMut,
     /// One slot per command written or queued, in wire order.
     pending: VecDeque<Slot>,
+    /// Releases queued back to back, not yet encoded: the last slot of `pending` is theirs (see
+    /// `coalesce`).
+    group: Option<coalesce::Group>,
     /// Commands ever queued / answered on this connection: positions in the wire order.
     queued: u64,
     answered: u64,
@@ -120,6 +124,7 @@ impl PipelineNode {
                 generation: 0,
                 out: BytesMut::with_capacity(16 * 1024),
                 pending: VecDeque::new(),
+                group: None,
                 queued: 0,
                 answered: 0,
                 probe: None,
@@ -162,14 +167,26 @@ impl Drop for PipelineNode {
 /// One request written or queued on the connection.
 #[derive(Debug)]
 struct Slot {
-    /// Who waits for the reply; `None` for the clock guard's `TIME`, which only the reader reads.
+    /// Who waits for the reply; `None` for the clock guard's `TIME`, which only the reader reads, and
+    /// for a coalesced release, whose waiters are `group`.
     tx: Option<oneshot::Sender<NodeResult>>,
+    /// A coalesced release's waiters, one per lock in the order of the call's keys (`coalesce`).
+    group: Vec<oneshot::Sender<NodeResult>>,
     /// For the clock guard's `TIME` (sent just before an acquire): when it was queued. The reader
     /// judges its reply itself, before it completes the acquire behind it.
     clock: Option<Instant>,
     /// For scripts: the command again, to resend as `EVAL` if the node answers `NOSCRIPT`. The reader
     /// does this, not the waiter, so fire-and-forget releases recover too.
     script: Option<Cmd>,
+}
+
+impl Slot {
+    /// Fails every waiter of this request with `cause`.
+    fn fail(self, cause: &NodeError) {
+        for tx in self.tx.into_iter().chain(self.group) {
+            let _ = tx.send(Err(cause.clone()));
+        }
+    }
 }
 
 impl Shared {
@@ -217,8 +234,13 @@ impl Shared {
         encoded: Option<&[u8]>,
         tx: oneshot::Sender<NodeResult>,
     ) -> Result<(), NodeError> {
+        // A release that may join the open group is not encoded now (see `coalesce`).
+        let member = (!eval_source)
+            .then(|| coalesce::member(&self.opts, cmd))
+            .flatten();
         // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
-        let script = (!eval_source && cmd.script().is_some()).then(|| cmd.clone());
+        let script =
+            (member.is_none() && !eval_source && cmd.script().is_some()).then(|| cmd.clone());
         let mut st = self.lock();
         if !st.connected {
             return Err(st.last_error.clone().unwrap_or(NodeError::Disconnected));
@@ -229,24 +251,32 @@ impl Shared {
         if st.pending.len() >= self.opts.max_pending {
             return Err(NodeError::Backpressure);
         }
-        let wake = st.out.is_empty();
-        if self.clock.enabled() && !eval_source && cmd.is_acquire() {
-            // In the same write as the acquire and answered just before it: a jump this sample
-            // shows stops the node's vote before the acquire's reply can count.
-            clock::queue_sample(&mut st);
+        // An open group means the writer was already woken for it.
+        let wake = st.out.is_empty() && st.group.is_none();
+        if let Some(member) = member {
+            coalesce::join(&mut st, member, tx);
+        } else {
+            // Anything else closes the open group first: the wire keeps the order of the calls.
+            coalesce::close(&mut st);
+            if self.clock.enabled() && !eval_source && cmd.is_acquire() {
+                // In the same write as the acquire and answered just before it: a jump this sample
+                // shows stops the node's vote before the acquire's reply can count.
+                clock::queue_sample(&mut st);
+            }
+            match encoded {
+                Some(frame) => st.out.extend_from_slice(frame),
+                None => encode_cmd(&mut st.out, cmd, eval_source),
+            }
+            st.pending.push_back(Slot {
+                tx: Some(tx),
+                group: Vec::new(),
+                script,
+                clock: None,
+            });
+            st.queued += 1;
+            st.unsent += 1;
         }
-        match encoded {
-            Some(frame) => st.out.extend_from_slice(frame),
-            None => encode_cmd(&mut st.out, cmd, eval_source),
-        }
-        st.pending.push_back(Slot {
-            tx: Some(tx),
-            script,
-            clock: None,
-        });
-        st.queued += 1;
         self.backlog.store(st.pending.len(), Ordering::Relaxed);
-        st.unsent += 1;
         drop(st);
         // The writer takes the whole buffer each time it wakes, so only the first command of a batch
         // needs to wake it; `notify_one` keeps a permit if the writer is busy writing.
@@ -268,6 +298,7 @@ impl Shared {
             st.connected = true;
             st.last_error = None;
             st.out.clear();
+            st.group = None;
             st.probe = None;
             st.time_refused = false;
             st.queued = st.pending.len() as u64;
@@ -308,6 +339,7 @@ impl Shared {
             }
             st.connected = false;
             st.out.clear();
+            st.group = None;
             st.unsent = 0;
             st.conn_token.cancel();
             self.backlog.store(0, Ordering::Relaxed);
@@ -322,8 +354,8 @@ impl Shared {
             };
             (std::mem::take(&mut st.pending), st.backoff)
         };
-        for tx in drained.into_iter().filter_map(|slot| slot.tx) {
-            let _ = tx.send(Err(cause.clone()));
+        for slot in drained {
+            slot.fail(&cause);
         }
         if !self.shutdown.is_cancelled() {
             tokio::spawn(reconnect_loop(self.clone(), delay));

@@ -76,8 +76,8 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
                 "{}: reply with no request outstanding; connection closed",
                 shared.addr
             ));
-            for tx in slots.drain(..).filter_map(|slot| slot.tx) {
-                let _ = tx.send(Err(cause.clone()));
+            for slot in slots.drain(..) {
+                slot.fail(&cause);
             }
             return shared.fail(generation, cause);
         }
@@ -95,6 +95,9 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
 fn complete(shared: &Arc<Shared>, generation: u64, slot: Slot, reply: NodeResult) {
     if let Some(sent) = slot.clock {
         return super::clock::judge(shared, sent, reply);
+    }
+    if !slot.group.is_empty() {
+        return super::coalesce::answer(shared, generation, slot.group, slot.script, reply);
     }
     let Some(tx) = slot.tx else { return };
     match (

@@ -47,6 +47,8 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
                 }
                 idle.as_mut().reset(st.last_sample + IDLE_SAMPLE);
             }
+            // The releases queued since the last write go out with it (see `coalesce`).
+            super::coalesce::close(&mut st);
             if st.probe.is_none() && !st.out.is_empty() {
                 st.probe = Some((st.queued, now));
             }

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Coalesced releases (issue 19, item 3): loadgen's standard scenarios, redlock, rslock and the
+# redis-benchmark ceiling, release loadgen of the parent (A, ef97f01) against the change (B),
+# alternating, RUNS pairs.
+#   A=/tmp/loadgen-A B=/tmp/loadgen-B scripts/with-redis results/2026-12-01/coalesce/run.sh
+#   python3 results/2026-12-01/coalesce/summarize.py
+set -euo pipefail
+cd "$(dirname "$0")"
+RUNS=${RUNS:-3}
+for i in $(seq 1 "$RUNS"); do
+  for side in A B; do
+    bin=$([[ $side == A ]] && echo "$A" || echo "$B")
+    echo "== $side $i, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    "$bin" --engine redlock,rslock,ceiling --quiet --json "$side-$i.json" > "$side-$i.txt"
+  done
+done

@@ -1,0 +1,203 @@
+//! Coalesced releases: owner-checked releases queued back to back on one connection go out as one
+//! script call (`EVALSHA RELEASE_MANY n keys... values...`), answered with one character per lock.
+//!
+//! Why: the nodes bound throughput on a lock service, and a release is a whole script call for one
+//! `GET` + `DEL`. Sixteen releases in one call cost the node about a third of sixteen calls on present
+//! keys (`results/2026-12-01/release-batch/`).
+//!
+//! Why it answers exactly what the single calls would:
+//! - **Same order on the node.** Only *consecutive* releases join a group: any other command queued
+//!   on the connection (an acquire, an extend, a clock reading, a resend) closes the open group
+//!   first, and the writer closes it before it takes the buffer. The group is encoded where its first
+//!   member was queued, and nothing was queued between its members, so the node runs the same
+//!   `GET`/`DEL`s in the same order as the single calls, with nothing else in between.
+//! - **Per-lock answers.** Each lock's answer depends only on its own key (compare its value, delete),
+//!   and the many-lock script reads each key with `pcall`, so an odd key answers `e` for itself
+//!   without failing the rest or stopping the script halfway. Each member's waiter gets the reply the
+//!   single script would have given: `1`/`2` deleted (and told a waiter), `0` gone, `-` someone
+//!   else's, `e` a server error.
+//! - **Whole-call failures are every member's.** An error reply (the connection lost, a script
+//!   error, a wrong-typed answer) fails every member, just as it would have failed each single call
+//!   sent in its place; `NOSCRIPT` resends the group once as `EVAL`, like a single release. Never a
+//!   replay: a group lost with its connection fails, like any request.
+//! - A group of one is sent as the plain single script, so an uncontended release is unchanged.
+//!
+//! Only the pipelined transport coalesces, and it only serves standalone nodes, so hash slots never
+//! constrain a group (Cluster node sets use fred, one call per release).
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+use super::{Shared, Slot, State};
+use crate::algo::value::LockValue;
+use crate::error::NodeError;
+use crate::transport::resp::encode_cmd;
+use crate::transport::{Args, Cmd, Coalesced, ConnectOptions, Keys, NodeResult, Reply};
+
+/// Most locks in one call: past 16 the node's saving per lock levels off, and a long script holds
+/// the node's single thread (measured: 16 ≈ 32 ≈ 64 per key).
+pub(super) const MAX_GROUP: usize = 16;
+
+/// The open group: releases queued back to back and not yet encoded. Its slot is the last one in
+/// `State::pending`, holding one waiter per lock in the same order.
+#[derive(Debug)]
+pub(super) struct Group {
+    form: &'static Coalesced,
+    locks: Vec<(Bytes, LockValue)>,
+}
+
+/// The lock `cmd` would add to a group, if it is a release the node set may coalesce: the single
+/// script of one of `opts.coalesce`, on one key, with no argument past the value.
+pub(super) fn member(
+    opts: &ConnectOptions,
+    cmd: &Cmd,
+) -> Option<(&'static Coalesced, Bytes, LockValue)> {
+    let Cmd::Script {
+        script,
+        keys: Keys::One(key),
+        value,
+        args,
+    } = cmd
+    else {
+        return None;
+    };
+    if !args.as_slice().is_empty() {
+        return None;
+    }
+    let form = opts
+        .coalesce
+        .iter()
+        .find(|form| std::ptr::eq(form.one, *script))?;
+    Some((form, key.clone(), *value))
+}
+
+/// Adds one release to the open group (opening one if there is none, it is full, or it is of the
+/// other form) and registers its waiter.
+pub(super) fn join(
+    st: &mut State,
+    (form, key, value): (&'static Coalesced, Bytes, LockValue),
+    tx: oneshot::Sender<NodeResult>,
+) {
+    let joins = st
+        .group
+        .as_ref()
+        .is_some_and(|g| std::ptr::eq(g.form, form) && g.locks.len() < MAX_GROUP);
+    if !joins {
+        close(st);
+        st.group = Some(Group {
+            form,
+            locks: Vec::with_capacity(4),
+        });
+        st.pending.push_back(Slot {
+            tx: None,
+            group: Vec::with_capacity(4),
+            script: None,
+            clock: None,
+        });
+        st.queued += 1;
+        st.unsent += 1;
+    }
+    if let (Some(group), Some(slot)) = (st.group.as_mut(), st.pending.back_mut()) {
+        group.locks.push((key, value));
+        slot.group.push(tx);
+    }
+}
+
+/// Encodes the open group, if any, at the end of the output buffer: as the single script for a
+/// group of one, as one many-lock call otherwise. Called before anything else is queued and before
+/// the writer takes the buffer, which is what keeps the wire order.
+pub(super) fn close(st: &mut State) {
+    let Some(Group { form, mut locks }) = st.group.take() else {
+        return;
+    };
+    let Some(slot) = st.pending.back_mut() else {
+        return;
+    };
+    let cmd = if locks.len() == 1 {
+        let (key, value) = locks.remove(0);
+        slot.tx = slot.group.pop();
+        Cmd::Script {
+            script: form.one,
+            keys: Keys::One(key),
+            value,
+            args: Args::NONE,
+        }
+    } else {
+        Cmd::ReleaseMany {
+            script: form.many,
+            locks: locks.into(),
+        }
+    };
+    encode_cmd(&mut st.out, &cmd, false);
+    slot.script = Some(cmd);
+}
+
+/// Hands a coalesced release's reply to its members, one answer each (see the module comment).
+pub(super) fn answer(
+    shared: &Shared,
+    generation: u64,
+    group: Vec<oneshot::Sender<NodeResult>>,
+    script: Option<Cmd>,
+    reply: NodeResult,
+) {
+    let codes = match reply {
+        Ok(Reply::Data(codes)) if codes.len() == group.len() => codes,
+        Err(e) if crate::transport::resp::is_noscript(&e) => {
+            if let Some(cmd) = script {
+                return resend(shared, generation, &cmd, group);
+            }
+            return fail_all(group, e);
+        }
+        Err(e) => return fail_all(group, e),
+        Ok(other) => return fail_all(group, other.unexpected("coalesced release")),
+    };
+    for (tx, code) in group.into_iter().zip(codes.iter()) {
+        let _ = tx.send(match code {
+            b'1' => Ok(Reply::Int(1)),
+            b'2' => Ok(Reply::Int(2)),
+            b'0' => Ok(Reply::Int(0)),
+            b'-' => Ok(Reply::Int(-1)),
+            b'e' => Err(NodeError::Server(
+                "WRONGTYPE the lock key holds a value of another type (coalesced release)".into(),
+            )),
+            _ => Err(NodeError::Protocol(
+                "coalesced release: an answer is none of 1, 2, 0, -, e".into(),
+            )),
+        });
+    }
+}
+
+fn fail_all(group: Vec<oneshot::Sender<NodeResult>>, cause: NodeError) {
+    for tx in group {
+        let _ = tx.send(Err(cause.clone()));
+    }
+}
+
+/// The script did not run (cache flushed, node restarted): sends its source once, on this connection
+/// only, at the back of the queue like a single release's resend. If the connection was replaced,
+/// the members fail: never a replay.
+fn resend(shared: &Shared, generation: u64, cmd: &Cmd, group: Vec<oneshot::Sender<NodeResult>>) {
+    let mut st = shared.lock();
+    if !st.connected || st.generation != generation {
+        drop(st);
+        return fail_all(group, NodeError::ConnectionLost);
+    }
+    close(&mut st);
+    let wake = st.out.is_empty();
+    encode_cmd(&mut st.out, cmd, true);
+    st.pending.push_back(Slot {
+        tx: None,
+        group,
+        script: None,
+        clock: None,
+    });
+    st.queued += 1;
+    st.unsent += 1;
+    shared
+        .backlog
+        .store(st.pending.len(), std::sync::atomic::Ordering::Relaxed);
+    drop(st);
+    if wake {
+        shared.wake_writer.notify_one();
+    }
+}
