@@ -1,6 +1,8 @@
-//! Coalesced releases (the pipelined transport sends releases queued back to back as one script
-//! call): each lock must get exactly the answer, and leave exactly the node state, that its own
-//! release would have. Real nodes; the scripts themselves are checked on a node too.
+//! What the pipelined transport shares between commands of one write, against real nodes:
+//! - coalesced releases (releases queued back to back go out as one script call): each lock must get
+//!   exactly the answer, and leave exactly the node state, that its own release would have; the
+//!   scripts themselves are checked on a node too;
+//! - the clock guard's `TIME`: one per write, not one per acquire.
 
 mod common;
 
@@ -147,13 +149,13 @@ async fn a_burst_of_releases_answers_like_releases_one_at_a_time() {
         sequential.push(class(&e.release(lock).await));
     }
     let burst = spoiled_locks(&e, &cluster, "burst").await;
-    let before = evalsha_calls(&cluster[2]);
+    let before = calls(&cluster[2], "evalsha");
     let together: Vec<String> = futures::future::join_all(burst.into_iter().map(|l| e.release(l)))
         .await
         .iter()
         .map(class)
         .collect();
-    let calls = evalsha_calls(&cluster[2]) - before;
+    let calls = calls(&cluster[2], "evalsha") - before;
     assert_eq!(together, sequential);
     assert!(
         together.iter().any(|c| c == "ok") && together.iter().any(|c| c != "ok"),
@@ -199,12 +201,13 @@ async fn a_flushed_script_cache_resends_a_coalesced_release_once() {
     }
 }
 
-/// `EVALSHA` calls this node has served so far (`INFO commandstats`).
-fn evalsha_calls(node: &RedisNode) -> u64 {
+/// Calls of `command` (lower case) this node has served so far (`INFO commandstats`).
+fn calls(node: &RedisNode, command: &str) -> u64 {
     let stats = node.cmd(&[b"INFO", b"commandstats"]);
+    let prefix = format!("cmdstat_{command}:calls=");
     stats
         .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|rest| rest.split(',').next()?.parse().ok())
         .unwrap_or(0)
 }
@@ -230,5 +233,27 @@ async fn a_node_killed_under_a_burst_fails_its_members_and_the_majority_still_re
         for node in &cluster[1..] {
             assert!(!node.exists(format!("redlock:{{kill{i}}}").as_bytes()));
         }
+    }
+}
+
+#[tokio::test]
+async fn a_burst_of_acquires_reads_each_clock_once_per_write_not_once_per_acquire() {
+    let cluster = nodes(3);
+    let e = engine(urls(&cluster), Transport::Pipeline).await;
+    let before = calls(&cluster[2], "time");
+    let acquires = (0..LOCKS).map(|i| {
+        let e = &e;
+        async move { e.acquire(format!("clock{i}").as_bytes(), TTL).await }
+    });
+    let locks = futures::future::join_all(acquires).await;
+    let times = calls(&cluster[2], "time") - before;
+    assert!(locks.iter().all(Result::is_ok));
+    // At least one (the guard is on by default), far fewer than one per acquire.
+    assert!(
+        times >= 1 && times as usize * 4 <= LOCKS,
+        "{times} TIME calls for {LOCKS} acquires on node 2"
+    );
+    for lock in locks.into_iter().flatten() {
+        e.release(lock).await.unwrap();
     }
 }

@@ -1,6 +1,9 @@
-//! The clock guard's part of a connection: a `TIME` queued just before each acquire (and one at
-//! connect, and one whenever the connection has gone [`IDLE_SAMPLE`] without), and its reply judged
-//! by `crate::algo::clock` before the acquire's reply is handed over.
+//! The clock guard's part of a connection: a `TIME` queued before the first acquire of each write
+//! (and one at connect, and one whenever the connection has gone [`IDLE_SAMPLE`] without), and its
+//! reply judged by `crate::algo::clock` before the replies of the acquires behind it are handed over.
+//! One per write is as good as one per acquire: the node runs the write's commands back to back, so a
+//! jump between the `TIME` and an acquire behind it would have to fall in the same microseconds either
+//! way, and the reader judges the `TIME` before it completes any of them.
 
 use std::time::Duration;
 
@@ -30,6 +33,7 @@ pub(super) fn queue_sample(st: &mut State) {
         clock: Some(now),
     });
     st.last_sample = now;
+    st.sampled = true;
     st.queued += 1;
     st.unsent += 1;
 }

@@ -97,6 +97,9 @@ struct State {
     last_reply: Option<Instant>,
     /// When the clock guard's last `TIME` was queued (see `clock::IDLE_SAMPLE`).
     last_sample: Instant,
+    /// A clock-guard `TIME` is in `out`, not yet handed to the writer: the acquires queued behind it
+    /// go out in the same write and are answered after it, so they need no `TIME` of their own.
+    sampled: bool,
     /// This connection's node refused a `TIME` (already said in the log).
     time_refused: bool,
     /// How many of the last `pending` slots are still in `out`, not yet handed to the writer: a reply
@@ -130,6 +133,7 @@ impl PipelineNode {
                 probe: None,
                 last_reply: None,
                 last_sample: Instant::now(),
+                sampled: false,
                 time_refused: false,
                 unsent: 0,
                 backoff: opts.reconnect_min,
@@ -258,9 +262,11 @@ impl Shared {
         } else {
             // Anything else closes the open group first: the wire keeps the order of the calls.
             coalesce::close(&mut st);
-            if self.clock.enabled() && !eval_source && cmd.is_acquire() {
-                // In the same write as the acquire and answered just before it: a jump this sample
-                // shows stops the node's vote before the acquire's reply can count.
+            if self.clock.enabled() && !eval_source && cmd.is_acquire() && !st.sampled {
+                // In the same write as the acquire and answered before it: a jump this sample shows
+                // stops the node's vote before the acquire's reply can count. One per write, not per
+                // acquire: the node runs a write's commands back to back, so the sample is as close
+                // to every acquire behind it as one of its own would be (see `clock`).
                 clock::queue_sample(&mut st);
             }
             match encoded {
@@ -299,6 +305,7 @@ impl Shared {
             st.last_error = None;
             st.out.clear();
             st.group = None;
+            st.sampled = false;
             st.probe = None;
             st.time_refused = false;
             st.queued = st.pending.len() as u64;
@@ -340,6 +347,7 @@ impl Shared {
             st.connected = false;
             st.out.clear();
             st.group = None;
+            st.sampled = false;
             st.unsent = 0;
             st.conn_token.cancel();
             self.backlog.store(0, Ordering::Relaxed);

@@ -54,6 +54,7 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
             }
             std::mem::swap(&mut st.out, &mut batch);
             st.unsent = 0;
+            st.sampled = false;
         }
         if batch.is_empty() {
             continue;
