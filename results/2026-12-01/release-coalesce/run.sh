@@ -2,8 +2,8 @@
 # Coalesced releases (issue 19, item 3): loadgen's standard scenarios, redlock, rslock and the
 # redis-benchmark ceiling, release loadgen of the parent (A, ef97f01) against the change (B),
 # alternating, RUNS pairs.
-#   A=/tmp/loadgen-A B=/tmp/loadgen-B scripts/with-redis results/2026-12-01/coalesce/run.sh
-#   python3 results/2026-12-01/coalesce/summarize.py
+#   A=/tmp/loadgen-A B=/tmp/loadgen-B scripts/with-redis results/2026-12-01/release-coalesce/run.sh
+#   python3 results/2026-12-01/release-coalesce/summarize.py
 set -euo pipefail
 cd "$(dirname "$0")"
 RUNS=${RUNS:-3}
