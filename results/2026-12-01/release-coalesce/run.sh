@@ -4,8 +4,10 @@
 # alternating, RUNS pairs.
 #   A=/tmp/loadgen-A B=/tmp/loadgen-B scripts/with-redis results/2026-12-01/release-coalesce/run.sh
 #   python3 results/2026-12-01/release-coalesce/summarize.py
+# OUT=dir writes the runs there instead (results/2026-12-01/time-per-write/: B = e5a90a0, the
+# coalesced releases, against C = e12a0ae, one clock-guard TIME per write).
 set -euo pipefail
-cd "$(dirname "$0")"
+cd "${OUT:-$(dirname "$0")}"
 RUNS=${RUNS:-3}
 for i in $(seq 1 "$RUNS"); do
   for side in A B; do

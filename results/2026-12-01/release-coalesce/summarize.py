@@ -2,10 +2,10 @@
 """Medians per side over the A/B/C runs in this directory (see run.sh): redlock's (b) cycles/s, its
 ratios to rslock and to the redis-benchmark ceiling in the same run, (a) acquire p50 and its ratio to
 rslock, and redlock's client/server CPU per cycle in (b).
-   python3 results/2026-12-01/release-coalesce/summarize.py"""
-import glob, json, os, statistics
+   python3 results/2026-12-01/release-coalesce/summarize.py [DIR]"""
+import glob, json, os, statistics, sys
 
-here = os.path.dirname(os.path.abspath(__file__))
+here = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 rows = {}
 for path in sorted(glob.glob(os.path.join(here, "[A-Z]-*.json"))):
     side = os.path.basename(path)[0]
