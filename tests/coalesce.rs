@@ -257,3 +257,35 @@ async fn a_burst_of_acquires_reads_each_clock_once_per_write_not_once_per_acquir
         e.release(lock).await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_node_answering_a_coalesced_release_with_the_wrong_count_fails_only_its_own_votes() {
+    use common::hostile::{bulk, normal, Action, Hostile};
+    // Answers every SET like Redis, and every many-lock release with one character, whatever the
+    // number of locks: a node out of step with the call, not with the stream.
+    let hostile = Hostile::start(|cmd| {
+        let many = [RELEASE_MANY, RELEASE_NOTIFY_MANY]
+            .iter()
+            .any(|sha| cmd.get(1).is_some_and(|a| a == sha.as_bytes()));
+        if many {
+            Action::Send(bulk(b"1"))
+        } else {
+            Action::Send(normal(cmd))
+        }
+    });
+    let cluster = nodes(2);
+    let mut all = urls(&cluster);
+    all.push(hostile.url());
+    let e = engine(all, Transport::Pipeline).await;
+    let mut locks = Vec::new();
+    for i in 0..64 {
+        locks.push(e.acquire(format!("odd{i}").as_bytes(), TTL).await.unwrap());
+    }
+    let results = futures::future::join_all(locks.into_iter().map(|l| e.release(l))).await;
+    for (i, r) in results.iter().enumerate() {
+        assert!(r.is_ok(), "lock {i}: {r:?}");
+        for node in &cluster {
+            assert!(!node.exists(format!("redlock:{{odd{i}}}").as_bytes()));
+        }
+    }
+}

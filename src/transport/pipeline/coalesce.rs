@@ -149,6 +149,14 @@ pub(super) fn answer(
             return fail_all(group, e);
         }
         Err(e) => return fail_all(group, e),
+        Ok(Reply::Data(codes)) => {
+            let why = format!(
+                "coalesced release: {} answers for {} locks",
+                codes.len(),
+                group.len()
+            );
+            return fail_all(group, NodeError::Protocol(why));
+        }
         Ok(other) => return fail_all(group, other.unexpected("coalesced release")),
     };
     for (tx, code) in group.into_iter().zip(codes.iter()) {
