@@ -52,6 +52,8 @@ pub(crate) struct Core {
     jumps: Option<Arc<JumpLog>>,
     /// Starts every lock value this engine draws, so inspect can tell its locks on the nodes.
     tag: EngineTag,
+    /// The counting semaphores' local gates (`kinds::semaphore`).
+    gates: crate::kinds::semaphore::Gates,
 }
 
 impl Core {
@@ -80,6 +82,7 @@ impl Core {
             notifier: OnceLock::new(),
             admission,
             release_retry: ReleaseRetry::start(),
+            gates: Default::default(),
         });
         // A lock handed to local waiters that all gave up is released, not left to its TTL. Weak: the
         // queues must not keep the engine alive.
@@ -103,6 +106,10 @@ impl Core {
     /// This engine's tag (see [`crate::algo::value`]).
     pub(crate) fn tag(&self) -> EngineTag {
         self.tag
+    }
+
+    pub(crate) fn gates(&self) -> &crate::kinds::semaphore::Gates {
+        &self.gates
     }
 
     /// Where the clock-jump log stands now (0 with the guard off), for extend rounds about to start.

@@ -55,7 +55,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
@@ -201,16 +201,19 @@ impl Redlock {
     }
 }
 
-/// Gates by engine (its core's address: unique while any task of it holds a gate), resource and K.
-type Gates = HashMap<(usize, bytes::Bytes, u32), Weak<Semaphore>>;
+/// One engine's local gates, by resource and K (a field of its `Core`): at most K of its tasks attempt
+/// at once. Entries go when nobody holds their gate (swept as the map grows), so distinct resources
+/// do not accumulate.
+#[derive(Debug, Default)]
+pub(crate) struct Gates(Mutex<HashMap<(bytes::Bytes, u32), Weak<Semaphore>>>);
 
-/// This engine's gate for `key` with `permits`: at most K of its tasks attempt at once. Entries go
-/// when nobody holds their gate (swept as the map grows), so distinct resources do not accumulate.
+/// This engine's gate for `key` with `permits`.
 fn gate(engine: &Redlock, key: &bytes::Bytes, permits: u32) -> Arc<Semaphore> {
-    static GATES: OnceLock<Mutex<Gates>> = OnceLock::new();
-    let id = (Arc::as_ptr(engine.core()) as usize, key.clone(), permits);
-    let mut gates = GATES
-        .get_or_init(Mutex::default)
+    let id = (key.clone(), permits);
+    let mut gates = engine
+        .core()
+        .gates()
+        .0
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     if let Some(gate) = gates.get(&id).and_then(Weak::upgrade) {
