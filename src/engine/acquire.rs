@@ -31,9 +31,21 @@ impl Core {
         ttl: Duration,
         retry: bool,
     ) -> Result<Lock, LockError> {
+        self.acquire_since(target, ttl, retry, Instant::now()).await
+    }
+
+    /// [`acquire`](Self::acquire) for a caller that began waiting at `began` (the semaphore's local
+    /// gate): the acquire timeout counts from there, not from now, so gate and attempts share it.
+    pub(crate) async fn acquire_since(
+        &self,
+        target: Target,
+        ttl: Duration,
+        retry: bool,
+        began: Instant,
+    ) -> Result<Lock, LockError> {
         let s = self.settings();
         let ttl = self.check_ttl(ttl)?;
-        let deadline = s.acquire_timeout.map(|t| Instant::now() + t);
+        let deadline = s.acquire_timeout.map(|t| began + t);
         let hold = self.enter_local(&target, ttl, retry, deadline).await?;
         if let Some(local) = hold.as_ref() {
             if let Some(lock) = self.take_over(local, &target, ttl).await {
@@ -46,6 +58,8 @@ impl Core {
         // few races to other processes in a row); they are bounded by the time the counted retries
         // would take instead.
         let mut counted = 0;
+        // Without an acquire timeout, the retry budget counts from here: time in the local queue
+        // (or the semaphore's gate) is waiting for our own tasks, not attempts lost to others.
         let budget_end = deadline
             .or_else(|| Instant::now().checked_add(s.retry.budget(s.timing.node_timeout(ttl))));
         // A writer that gives up, or whose caller drops this future mid-wait, must not keep readers

@@ -132,6 +132,7 @@ impl Redlock {
             .target(permit_kind(permits)?, resource.as_ref())?;
         let s = self.core().settings();
         let ttl = self.core().check_ttl(ttl)?;
+        let began = tokio::time::Instant::now();
         let gate = gate(self, &target.keys.as_slice()[0], permits);
         let budget = s
             .acquire_timeout
@@ -148,7 +149,8 @@ impl Redlock {
                 },
             });
         };
-        let result = self.core().acquire(target, ttl, true).await;
+        // One acquire timeout for the gate and the attempts together, not one each.
+        let result = self.core().acquire_since(target, ttl, true, began).await;
         drop(turn);
         result.map_err(|e| with_count(e, permits))
     }
