@@ -4,13 +4,15 @@
 # 4 loadgen processes. The parent engine is built with this branch's loadgen (so it reports max
 # overtakes too: loadgen/ does not depend on the engine change). Output: one JSON + one text table
 # per run in this directory, the load average before each run.
-# Usage (from the repository root): results/2026-12-01/fair-head/run.sh [rounds]
+# Usage (from the repository root): results/2026-12-01/fair-head/run.sh [rounds] [first round's number]
+# SKIP_BUILD=1 uses the binaries already built (a README edit alone rebuilds the engine: lib.rs includes it).
 set -euo pipefail
 rounds=${1:-2}
+first=${2:-1}
 here=results/2026-12-01/fair-head
 parent=/tmp/fair-parent
 # This branch's loadgen.
-CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target} cargo build --release -p loadgen
+[ -n "${SKIP_BUILD:-}" ] || CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target} cargo build --release -p loadgen
 new=${CARGO_TARGET_DIR:-target}/release/loadgen
 # The parent's engine with this branch's loadgen, in its own directory and target dir.
 if [ ! -x "$parent/target/release/loadgen" ]; then
@@ -31,7 +33,7 @@ run() {
     echo "$name failed: $(tail -1 "$here/$name.err")" | tee -a "$here/loadavg.txt"
   fi
 }
-for i in $(seq 1 "$rounds"); do
+for i in $(seq "$first" $((first + rounds - 1))); do
   run "exclusive-$i" "$new" exclusive
   run "fair-head-$i" "$new" fair
   run "fair-parent-$i" "$old" fair
