@@ -15,7 +15,8 @@
 //!   file per engine family), overload — their options, CPU counters and table.
 //! - [`worker`]: one worker's acquire-hold-release loop; [`run`]: one engine on one scenario.
 //! - [`procs`]: `--processes P`: one run spread over P loadgen processes, their records merged.
-//! - [`stats`]: per-worker histograms, merged; percentiles; Jain's fairness.
+//! - [`stats`]: per-worker histograms, merged; percentiles; Jain's fairness; [`overtakes`]: each
+//!   grant's (start, grant) instants on the machine's monotonic clock, and the max overtakes.
 //! - [`machine`]: machine and versions; [`report`]: table, JSON, Markdown, SVG, ratios and goals.
 
 pub mod app;
@@ -24,6 +25,7 @@ pub mod engines;
 pub mod machine;
 pub mod nodes;
 pub mod overload;
+pub mod overtakes;
 pub mod procs;
 pub mod report;
 pub mod run;

@@ -61,7 +61,7 @@ pub async fn execute(
                     run_no += 1;
                     let tag = format!("{run_no:02}");
                     let processes = plan.processes.min(scenario.concurrency).max(1);
-                    let out = if processes > 1 {
+                    let mut out = if processes > 1 {
                         crate::procs::run_processes(
                             engine,
                             waiting,
@@ -100,6 +100,7 @@ pub async fn execute(
                             .map(|(k, v)| (k.to_string(), *v))
                             .collect(),
                         fairness: jain(&out.per_worker),
+                        overtakes: Some(crate::overtakes::count(&mut out.stats.grants)),
                         per_process: out.per_process,
                         acquire: Some(out.stats.acquire),
                         release: Some(out.stats.release),
@@ -192,6 +193,7 @@ fn ceiling_record(scenario: &Scenario, nodes: usize, c: Ceiling) -> RunRecord {
         failed_acquires: Default::default(),
         failed_releases: Default::default(),
         fairness: None,
+        overtakes: None,
         ceiling: Some(c),
         waiting: None,
         processes: None,
@@ -237,6 +239,7 @@ fn standard_notes(plan: &Plan, engines: &[EngineKind]) -> Vec<String> {
         "keys: all workers share the key space; 'distinct keys' means 1m keys picked uniformly, so collisions are rare but possible (they show as attempts/acquire above 1)"
             .into(),
     );
+    notes.push("overtakes: per grant, the waiters of the same key whose acquire call started after this one's and that were granted before it (CLOCK_MONOTONIC, shared by every process of a --processes run); max over all grants and mean per grant. The fair lock orders by enqueue completion (two round trips after the call starts), so calls started that close together may be granted in either order: a few overtakes are allowed by its property, a max that grows with the waiters is not; failed acquires are not counted".into());
     notes.push("attempts/acquire: for redlock, Lock::attempts of each successful acquire (attempts on the nodes; 0 for a lock handed over locally, so the mean can be below 1; failed acquires do not report it); rslock's retry loop is replayed in loadgen to count them (same pause distribution and timer)".into());
     if engines.iter().any(|e| e.has_waiting()) {
         let modes: Vec<&str> = plan.waiting.iter().map(|w| w.name()).collect();

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use crate::overtakes::Grant;
+
 /// Latency histograms count microseconds, 1 µs to 60 s, 3 significant digits.
 pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000, 3).expect("static histogram bounds are valid")
@@ -29,6 +31,8 @@ pub struct WorkerStats {
     pub failed_acquires: BTreeMap<&'static str, u64>,
     /// Failed releases by cause.
     pub failed_releases: BTreeMap<&'static str, u64>,
+    /// Each successful acquire's key and instants, for the overtakes (counted after the run).
+    pub grants: Vec<Grant>,
 }
 
 impl Default for WorkerStats {
@@ -42,6 +46,7 @@ impl Default for WorkerStats {
             attempts_known: 0,
             failed_acquires: BTreeMap::new(),
             failed_releases: BTreeMap::new(),
+            grants: Vec::new(),
         }
     }
 }
@@ -66,6 +71,7 @@ impl WorkerStats {
         for (cause, n) in &other.failed_releases {
             *self.failed_releases.entry(cause).or_default() += n;
         }
+        self.grants.extend_from_slice(&other.grants);
     }
 
     /// Mean attempts per acquire call; `None` if the engine does not report attempts.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::engines::LockClient;
+use crate::overtakes::{now_ns, Grant};
 use crate::stats::WorkerStats;
 use crate::units::Hold;
 use crate::workload::KeyPicker;
@@ -64,12 +65,15 @@ pub async fn work<C: LockClient>(
     let mut stats = WorkerStats::default();
     let mut rng = fastrand::Rng::with_seed(setup.seed);
     let mut resource = Vec::with_capacity(32);
+    // Reserved up front so a cycle only writes three integers (it grows, rarely, past this).
+    stats.grants.reserve(1 << 14);
     while ctl.next() {
         let key = setup.picker.pick(&mut rng);
         resource.clear();
         let _ = write!(resource, "lg{}:{key}", setup.tag);
 
         let start = Instant::now();
+        let start_ns = now_ns();
         let acquired = client.acquire(&resource).await;
         stats.acquire_calls += 1;
         if let Some(attempts) = acquired.attempts {
@@ -86,6 +90,11 @@ pub async fn work<C: LockClient>(
             }
         };
         stats.acquire.saturating_record(micros(start));
+        stats.grants.push(Grant {
+            key,
+            start_ns,
+            grant_ns: now_ns(),
+        });
 
         let hold = setup.hold.sample(&mut rng);
         if !hold.is_zero() {

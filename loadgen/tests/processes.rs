@@ -112,6 +112,13 @@ fn two_processes_merge_into_one_record() {
             assert!(run["acquire_us"][key].as_f64().unwrap() > 0.0, "{run}");
             assert!(run["release_us"][key].as_f64().unwrap() > 0.0, "{run}");
         }
+        // Overtakes are counted over both processes' grants (one shared monotonic clock).
+        assert!(run["max_overtakes"].as_u64().is_some(), "{run}");
+        assert!(run["overtakes_per_grant"].as_f64().unwrap() >= 0.0, "{run}");
+        if run["label"] == "redlock[plain]" {
+            // Random backoff with 4 contenders per key: someone who came later wins now and then.
+            assert!(run["max_overtakes"].as_u64().unwrap() >= 1, "{run}");
+        }
         // Every worker of both processes counts: 8 workers, so the index is at least 1/8.
         let fairness = run["fairness"].as_f64().unwrap();
         assert!((0.125..=1.0).contains(&fairness), "{run}");

@@ -118,8 +118,8 @@ fn parse(reply: NodeResult) -> Result<KeyState, NodeError> {
         Err(e) => return Err(e),
     };
     let bad = || NodeError::Protocol("inspect script: answer is not of its format".into());
-    let fields: Vec<&[u8]> = data.splitn(11, |&b| b == b'|').collect();
-    let [kind_of_key, pttl, ours, code, readers, mine, readers_ttl, intent, fence, wait, label] =
+    let fields: Vec<&[u8]> = data.splitn(14, |&b| b == b'|').collect();
+    let [kind_of_key, pttl, ours, code, readers, mine, readers_ttl, intent, fence, wait, permits, limit, queued, label] =
         fields[..]
     else {
         return Err(bad());
@@ -139,6 +139,8 @@ fn parse(reply: NodeResult) -> Result<KeyState, NodeError> {
         (b"s", [b'm']) => Some(LockKind::Multi),
         (b"s", [b'w']) => Some(LockKind::Write),
         (b"s", [b'r']) => Some(LockKind::Read),
+        (b"s", [b'q']) => Some(LockKind::Fair),
+        (b"s", [b'p']) => Some(LockKind::Semaphore),
         (b"s", _) => Some(LockKind::Unknown),
         _ => return Err(bad()),
     };
@@ -166,6 +168,12 @@ fn parse(reply: NodeResult) -> Result<KeyState, NodeError> {
             ),
         },
         waiters: ttl(int(wait)?),
+        permits: u64::try_from(int(permits)?).map_err(|_| bad())?,
+        permit_limit: match limit {
+            b"-" => None,
+            k => Some(u64::try_from(int(k)?).map_err(|_| bad())?),
+        },
+        fair_waiters: u64::try_from(int(queued)?).map_err(|_| bad())?,
         label: (!label.is_empty()).then(|| String::from_utf8_lossy(label).into_owned()),
     })
 }
@@ -185,32 +193,43 @@ mod tests {
 
     #[test]
     fn reads_every_field_and_keeps_the_label_whole() {
-        let s = answer("s|29910|1|x|0|0|-2|-2|00000000000000000042|4985|me@host pid 1|x").unwrap();
+        let s = answer("s|29910|1|x|0|0|-2|-2|00000000000000000042|4985|0|-|0|me@host pid 1|x")
+            .unwrap();
         assert!(s.held && s.ours);
         assert_eq!(s.kind, Some(LockKind::Exclusive));
         assert_eq!(s.remaining, Some(Duration::from_millis(29910)));
         assert_eq!(s.fence, Some(42));
         assert_eq!(s.waiters, Some(Duration::from_millis(4985)));
         assert_eq!(s.label.as_deref(), Some("me@host pid 1|x"));
-        let readers = answer("n|-2|0|-|2|1|9000|6977|-|-2|").unwrap();
+        let readers = answer("n|-2|0|-|2|1|9000|6977|-|-2|0|-|0|").unwrap();
         assert_eq!(readers.kind, Some(LockKind::Read));
         assert!(readers.held && readers.ours);
         assert_eq!((readers.readers, readers.our_readers), (2, 1));
         assert_eq!(readers.remaining, Some(Duration::from_millis(9000)));
         assert_eq!(readers.write_intent, Some(Duration::from_millis(6977)));
-        let free = answer("n|-2|0|-|0|0|-2|-2|-|-2|").unwrap();
+        let free = answer("n|-2|0|-|0|0|-2|-2|-|-2|0|-|0|").unwrap();
         assert_eq!(free, KeyState::default());
         assert_eq!(
-            answer("o|-1|0|-|0|0|-2|-2|-|-2|").unwrap().kind,
+            answer("o|-1|0|-|0|0|-2|-2|-|-2|0|-|0|").unwrap().kind,
             Some(LockKind::Foreign)
         );
         assert_eq!(
-            answer("s|5|0|?|0|0|-2|-2|-|-2|").unwrap().kind,
+            answer("s|5|0|?|0|0|-2|-2|-|-2|0|-|0|").unwrap().kind,
             Some(LockKind::Foreign)
         );
         assert_eq!(
-            answer("s|5|0|Q|0|0|-2|-2|-|-2|").unwrap().kind,
+            answer("s|5|0|Q|0|0|-2|-2|-|-2|0|-|0|").unwrap().kind,
             Some(LockKind::Unknown)
+        );
+        let sem = answer("s|900|0|p|0|0|-2|-2|-|-2|2|3|0|").unwrap();
+        assert_eq!(
+            (sem.kind, sem.held, sem.permits, sem.permit_limit),
+            (Some(LockKind::Semaphore), true, 2, Some(3))
+        );
+        let fair = answer("s|900|1|q|0|0|-2|-2|-|-2|0|-|4|").unwrap();
+        assert_eq!(
+            (fair.kind, fair.ours, fair.fair_waiters),
+            (Some(LockKind::Fair), true, 4)
         );
     }
 
@@ -222,6 +241,8 @@ mod tests {
             &crate::kinds::multi::MULTI,
             &crate::kinds::rwlock::READ,
             &crate::kinds::rwlock::WRITE,
+            &crate::kinds::semaphore::SEMAPHORE,
+            &crate::kinds::fair::FAIR,
         ] {
             assert_ne!(
                 super::super::operate::kind_code(spec),
@@ -241,9 +262,9 @@ mod tests {
         for text in [
             "",
             "s|1",
-            "x|-2|0|-|0|0|-2|-2|-|-2|",
-            "s|x|0|x|0|0|-2|-2|-|-2|",
-            "n|-2|0|-|-1|0|-2|-2|-|-2|",
+            "x|-2|0|-|0|0|-2|-2|-|-2|0|-|0|",
+            "s|x|0|x|0|0|-2|-2|-|-2|0|-|0|",
+            "n|-2|0|-|-1|0|-2|-2|-|-2|0|-|0|",
         ] {
             assert!(
                 matches!(answer(text), Err(NodeError::Protocol(_))),

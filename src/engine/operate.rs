@@ -17,13 +17,17 @@ use crate::kinds::spec::Spec;
 use crate::transport::{Cmd, Keys, Script};
 
 /// Every key a resource can have, after its own (`prefix{resource}`), in the order the inspect
-/// script takes them: fence counter, reader set, write intent, waiter mark, holder label.
-pub(crate) const SUFFIXES: [&[u8]; 5] = [
+/// script takes them: fence counter, reader set, write intent, waiter mark, holder label, the
+/// semaphore's permits, the fair lock's queue and its expiries.
+pub(crate) const SUFFIXES: [&[u8]; 8] = [
     b":fence",
     b":rw:readers",
     b":rw:intent",
     b":wait",
     b":holder",
+    b":sem",
+    b":fair:q",
+    b":fair:exp",
 ];
 
 /// The byte after the engine tag in a lock value: which kind of lock drew it, so inspect can say.
@@ -53,30 +57,39 @@ pub(crate) fn handshake_scripts() -> &'static [&'static Script] {
 
 /// Read-only: one line per node, `|`-separated, the label last (it may hold anything):
 /// lock key type (`s` string, `n` none, `o` another type), its PTTL, ours (`1`/`0`), the value's kind
-/// byte (`-` none, `?` not a value of this format), live readers, ours among the first 256 of them,
-/// ms until the last reader expires, the write intent's PTTL, the fence counter (`-` none), the
-/// waiter mark's PTTL, the holder label. KEYS: the resource key then [`SUFFIXES`]; ARGV: the tag.
+/// byte (`-` none, `?` not a value of this format, `p` a semaphore's `permits:<K>` marker), live
+/// readers, ours among the first 256 of them, ms until the last reader expires, the write intent's
+/// PTTL, the fence counter (`-` none), the waiter mark's PTTL, live permits, the marker's K (`-`
+/// none), live fair-queue entries other than the holder's, the holder label. KEYS: the resource key
+/// then [`SUFFIXES`]; ARGV: the tag. Live = expiry after the node's `TIME`, as the kinds' own scripts
+/// prune.
 pub(crate) static INSPECT: Script = Script {
     source: "local function ty(k) return redis.call('TYPE', k)['ok'] end \
+local tm = redis.call('TIME') local now = tm[1] * 1000 + math.floor(tm[2] / 1000) \
 local t, v, ours, kind, label = ty(KEYS[1]), false, '0', '-', '' \
 if t == 'string' then v = redis.call('GET', KEYS[1]) end \
+local limit = '-' \
 if v then if string.sub(v, 1, 8) == ARGV[1] then ours = '1' end \
 if #v == 25 then kind = string.sub(v, 9, 9) else kind = '?' end \
+if string.match(v, '^permits:%d+$') then kind = 'p' limit = string.sub(v, 9) end \
 if ty(KEYS[6]) == 'string' then local h = redis.call('GET', KEYS[6]) \
 if string.sub(h, 1, 40) == redis.sha1hex(v) then label = string.sub(h, 41) end end end \
 local readers, mine, rttl = 0, 0, -2 \
-if ty(KEYS[3]) == 'zset' then local tm = redis.call('TIME') \
-local now = tm[1] * 1000 + math.floor(tm[2] / 1000) \
+if ty(KEYS[3]) == 'zset' then \
 readers = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') \
 if readers > 0 then local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES') \
 rttl = math.floor(tonumber(last[2]) - now) \
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'LIMIT', 0, 256)) do \
 if string.sub(m, 1, 8) == ARGV[1] then mine = mine + 1 end end end end \
+local permits, queued = 0, 0 \
+if ty(KEYS[7]) == 'zset' then permits = redis.call('ZCOUNT', KEYS[7], '(' .. now, '+inf') end \
+if ty(KEYS[9]) == 'zset' then queued = redis.call('ZCOUNT', KEYS[9], '(' .. now, '+inf') \
+if v then local e = redis.call('ZSCORE', KEYS[9], v) if e and tonumber(e) > now then queued = queued - 1 end end end \
 local fence = '-' if ty(KEYS[2]) == 'string' then fence = redis.call('GET', KEYS[2]) end \
 local tc = 'o' if t == 'string' then tc = 's' elseif t == 'none' then tc = 'n' end \
 return table.concat({tc, redis.call('PTTL', KEYS[1]), ours, kind, readers, mine, rttl, \
-redis.call('PTTL', KEYS[4]), fence, redis.call('PTTL', KEYS[5]), label}, '|')",
-    sha1: "3d03e447a468ea03a233c345db7aeb508706fcd7",
+redis.call('PTTL', KEYS[4]), fence, redis.call('PTTL', KEYS[5]), permits, limit, queued, label}, '|')",
+    sha1: "da0c239fcca789f1be73c75941d7573c31e6ff7a",
     resend: true,
 };
 
@@ -166,5 +179,23 @@ pub(crate) fn labeled_acquire(
             Bytes::from(label_ttl_ms.max(ttl_ms).to_string()),
             label.clone(),
         ]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The operator's scripts' `sha1` are their sources' digests (the kinds' own are checked in
+    /// `kinds`): `EVALSHA` sends the constant.
+    #[test]
+    fn operator_script_digests_match_their_sources() {
+        for script in [
+            &super::INSPECT,
+            &super::FORCE_RELEASE,
+            &super::ACQUIRE_LABELED,
+            &super::EXTEND_LABELED,
+        ] {
+            let digest = sha1_smol::Sha1::from(script.source).digest().to_string();
+            assert_eq!(script.sha1, digest, "{}", script.source);
+        }
     }
 }

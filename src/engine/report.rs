@@ -74,6 +74,13 @@ pub struct KeyState {
     pub fence: Option<u64>,
     /// A client elsewhere marked itself as waiting (the mark's time to live).
     pub waiters: Option<Duration>,
+    /// A semaphore's live permits on this node ([`crate::Redlock::acquire_permit`]).
+    pub permits: u64,
+    /// The semaphore's K, as its marker at the resource's key says (`None`: no semaphore here).
+    pub permit_limit: Option<u64>,
+    /// Live entries in this node's fair-lock queue other than the holder's: the waiters
+    /// ([`crate::Redlock::acquire_fair`]).
+    pub fair_waiters: u64,
     /// The holder's label ([`crate::Builder::holder_label`]), shown only when it was written by
     /// the current holder's acquire.
     pub label: Option<String>,
@@ -93,6 +100,10 @@ pub enum LockKind {
     Read,
     /// `acquire_write`.
     Write,
+    /// `acquire_fair`.
+    Fair,
+    /// A semaphore's marker (`acquire_permit`): some permit is held; see [`KeyState::permits`].
+    Semaphore,
     /// A lock value of a kind this version does not know.
     Unknown,
     /// Not a lock of this engine's format: another value length, or another data type at the key.

@@ -19,8 +19,14 @@
 //!    ticket. A waiter granted on a majority holds the lock, with the
 //!    validity rules of any lock; one granted on fewer releases those keys (keeping its place). A
 //!    waiter missing from so many queues that no majority can have it leaves and starts over.
-//! 4. **Release** deletes the lock key and the holder's entry and publishes on the key; **giving up**
-//!    (error, timeout, the acquire future dropped) removes the entry and any key of its own.
+//! 4. **Release** deletes the lock key and the holder's entry; **giving up** (error, timeout, the
+//!    acquire future dropped) removes the entry and any key of its own.
+//! 5. **Wake-ups**: every script that leaves the key free with a non-empty live queue — a release, a
+//!    give-up, a round's unlock, an enqueue or attempt that cannot take the free key (the holder's key
+//!    or the old head's entry expired with nobody told) — publishes on the key's channel the **wake
+//!    name** of the queue's head ([`wake_name`]: 16 hex digits of the SHA1 of its value; the value
+//!    itself is a secret and channels are readable by any subscriber). A waiter is woken only by its
+//!    own name (or by an empty message), from whichever node names it: heads differ per node.
 //!
 //! # Why arrival order holds
 //! Let A's enqueue complete on a majority M_A before B's enqueue begins, and A keep waiting. B's
@@ -32,15 +38,23 @@
 //! it is there, x's head is not B (`(t_A, A) < (t_B, B)`), so x refuses B. Hence B is not granted
 //! before A. No clock of one node is compared with another's; ticket order needs no clocks at all.
 //!
+//! Wake-ups change no node's state, so they take no part in this argument.
+//!
 //! # Why the queue drains
 //! The lowest live waiter L is the head of every queue that holds it. If it holds a majority, the
 //! keys there are free once the holder releases or expires (a refused waiter's keys are released at
 //! once), so L's next attempt wins. If it holds fewer, L notices (its enqueue or its attempts say so)
 //! and re-enqueues behind; a dead L's entries expire within one TTL. Either way the head moves on.
+//! L's next attempt comes at its wake-up — the node that freed the key names L, its head — or, when
+//! that message is lost (or the key expired silently), at its keepalive pause, at most a quarter TTL
+//! later: so the argument needs no message, and head-only wake-ups cost a lost one at most that
+//! pause. Waiters behind L are not woken and need not be: they cannot be granted before L.
 //!
 //! # Costs and limits
-//! Acquire: 2 round trips when the lock is free, then 1 per attempt while waiting (every waiter
-//! tries at each release: with W waiters a release costs W rounds). Release, extend: 1 each; renewal
+//! Acquire: 2 round trips when the lock is free, then 1 per attempt while waiting: about one when
+//! it becomes the head (its wake-up), plus one per keepalive pause (at most a quarter TTL) and one at
+//! its subscription's first confirmation. A release costs the head's one round, not one per waiter
+//! (`tests/fair_wake.rs`). Release, extend: 1 each; renewal
 //! is coalesced like a plain lock's. No local queue or hand-off: every task, local or not, takes its
 //! own ticket (a local hand-off would overtake remote waiters). Three traces the model test
 //! (`tests/fair_model.rs`) found shaped the scripts: a key of ours left by a lost release must not
@@ -76,7 +90,14 @@ pub(crate) static FAIR: Spec = Spec {
     hands_off: false,
     multi_resource: false,
     shared: false,
-    scripts: &[&TICKET, &ENQUEUE, &ATTEMPT, &RELEASE_FAIR, &LEAVE],
+    scripts: &[
+        &TICKET,
+        &ENQUEUE,
+        &ATTEMPT,
+        &RELEASE_FAIR,
+        &UNLOCK_FAIR,
+        &LEAVE,
+    ],
 };
 
 pub(crate) fn fair_kind() -> Kind {
@@ -100,6 +121,10 @@ pub(crate) fn leave_cmd(keys: &Keys, value: LockValue) -> Cmd {
     script_cmd(&LEAVE, keys, value, Args::NONE)
 }
 
+pub(crate) fn unlock_cmd(keys: &Keys, value: LockValue) -> Cmd {
+    script_cmd(&UNLOCK_FAIR, keys, value, Args::NONE)
+}
+
 impl Redlock {
     /// Acquires `resource` as a **fair** lock for `ttl`: waiters are served in the order their
     /// enqueue completed, across processes (see the module doc for the argument). Waits up to
@@ -115,7 +140,7 @@ impl Redlock {
     /// # Ok(()) }
     /// ```
     ///
-    /// Cost: 2 round trips when free; then 1 per attempt (at each release, or every retry pause).
+    /// Cost: 2 round trips when free; then 1 per attempt (when it becomes the head, or every retry pause).
     ///
     /// # Errors
     /// [`LockError::Timeout`] when the wait ends first (its place is given up on every node);
@@ -162,12 +187,12 @@ pub(crate) fn ticket_vote(result: NodeResult) -> Vote {
 // expiry has passed on this node's clock (the only clock an expiry is compared with). Tickets stay
 // far below 2^53, so a score holds them exactly.
 macro_rules! concat_prune {
-    ($body:literal) => {
+    ($($body:expr),+) => {
         concat!(
             "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do redis.call('ZREM', KEYS[2], m) end \
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) ",
-            $body
+            $($body),+
         )
     };
 }
@@ -182,12 +207,32 @@ if top[2] then return tonumber(top[2]) end return 0"
     resend: true,
 };
 
+/// Wakes the live queue's head: publishes its wake name (see [`wake_name`]) on the key's channel.
+/// Every script that leaves the key free with a non-empty queue wakes the head, so the one waiter
+/// that can be granted next tries at once while the others sleep out their keepalive pause. The
+/// name, not the waiter's value: channels are readable by any subscriber, the value is a secret.
+macro_rules! wake_head {
+    () => {
+        "local h = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
+if h then redis.call('PUBLISH', KEYS[1], string.sub(redis.sha1hex(h), 1, 16)) end "
+    };
+}
+
+/// The name a waiter is woken by: the first 16 hex digits of its value's SHA1, as [`wake_head!`]
+/// computes it on the node. 64 bits: names of concurrent waiters of one key do not collide (and a
+/// collision only wakes a second waiter early), and the digest reveals nothing of the value.
+pub(crate) fn wake_name(value: LockValue) -> bytes::Bytes {
+    let hex = sha1_smol::Sha1::from(value.as_bytes()).digest().to_string();
+    bytes::Bytes::copy_from_slice(&hex.as_bytes()[..16])
+}
+
 /// Enqueue and first try: put `(ARGV[3], waiter)` in the queue — replacing any stale entry of ours,
 /// whose older ticket (a lost leave of an earlier place) would otherwise rank us too early — set its
 /// expiry, then the grant rule: the key is free (or already ours) and we are the head of the live
 /// queue. A key of ours while we are not the head (an earlier round's release that did not land) is
 /// deleted: it must neither grant us out of turn nor keep the head waiting. `tests/fair_model.rs`
-/// found both traces.
+/// found both traces. A free key we cannot take wakes the head (its wake was lost, or the holder's
+/// key or the old head's entry expired without a release).
 pub(crate) static ENQUEUE: Script = Script {
     source: concat_prune!(
         "local ttl = tonumber(ARGV[2]) \
@@ -197,9 +242,11 @@ for i = 2, 3 do if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', 
 local cur = redis.call('GET', KEYS[1]) \
 if cur == false or cur == ARGV[1] then \
 if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) return 'G' end \
-if cur then redis.call('DEL', KEYS[1]) end end return 'Q'"
+if cur then redis.call('DEL', KEYS[1]) end ",
+        wake_head!(),
+        "end return 'Q'"
     ),
-    sha1: "70749aa3db06a6f0ad9f8dd2ede667d67000dad9",
+    sha1: "51284b5346e1f55eac784b0c407f2796a9ec7ee1",
     resend: false,
 };
 
@@ -207,39 +254,70 @@ if cur then redis.call('DEL', KEYS[1]) end end return 'Q'"
 /// then the grant rule of [`ENQUEUE`]. `L` if it is not there (never re-added), and also if the entry
 /// carries another ticket: that is an earlier place of ours whose leave and our new enqueue were both
 /// lost on this node, and its older, lower ticket would rank us ahead of waiters that queued before
-/// our current place (the model test found that trace). It is removed.
+/// our current place (the model test found that trace). It is removed (waking the head if the key
+/// is free: the stale entry may have been the head).
 pub(crate) static ATTEMPT: Script = Script {
     source: concat_prune!(
         "local ttl = tonumber(ARGV[2]) local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
 if s == false then return 'L' end \
-if tonumber(s) ~= tonumber(ARGV[3]) then redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) return 'L' end \
+if tonumber(s) ~= tonumber(ARGV[3]) then redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
+if redis.call('GET', KEYS[1]) == false then ",
+        wake_head!(),
+        "end return 'L' end \
 redis.call('ZADD', KEYS[3], 'XX', now + ttl, ARGV[1]) \
 for i = 2, 3 do if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end end \
 local cur = redis.call('GET', KEYS[1]) \
 if cur == false or cur == ARGV[1] then \
 if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) return 'G' end \
-if cur then redis.call('DEL', KEYS[1]) end end return 'Q'"
+if cur then redis.call('DEL', KEYS[1]) end ",
+        wake_head!(),
+        "end return 'Q'"
     ),
-    sha1: "05b2f36a6a903fc61e45b1a27fe09a819b7145f3",
+    sha1: "96c2e63ef7d48f2046c0601f122cbcf635e30541",
     resend: false,
 };
 
-/// Release: compare-and-delete the key, drop the holder's entry, and wake the waiters if any.
+/// Release: compare-and-delete the key, drop the holder's entry (and the expired ones), and wake the
+/// new live head, if any. Replies as the plain release: 1 deleted, 0 no key, -1 another's key.
 pub(crate) static RELEASE_FAIR: Script = Script {
-    source: "local v = redis.call('GET', KEYS[1]) \
+    source: concat_prune!(
+        "local v = redis.call('GET', KEYS[1]) \
 redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
-if v ~= ARGV[1] then if v == false then return 0 end return -1 end \
-redis.call('DEL', KEYS[1]) \
-if redis.call('ZCARD', KEYS[2]) > 0 then redis.call('PUBLISH', KEYS[1], '') end return 1",
-    sha1: "ccfb22d6c8328b8e0cd5939f706b036e9e2dc1b4",
+if v and v ~= ARGV[1] then return -1 end \
+if v then redis.call('DEL', KEYS[1]) end ",
+        wake_head!(),
+        "if v then return 1 end return 0"
+    ),
+    sha1: "064569100411fabb431c1365db4de0e6fff14992",
     resend: true,
 };
 
-/// Give up: drop the waiter's entry and any key of its own; wake the waiters (the head may be next).
+/// A round's keys of ours released, the place kept (a grant on fewer than a majority): the plain
+/// compare-and-delete (after dropping the expired entries), then wake the head if it is another waiter (where we are the head, nobody
+/// else can be granted). Replies as the plain release.
+pub(crate) static UNLOCK_FAIR: Script = Script {
+    source: concat_prune!(
+        "local v = redis.call('GET', KEYS[1]) \
+if v == false then return 0 elseif v ~= ARGV[1] then return -1 end \
+redis.call('DEL', KEYS[1]) \
+local h = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
+if h and h ~= ARGV[1] then redis.call('PUBLISH', KEYS[1], string.sub(redis.sha1hex(h), 1, 16)) end return 1"
+    ),
+    sha1: "4c153781fb08ea6ce973472b504b6488594d3844",
+    resend: true,
+};
+
+/// Give up: drop the waiter's entry (and the expired ones) and any key of its own; wake the live
+/// head if the key is free (we may have been the head, or held the key).
 pub(crate) static LEAVE: Script = Script {
-    source: "redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end \
-if redis.call('ZCARD', KEYS[2]) > 0 then redis.call('PUBLISH', KEYS[1], '') end return 1",
-    sha1: "cbfca464eabbf63bc45eb3492e4129852523c097",
+    source: concat_prune!(
+        "redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
+local cur = redis.call('GET', KEYS[1]) \
+if cur == ARGV[1] then redis.call('DEL', KEYS[1]) cur = false end \
+if cur == false then ",
+        wake_head!(),
+        "end return 1"
+    ),
+    sha1: "8d227b2c66066e98ce1195d7bf36c6dbffd7ca4e",
     resend: true,
 };

@@ -8,9 +8,10 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::exclusive::RELEASE;
-use super::fair::{attempt_cmd, enqueue_cmd, grant_vote, leave_cmd, ticket_cmd, ticket_vote};
-use super::spec::{script_cmd, Target};
+use super::fair::{
+    attempt_cmd, enqueue_cmd, grant_vote, leave_cmd, ticket_cmd, ticket_vote, unlock_cmd, wake_name,
+};
+use super::spec::Target;
 use crate::algo::quorum::{quorum, Tally};
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
@@ -20,7 +21,7 @@ use crate::engine::fanout::{fan_out_into, round};
 use crate::error::LockError;
 use crate::lock::{Grant, Lock};
 use crate::observe::Op;
-use crate::transport::{Args, Cmd};
+use crate::transport::Cmd;
 
 /// What one enqueue or attempt round came to.
 enum Outcome {
@@ -55,7 +56,11 @@ impl Core {
             ttl,
         };
         let key = &target.keys.as_slice()[0];
-        let subscription = s.notify_releases.then(|| self.notifier().subscribe(key));
+        // Woken only by messages naming us (we are a node's new head) or naming nobody; the
+        // keepalive pause is the safety net for lost ones.
+        let subscription = s
+            .notify_releases
+            .then(|| self.notifier().subscribe_named(key, wake_name(value)));
         let notify = subscription.as_ref().map(|sub| sub.notify());
         // Attempts are also the waiter's keepalive: at most a quarter TTL apart.
         let pause = || s.retry.next_delay().min(ttl / 4);
@@ -155,7 +160,7 @@ impl Core {
         // Keys of ours this round set are released unless the lock is handed out (the place kept).
         let unlock = Unlock {
             core: self,
-            cmd: Some(script_cmd(&RELEASE, &target.keys, value, Args::NONE)),
+            cmd: Some(unlock_cmd(&target.keys, value)),
             ttl,
         };
         let deadline = self.round_deadline(start, ttl, None);

@@ -68,3 +68,22 @@ pub(crate) fn scripts() -> &'static [&'static Script] {
         all
     })
 }
+
+#[cfg(test)]
+mod tests {
+    /// Each script's `sha1` is its source's digest: `EVALSHA` sends the constant, and a stale one
+    /// is a `NOSCRIPT` at best (the handshake's `SCRIPT LOAD` check catches it on real nodes too).
+    #[test]
+    fn every_script_digest_matches_its_source() {
+        // Every kind's list, not the deduplicated one: `scripts()` keys on the constant itself.
+        let wrong: Vec<String> = super::KINDS
+            .iter()
+            .flat_map(|k| k.scripts)
+            .filter_map(|script| {
+                let digest = sha1_smol::Sha1::from(script.source).digest().to_string();
+                (script.sha1 != digest).then(|| format!("{} -> {digest}", script.source))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "stale digests:\n{}", wrong.join("\n"));
+    }
+}

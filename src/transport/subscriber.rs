@@ -5,6 +5,11 @@
 //! message from any of them, instead of sleeping out its whole retry pause. Messages are hints: a missed
 //! one (subscription not yet active, reconnect) only means the waiter wakes at its timer, as without
 //! notifications. Subscriptions are reference-counted per channel and re-sent after a reconnect.
+//!
+//! A message's payload says whom it is for: empty (a plain lock's release) wakes every waiter of the
+//! channel; a waiter's wake name (the fair lock names its queue's new head, see
+//! `kinds::fair::wake_name`) wakes only the subscription registered under that name, so a release
+//! costs one attempt instead of one per waiter.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -40,6 +45,8 @@ struct Hub {
 struct Channel {
     users: usize,
     notify: Arc<Notify>,
+    /// Named subscriptions (fair waiters), woken by a message with their name or an empty one.
+    named: HashMap<Bytes, Arc<Notify>>,
     /// Some node confirmed the subscription. Until then a release can go unheard, so the first
     /// confirmation also wakes the waiters: one immediate retry covers a release that landed before.
     active: bool,
@@ -59,6 +66,7 @@ pub(crate) struct Subscription {
     hub: Arc<Hub>,
     channel: Bytes,
     notify: Arc<Notify>,
+    name: Option<Bytes>,
 }
 
 impl Notifier {
@@ -95,6 +103,16 @@ impl Notifier {
 
     /// Subscribes to `channel` on every node (once per channel, however many subscriptions).
     pub(crate) fn subscribe(&self, channel: &Bytes) -> Subscription {
+        self.subscribe_as(channel, None)
+    }
+
+    /// Subscribes to `channel` as `name`: woken by messages naming it (or naming nobody), not by
+    /// messages naming another waiter. Names are unique per waiter (digests of random values).
+    pub(crate) fn subscribe_named(&self, channel: &Bytes, name: Bytes) -> Subscription {
+        self.subscribe_as(channel, Some(name))
+    }
+
+    fn subscribe_as(&self, channel: &Bytes, name: Option<Bytes>) -> Subscription {
         let mut channels = self.inner.channels();
         let entry = channels.entry(channel.clone()).or_insert_with(|| {
             for conn in &self.inner.conns {
@@ -103,14 +121,24 @@ impl Notifier {
             Channel {
                 users: 0,
                 notify: Arc::new(Notify::new()),
+                named: HashMap::new(),
                 active: false,
             }
         });
         entry.users += 1;
+        let notify = match &name {
+            Some(name) => entry
+                .named
+                .entry(name.clone())
+                .or_insert_with(|| Arc::new(Notify::new()))
+                .clone(),
+            None => entry.notify.clone(),
+        };
         Subscription {
             hub: self.inner.clone(),
             channel: channel.clone(),
-            notify: entry.notify.clone(),
+            notify,
+            name,
         }
     }
 }
@@ -128,12 +156,40 @@ impl Drop for Subscription {
         let mut channels = self.hub.channels();
         if let Some(entry) = channels.get_mut(&self.channel) {
             entry.users -= 1;
+            if let Some(name) = &self.name {
+                // Only our own registration (a name drawn twice would share one signal).
+                if entry
+                    .named
+                    .get(name)
+                    .is_some_and(|n| Arc::ptr_eq(n, &self.notify))
+                {
+                    entry.named.remove(name);
+                }
+            }
             if entry.users == 0 {
                 channels.remove(&self.channel);
                 for conn in &self.hub.conns {
                     conn.queue(b"UNSUBSCRIBE", &self.channel);
                 }
             }
+        }
+    }
+}
+
+impl Channel {
+    /// Wakes the waiters a message is for: all for an empty payload, else the one it names.
+    fn wake(&self, payload: &[u8]) {
+        if payload.is_empty() {
+            self.wake_all();
+        } else if let Some(named) = self.named.get(payload) {
+            named.notify_waiters();
+        }
+    }
+
+    fn wake_all(&self) {
+        self.notify.notify_waiters();
+        for named in self.named.values() {
+            named.notify_waiters();
         }
     }
 }
@@ -250,15 +306,18 @@ fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, framer: &mut Framer) 
         };
         let kind = match decode_bytes_mut(&mut frame) {
             Ok(Some((BytesFrame::Array(parts), _, _))) => match &parts[..] {
-                [BytesFrame::BulkString(kind), BytesFrame::BulkString(channel), _] => {
+                [BytesFrame::BulkString(kind), BytesFrame::BulkString(channel), third] => {
                     let mut channels = hub.channels();
-                    match (&kind[..], channels.get_mut(channel)) {
-                        (b"message", Some(entry)) => entry.notify.notify_waiters(),
-                        (b"subscribe", Some(entry)) if !entry.active => {
-                            entry.active = true;
-                            entry.notify.notify_waiters();
+                    match (&kind[..], channels.get_mut(channel), third) {
+                        (b"message", Some(entry), BytesFrame::BulkString(payload)) => {
+                            entry.wake(payload)
                         }
-                        (b"message" | b"subscribe" | b"unsubscribe", _) => {}
+                        (b"message", Some(entry), _) => entry.wake_all(),
+                        (b"subscribe", Some(entry), _) if !entry.active => {
+                            entry.active = true;
+                            entry.wake_all();
+                        }
+                        (b"message" | b"subscribe" | b"unsubscribe", _, _) => {}
                         _ => return closed(node, "unknown pub/sub message kind"),
                     }
                     continue;
@@ -277,4 +336,64 @@ fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, framer: &mut Framer) 
 fn closed(node: &NodeAddr, why: &str) -> bool {
     tracing::warn!(%node, why, "subscriber connection closed: unexpected reply to SUBSCRIBE");
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+
+    fn message(channel: &str, payload: &str) -> BytesMut {
+        BytesMut::from(
+            format!(
+                "*3\r\n$7\r\nmessage\r\n${}\r\n{channel}\r\n${}\r\n{payload}\r\n",
+                channel.len(),
+                payload.len()
+            )
+            .as_bytes(),
+        )
+    }
+
+    /// A named message wakes only the subscription of that name; an empty one wakes everyone.
+    #[test]
+    fn a_named_message_wakes_only_its_waiter() {
+        let hub = Arc::new(Hub {
+            channels: Mutex::new(HashMap::new()),
+            conns: Vec::new(),
+        });
+        let notifier = Notifier {
+            inner: hub.clone(),
+            _stop: CancellationToken::new().drop_guard(),
+        };
+        let key = Bytes::from_static(b"redlock:{k}");
+        let plain = notifier.subscribe(&key);
+        let a = notifier.subscribe_named(&key, Bytes::from_static(b"aaaa"));
+        let b = notifier.subscribe_named(&key, Bytes::from_static(b"bbbb"));
+        let node = NodeAddr::parse("redis://127.0.0.1:1").unwrap();
+        let mut framer = Framer::new(Limits::default());
+        let woken = |buf: &mut BytesMut, framer: &mut Framer| {
+            let armed: Vec<_> = [&plain, &a, &b]
+                .iter()
+                .map(|s| {
+                    let mut n = Box::pin(s.notify().notified_owned());
+                    n.as_mut().enable();
+                    n
+                })
+                .collect();
+            assert!(deliver(&hub, &node, buf, framer));
+            armed
+                .into_iter()
+                .map(|n| n.now_or_never().is_some())
+                .collect::<Vec<_>>()
+        };
+        let mut buf = message("redlock:{k}", "bbbb");
+        assert_eq!(woken(&mut buf, &mut framer), [false, false, true]);
+        let mut buf = message("redlock:{k}", "cccc");
+        assert_eq!(woken(&mut buf, &mut framer), [false, false, false]);
+        let mut buf = message("redlock:{k}", "");
+        assert_eq!(woken(&mut buf, &mut framer), [true, true, true]);
+        // A dropped name is forgotten; the others stay.
+        drop(a);
+        assert_eq!(hub.channels()[&key].named.len(), 1);
+    }
 }

@@ -34,6 +34,11 @@ struct NodeJson<'a> {
     write_intent_ms: Option<u128>,
     fence: Option<u64>,
     waiters_ms: Option<u128>,
+    /// A semaphore's live permits on the node, and its K (null: no semaphore).
+    permits: Option<u64>,
+    permit_limit: Option<u64>,
+    /// The fair lock's waiters queued on the node (the holder not counted).
+    fair_waiters: Option<u64>,
     label: Option<&'a str>,
 }
 
@@ -65,6 +70,9 @@ pub fn inspection(seen: &Inspection) -> String {
                 write_intent_ms: state.and_then(|s| ms(s.write_intent)),
                 fence: state.and_then(|s| s.fence),
                 waiters_ms: state.and_then(|s| ms(s.waiters)),
+                permits: state.map(|s| s.permits),
+                permit_limit: state.and_then(|s| s.permit_limit),
+                fair_waiters: state.map(|s| s.fair_waiters),
                 label: state.and_then(|s| s.label.as_deref()),
             }
         })

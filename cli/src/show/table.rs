@@ -63,6 +63,8 @@ pub fn kind(k: Option<LockKind>) -> &'static str {
         Some(LockKind::Read) => "read",
         Some(LockKind::Write) => "write",
         Some(LockKind::Foreign) => "foreign",
+        Some(LockKind::Fair) => "fair",
+        Some(LockKind::Semaphore) => "semaphore",
         Some(_) => "unknown",
     }
 }

@@ -43,6 +43,10 @@ pub struct ChildResult {
     /// The servers' CPU over the measured phase as this child read it, seconds (each child's reading
     /// covers the whole phase: the parent keeps the largest, never the sum).
     pub server_cpu_s: Option<f64>,
+    /// Every grant as `[key, start_ns, grant_ns]` on the machine's monotonic clock, which all the
+    /// processes share (see `crate::overtakes`): the parent counts overtakes across processes.
+    #[serde(default)]
+    pub grants: Vec<[u64; 3]>,
 }
 
 impl ChildResult {
@@ -64,6 +68,11 @@ impl ChildResult {
             release: buckets(&s.release),
             client_cpu_us: u64::try_from(out.cpu.client.as_micros()).unwrap_or(u64::MAX),
             server_cpu_s: out.cpu.server_s,
+            grants: s
+                .grants
+                .iter()
+                .map(|g| [g.key, g.start_ns, g.grant_ns])
+                .collect(),
         }
     }
 
@@ -91,6 +100,15 @@ impl ChildResult {
             attempts_known: self.attempts_known,
             failed_acquires: causes(&self.failed_acquires),
             failed_releases: causes(&self.failed_releases),
+            grants: self
+                .grants
+                .iter()
+                .map(|&[key, start_ns, grant_ns]| crate::overtakes::Grant {
+                    key,
+                    start_ns,
+                    grant_ns,
+                })
+                .collect(),
         };
         Ok((
             stats,
@@ -236,6 +254,11 @@ mod tests {
         for v in [1u64, 7, 100, 1_234, 98_765, 4_000_000, 59_000_000] {
             a.acquire.record_n(v, v % 7 + 1).unwrap();
             a.release.record(v / 3 + 1).unwrap();
+            a.grants.push(crate::overtakes::Grant {
+                key: v % 4,
+                start_ns: v,
+                grant_ns: v * 2,
+            });
         }
         a.cycles = 42;
         a.acquire_calls = 50;
@@ -263,6 +286,10 @@ mod tests {
             (42, 50, 61, 42)
         );
         assert_eq!(s.failed_acquires["Contended"], 8);
+        assert_eq!(
+            s.grants, a.grants,
+            "every grant's instants, for the overtakes"
+        );
         assert_eq!(s.acquire.len(), a.acquire.len());
         assert_eq!(Percentiles::of(&s.acquire), Percentiles::of(&a.acquire));
         assert_eq!(Percentiles::of(&s.release), Percentiles::of(&a.release));

@@ -53,9 +53,9 @@ pub fn render(report: &Report, svg: &str) -> String {
         }
         let _ = writeln!(
             md,
-            "| engine | cycles/s | acquire p50 | p90 | p99 | p99.9 | max | release p50 | release p99 | attempts/acquire | fairness | failed |"
+            "| engine | cycles/s | acquire p50 | p90 | p99 | p99.9 | max | release p50 | release p99 | attempts/acquire | fairness | max overtakes | failed |"
         );
-        let _ = writeln!(md, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+        let _ = writeln!(md, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
         for run in report.runs.iter().filter(|r| r.scenario.id == scenario.id) {
             let (a, r) = (run.acquire_pct(), run.release_pct());
             let lat = |p: Option<f64>| p.map_or_else(|| "–".into(), micros);
@@ -71,7 +71,7 @@ pub fn render(report: &Report, svg: &str) -> String {
                 .collect();
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 run.label(),
                 group(run.cycles_per_s),
                 lat(a.map(|p| p.p50)),
@@ -85,6 +85,8 @@ pub fn render(report: &Report, svg: &str) -> String {
                     .map_or_else(|| "–".into(), |v| format!("{v:.2}")),
                 run.fairness
                     .map_or_else(|| "–".into(), |v| format!("{v:.3}")),
+                run.overtakes
+                    .map_or_else(|| "–".into(), |o| o.max.to_string()),
                 if failed.is_empty() {
                     "–".into()
                 } else {

@@ -2,7 +2,8 @@
 //!
 //! - [`ratios`]: redlock against each other engine, per scenario; the goals, checked.
 //! - [`table`]: the text table on stdout.
-//! - [`json`]: the `--json` document (its schema is the structs in that file).
+//! - [`json`]: the `--json` document (its schema is the structs in that file; its contract test in
+//!   `json_tests`).
 //! - [`markdown`]: the `--out` summary.
 //! - [`svg`]: the `--out` latency-percentile plot.
 
@@ -23,6 +24,7 @@ use crate::engines::ceiling::Ceiling;
 use crate::engines::{EngineKind, Waiting};
 use crate::machine::{Machine, Versions};
 use crate::overload::cpu::CpuUse;
+use crate::overtakes::Overtakes;
 use crate::stats::Percentiles;
 use crate::workload::{Scenario, Workload};
 
@@ -63,6 +65,8 @@ pub struct RunRecord {
     pub per_process: Vec<u64>,
     /// CPU of the measured phase (`None` for the ceiling).
     pub cpu: Option<CpuUse>,
+    /// Overtakes among the grants (`None` for the ceiling).
+    pub overtakes: Option<Overtakes>,
 }
 
 impl RunRecord {
@@ -275,6 +279,11 @@ pub(crate) fn sample() -> Report {
                 waiting: engine.has_waiting().then_some(Waiting::Smart),
                 processes: Some(1),
                 per_process: Vec::new(),
+                overtakes: Some(Overtakes {
+                    max: 3,
+                    per_grant: 0.25,
+                    grants: 1000,
+                }),
                 cpu: Some(CpuUse {
                     client: Duration::from_millis(base),
                     server_s: Some(0.5),
@@ -294,6 +303,7 @@ pub(crate) fn sample() -> Report {
             failed_acquires: BTreeMap::new(),
             failed_releases: BTreeMap::new(),
             fairness: None,
+            overtakes: None,
             ceiling: Some(Ceiling {
                 cycles_per_s: 20_000.0,
                 set_ops_per_s: 120_000.0,

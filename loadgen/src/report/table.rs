@@ -37,7 +37,7 @@ pub fn render(report: &Report) -> String {
         );
         let _ = writeln!(
             out,
-            "  {:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>13}  failed",
+            "  {:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>13}  failed",
             "engine",
             "cycles/s",
             "acq p50",
@@ -49,6 +49,7 @@ pub fn render(report: &Report) -> String {
             "rel p99",
             "att/acq",
             "fairness",
+            "overtakes",
             "cpu µs/cycle"
         );
         for run in report.runs.iter().filter(|r| r.scenario.id == scenario.id) {
@@ -116,7 +117,7 @@ fn row(run: &RunRecord) -> String {
         .collect();
     let failed = [failed, failed_rel].concat();
     format!(
-        "{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>13}  {}",
+        "{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>13}  {}",
         run.label(),
         group(run.cycles_per_s),
         lat(a.map(|p| p.p50)),
@@ -129,6 +130,9 @@ fn row(run: &RunRecord) -> String {
         run.attempts_per_acquire
             .map_or_else(dash, |v| format!("{v:.2}")),
         run.fairness.map_or_else(dash, |v| format!("{v:.3}")),
+        // Max over the grants, then the mean per grant.
+        run.overtakes
+            .map_or_else(dash, |o| format!("{}/{:.2}", o.max, o.per_grant)),
         cpu(run),
         if failed.is_empty() {
             "-".into()
