@@ -131,6 +131,9 @@ impl Env {
             quarantine: false,
             max_ttl_ms: None,
             no_clock_guard: false,
+            permits: 0,
+            acquire_timeout_ms: None,
+            unordered: false,
         }
     }
 

@@ -1,0 +1,123 @@
+//! Scenario 18: semaphores under the faults of [`super::mixed_faults`] — a node `kill -9`ed and
+//! restarted **at once**, empty (inside the model only because every client quarantines restarted
+//! nodes), a node frozen, proxy delays — with the property **never more than K holders with valid
+//! permits at once** ([`crate::crowding`], judged by the runner).
+//!
+//! Two processes of three tasks take permits of a **counting** semaphore of [`PERMITS`] on one
+//! resource (`acquire_permit`: a quorum of `floor(K·N/(K+1)) + 1` = 4 of 5 nodes, so the faults, which
+//! leave 4 nodes usable in every window, take away all its spare), and two more take slots of a
+//! **slot** semaphore of [`SLOTS`] on another (`acquire_slot`: K exclusive locks on a majority). Six
+//! contenders for K places hold each for [`HOLD_US`], so the semaphore is full most of the time: a
+//! K+1-th holder would show. Every eighth hold extends its permit. No counter: K holders share the
+//! resource, so a read-modify-write probe would lose updates by design.
+//!
+//! The scenario adds: grants of each kind in every window, and each semaphore full (K holders at once)
+//! at least once — a run that never filled it did not test the bound.
+
+use std::time::Duration;
+
+use crate::client::LockMode;
+use crate::crowding;
+use crate::env::{Ctx, Env};
+use crate::record::{LockKind, Outcome};
+
+use super::mixed_faults::{self, client_args, Restart};
+use super::Findings;
+
+/// The counting semaphore's resource and K.
+const PERMIT_RESOURCE: &str = "sem0";
+const PERMITS: u32 = 2;
+/// The slot semaphore's resource and K.
+const SLOT_RESOURCE: &str = "slots0";
+const SLOTS: u32 = 3;
+/// Processes per semaphore, tasks per process.
+const PROCS: usize = 2;
+const TASKS: usize = 3;
+/// How long a holder keeps its permit or slot: long enough that K of them are held together.
+const HOLD_US: u64 = 5_000;
+
+pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
+    let restart = Restart::AtOnce;
+    mixed_faults::prepare(env).await?;
+    let kinds = [
+        ("p", LockMode::Permit, PERMIT_RESOURCE, PERMITS),
+        ("s", LockMode::Slot, SLOT_RESOURCE, SLOTS),
+    ];
+    for (prefix, mode, resource, k) in kinds {
+        for i in 0..PROCS {
+            let mut args = client_args(env, &format!("{prefix}{i}"), restart);
+            args.resources = vec![resource.to_string()];
+            args.lock = mode;
+            args.permits = k;
+            args.tasks = TASKS;
+            args.retries = super::s12_multi_resource::RETRIES;
+            args.cs_sleep_us = HOLD_US;
+            args.storage = None;
+            env.spawn(&args, &[])?;
+        }
+    }
+    let windows = mixed_faults::play(env, ctx, restart, Duration::ZERO).await;
+    env.top_up(ctx).await;
+    let logs = env.finish().await?;
+
+    let mut f = Findings::new(logs);
+    mixed_faults::judge_windows(&mut f, &windows);
+    for (name, kind, resource) in [
+        ("permit", LockKind::Permit(PERMITS), PERMIT_RESOURCE),
+        ("slot", LockKind::Slot(SLOTS), SLOT_RESOURCE),
+    ] {
+        let of_kind: Vec<_> = f
+            .logs
+            .grants
+            .iter()
+            .filter(|g| g.kind == kind && g.resource == resource)
+            .cloned()
+            .collect();
+        let c = crowding::check(&of_kind);
+        let by_window: Vec<usize> = windows
+            .iter()
+            .map(|w| {
+                of_kind
+                    .iter()
+                    .filter(|g| g.t0 > w.from && g.t1 < w.to)
+                    .count()
+            })
+            .collect();
+        for (w, n) in windows.iter().zip(&by_window) {
+            f.expect(*n > 0, format!("no {name} grant in window `{}`", w.name));
+        }
+        let by_window: Vec<String> = by_window.iter().map(usize::to_string).collect();
+        let k = kind.limit().unwrap_or(0);
+        f.extra(format!(
+            "{name}s (K = {k}) {}: most holders at once {}, over K {}, by window {}",
+            of_kind.len(),
+            c.most,
+            c.crowded,
+            by_window.join("/")
+        ));
+        f.expect(
+            c.most >= k as usize,
+            format!(
+                "the {name} semaphore was never full ({} of {k} at most): the bound was not tested",
+                c.most
+            ),
+        );
+    }
+    let gave_up: Vec<String> = [
+        Outcome::Contended,
+        Outcome::Quorum,
+        Outcome::Validity,
+        Outcome::Other,
+    ]
+    .into_iter()
+    .map(|o| {
+        let n = f.logs.attempts.iter().filter(|a| a.2 == o).count();
+        format!("{} {n}", o.code())
+    })
+    .collect();
+    f.extra(format!(
+        "acquire calls that gave up: {}",
+        gave_up.join(", ")
+    ));
+    Ok(f)
+}
