@@ -13,6 +13,11 @@
 //!
 //! The scenario adds: grants of each kind in every window, and each semaphore full (K holders at once)
 //! at least once — a run that never filled it did not test the bound.
+//!
+//! The **control**: two more processes take slots of a third resource, one asking for K slots and
+//! one for K+1 (slots do not check that callers agree, see `kinds::slots`), so K+1 holders of a
+//! semaphore the checker counts with K must show there. Its grants are judged by this scenario, kept
+//! out of the runner's, and it must be crowded — else the checker is blind.
 
 use std::time::Duration;
 
@@ -30,6 +35,8 @@ const PERMITS: u32 = 2;
 /// The slot semaphore's resource and K.
 const SLOT_RESOURCE: &str = "slots0";
 const SLOTS: u32 = 3;
+/// The control's resource (see the module doc).
+const CONTROL: &str = "slots1";
 /// Processes per semaphore, tasks per process.
 const PROCS: usize = 2;
 const TASKS: usize = 3;
@@ -56,11 +63,38 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
             env.spawn(&args, &[])?;
         }
     }
+    // The control: callers of one slot semaphore that disagree on K, which slots do not check.
+    for (i, k) in [SLOTS, SLOTS + 1].into_iter().enumerate() {
+        let mut args = client_args(env, &format!("u{i}"), restart);
+        args.resources = vec![CONTROL.to_string()];
+        args.lock = LockMode::Slot;
+        args.permits = k;
+        args.tasks = TASKS;
+        args.retries = super::s12_multi_resource::RETRIES;
+        args.cs_sleep_us = HOLD_US;
+        args.storage = None;
+        env.spawn(&args, &[])?;
+    }
     let windows = mixed_faults::play(env, ctx, restart, Duration::ZERO).await;
     env.top_up(ctx).await;
-    let logs = env.finish().await?;
+    let mut logs = env.finish().await?;
+    // Judged here, not by the runner: its K+1 holders are the point.
+    let control: Vec<_>;
+    (control, logs.grants) = logs.grants.into_iter().partition(|g| g.resource == CONTROL);
+    let u = crowding::check(&control);
 
     let mut f = Findings::new(logs);
+    f.extra(format!(
+        "control (slots asked with K = {SLOTS} and {}): {} grants, over K {}, most at once {}",
+        SLOTS + 1,
+        u.grants,
+        u.crowded,
+        u.most
+    ));
+    f.expect(
+        u.crowded > 0,
+        "the control's K+1 holders went unseen: the checker is blind",
+    );
     mixed_faults::judge_windows(&mut f, &windows);
     for (name, kind, resource) in [
         ("permit", LockKind::Permit(PERMITS), PERMIT_RESOURCE),
