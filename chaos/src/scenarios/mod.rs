@@ -2,19 +2,20 @@
 //! scenarios 12-14 (the multi-resource, read-write and waiting locks under the faults of
 //! `mixed_faults`), scenario 15 (issue 14: renewed locks under load and a `kill -9`), scenarios 16
 //! and 17 (issue 16: a node's wall clock stepped, with the engine's clock guard off and on; scenario
-//! 7's restart on nodes with `appendfsync always`), scenarios 18 and 19 (issue 17: the counting and
-//! slot semaphores, never more than K holders, and the fair lock, no overtaking, under the faults of
-//! `mixed_faults`), one file each, and the runner that turns a
-//! scenario's logs into its summary line and verdict. Shared by several: `owners` (the choreographed
-//! owners A and B of scenarios 7, 16 and 17), `support`, `mixed_faults`, `key_census`.
+//! 7's restart on nodes with `appendfsync always`), scenarios 18 and 19 (issue 17, under the faults of
+//! `mixed_faults`: the counting and slot semaphores, never more than K holders at once; the fair lock,
+//! no waiter overtaken, with an unordered control that must be), one file each, and the runner that
+//! turns a scenario's logs into its summary line and verdict. Shared by several: `owners` (the
+//! choreographed owners A and B of scenarios 7, 16 and 17), `support`, `mixed_faults`, `key_census`.
 //!
 //! A scenario starts its background clients, plays its fault timeline, stops the clients and returns
 //! [`Findings`]: the logs plus its own figures and expectations. The runner adds what every scenario
 //! shares: the checker's counts, lost updates from the storage node, the model's expectations (inside
 //! Redlock's model: no overlap, no lost update, no torn read, never more than K semaphore holders;
-//! scenario 7: an overlap must show), and
-//! the leak check. (Scenario 16 is judged inside the model on its guard-on half; its guard-off half,
-//! which must show an overlap, runs on processes of its own and is judged by the scenario itself.)
+//! scenario 7: an overlap must show), and the leak check. (Scenario 16 is judged inside the model on
+//! its guard-on half; its guard-off half, which must show an overlap, runs on processes of its own and
+//! is judged by the scenario itself. Scenario 18's control, which must show K+1 holders, is taken out
+//! of the logs before the runner sees them; scenario 19's fairness is judged by the scenario.)
 
 mod key_census;
 mod mixed_faults;

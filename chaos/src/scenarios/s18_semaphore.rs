@@ -76,7 +76,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         env.spawn(&args, &[])?;
     }
     let windows = mixed_faults::play(env, ctx, restart, Duration::ZERO).await;
-    env.top_up(ctx).await;
+    env.top_up_of(ctx, |id| !id.starts_with('u')).await;
     let mut logs = env.finish().await?;
     // Judged here, not by the runner: its K+1 holders are the point.
     let control: Vec<_>;
