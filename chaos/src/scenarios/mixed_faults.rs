@@ -124,6 +124,16 @@ pub async fn play(env: &mut Env, ctx: &Ctx, restart: Restart, min_window: Durati
     windows
 }
 
+/// [`play`] `cycles` times in a row (every window again, node 0 killed again), for scenarios whose
+/// full run should see more of its grants under the faults than the one pass gives.
+pub async fn play_cycles(env: &mut Env, ctx: &Ctx, restart: Restart, cycles: usize) -> Vec<Window> {
+    let mut windows = Vec::new();
+    for _ in 0..cycles {
+        windows.extend(play(env, ctx, restart, Duration::ZERO).await);
+    }
+    windows
+}
+
 /// Restarts node `i` (empty, same port) on this thread, stalling the proxies until it answers PING,
 /// like the other scenarios. Not on a blocking-pool thread: the node dies with the thread that spawned
 /// it (`PR_SET_PDEATHSIG`), and tokio retires idle pool threads after 10 s.

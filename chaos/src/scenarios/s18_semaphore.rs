@@ -19,8 +19,6 @@
 //! semaphore the checker counts with K must show there. Its grants are judged by this scenario, kept
 //! out of the runner's, and it must be crowded — else the checker is blind.
 
-use std::time::Duration;
-
 use crate::client::LockMode;
 use crate::crowding;
 use crate::env::{Ctx, Env};
@@ -42,6 +40,16 @@ const PROCS: usize = 2;
 const TASKS: usize = 3;
 /// How long a holder keeps its permit or slot: long enough that K of them are held together.
 const HOLD_US: u64 = 5_000;
+
+/// Passes of the fault timeline: one in `--short` (CI's time), three in a full run, so that more of
+/// its grants come under the faults than after them.
+pub fn cycles(ctx: &Ctx) -> usize {
+    if ctx.short {
+        1
+    } else {
+        3
+    }
+}
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let restart = Restart::AtOnce;
@@ -75,7 +83,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         args.storage = None;
         env.spawn(&args, &[])?;
     }
-    let windows = mixed_faults::play(env, ctx, restart, Duration::ZERO).await;
+    let windows = mixed_faults::play_cycles(env, ctx, restart, cycles(ctx)).await;
     env.top_up_of(ctx, |id| !id.starts_with('u')).await;
     let mut logs = env.finish().await?;
     // Judged here, not by the runner: its K+1 holders are the point.

@@ -49,7 +49,8 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         args.acquire_timeout_ms = Some(WAIT_MS);
         env.spawn(&args, &[])?;
     }
-    let mut windows = mixed_faults::play(env, ctx, restart, Duration::ZERO).await;
+    let mut windows =
+        mixed_faults::play_cycles(env, ctx, restart, super::s18_semaphore::cycles(ctx)).await;
     // The faults are over from the last window on; waiters must keep being served.
     let healed = windows.last().map_or(0, |w| w.from);
     let from = mark();
