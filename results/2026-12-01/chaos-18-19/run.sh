@@ -34,3 +34,13 @@ for i in 1 2; do
     run "full-19-$i" --scenario 19
 done
 run short-suite --short
+
+# The fair lock's order claim at its edge (tests/fair_ticket_window.rs, ignored in CI): B's ticket
+# round runs before A's enqueue, B's enqueue begins after A's completed; B can still be first.
+{
+    echo "# $(git rev-parse --short HEAD) cargo test --test fair_ticket_window -- --ignored --nocapture"
+    echo "# before: $(uptime)"
+    cargo test --test fair_ticket_window -- --ignored --nocapture 2>&1 | grep -E '^(trial|B,|test )' || true
+    echo "# after: $(uptime)"
+} > "$out/fair-ticket-window.txt"
+cat "$out/fair-ticket-window.txt"
