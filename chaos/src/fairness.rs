@@ -36,12 +36,18 @@
 //!   before the future is dropped); for any other end, its last round.
 //!
 //! **Overtake**: A's place (not lost) with `E < S_B` and `W_B < L_A`, A and B different calls on one
-//! resource. Every
-//! bound errs towards "no overtake", so each one reported is real: A's entry was on a majority before
-//! B started its ticket round, and B was granted while A still waited with that place. A place that
-//! ended in a definite requeue was lost (the documented limit: its entries expired or were dropped);
-//! its overtakes are counted apart, as a figure, not a violation. Calls of one process are waiters like
-//! any other (the fair lock has no local queue).
+//! resource. Every bound errs towards "no overtake", so each one reported is real: A's entry was on a
+//! majority before B started its ticket round, and B was granted while A still waited with that
+//! place. A place that ended in a definite requeue was lost (the documented limit: its entries expired
+//! or were dropped); its overtakes are counted apart, as a figure, not a violation. Calls of one
+//! process are waiters like any other (the fair lock has no local queue). **Contested pairs** (A's
+//! kept place complete before B began, B begun before A stopped waiting) count the pairs the property
+//! constrained: the checker's work, shown in the summary so a run that never queued anyone shows it.
+//!
+//! What this cannot see: a round the engine decided without emitting its event (an admission refusal
+//! emits none; with the default `max_in_flight` and a few tasks it does not happen), hence the
+//! `miscounted` check below; and B's enqueue start itself (the ticket round emits no event), which is
+//! why `S` bounds B's whole place, not its enqueue.
 //!
 //! Also counted: **blind** granted calls (no round seen: the tap is broken and this checker with it, a
 //! failure), and granted calls whose rounds and `Lock::attempts` disagree (the tap missed rounds).

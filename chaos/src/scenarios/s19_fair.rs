@@ -1,6 +1,7 @@
 //! Scenario 19: the fair lock (`acquire_fair`) under the faults of [`super::mixed_faults`] — a node
 //! `kill -9`ed and restarted **at once**, empty (quarantined by every client), a node frozen past a
-//! TTL, proxy delays — then a drain with no fault.
+//! TTL, proxy delays; one pass in `--short`, three in a full run — then a drain with no fault (the
+//! full run's top-up to its grant target, then one phase).
 //!
 //! Four processes of two tasks wait on **one** fair lock, each call up to [`WAIT_MS`]; a granted
 //! holder does the lost-update probe and releases. Every call logs its rounds (`F` lines), and:
@@ -12,9 +13,9 @@
 //!   and a TTL after the clients stopped no queue key is left on any node (cancelled waiters' places
 //!   expire).
 //!
-//! The **control**: for the drain, two more processes wait on another resource with the plain
-//! `acquire`, logged the same way. It orders nobody across processes, so the same checker must find
-//! overtakes there — a checker that finds none is blind, and the scenario fails.
+//! The **control**: for the drain's last phase, two more processes wait on another resource with the
+//! plain `acquire` (local queue off), logged the same way. It orders nobody, so the same checker must
+//! find overtakes there — a checker that finds none is blind, and the scenario fails.
 
 use std::time::Duration;
 
