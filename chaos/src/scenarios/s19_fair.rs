@@ -1,15 +1,17 @@
 //! Scenario 19: the fair lock (`acquire_fair`) under the faults of [`super::mixed_faults`] — a node
 //! `kill -9`ed and restarted **at once**, empty (quarantined by every client), a node frozen past a
-//! TTL, proxy delays; one pass in `--short`, three in a full run — then a drain with no fault (the
-//! full run's top-up to its grant target, then one phase).
+//! TTL, proxy delays; one pass in `--short`, three in a full run — then one waiter **process** frozen
+//! (SIGSTOP) for 1.75 TTL, then a drain with no fault (the full run's top-up to its grant target, then
+//! one phase).
 //!
 //! Four processes of two tasks wait on **one** fair lock, each call up to [`WAIT_MS`]; a granted
 //! holder does the lost-update probe and releases. Every call logs its rounds (`F` lines), and:
 //! - **no overtaking** ([`crate::fairness`]): no waiter is granted while another, whose enqueue had
 //!   completed before the first began its ticket round, still keeps its place — 0 inside the model;
 //! - **exclusion**: the runner's overlap check and lost updates, as for any exclusive lock;
-//! - **the queue drains**: grants in every window, the drain's included; no call that began after
-//!   the faults ended times out; no call fails otherwise; the tap saw every granted call's rounds;
+//! - **the queue drains**: grants in every window, the drain's and the frozen waiter's included (its
+//!   entries expire within a TTL, then the others pass: those places are counted lost, and their
+//!   overtakes apart, as the documented limit); no call that began after the faults ended times out; no call fails otherwise; the tap saw every granted call's rounds;
 //!   and a TTL after the clients stopped no queue key is left on any node (cancelled waiters' places
 //!   expire).
 //!
@@ -35,6 +37,8 @@ const CONTROL: &str = "u0";
 const CONTROL_PROCS: usize = 2;
 const PROCS: usize = 4;
 const TASKS: usize = 2;
+/// The client process frozen after the node faults (see the module doc).
+const FROZEN: usize = PROCS - 1;
 /// Each call's `acquire_timeout`: several TTLs, so a waiter outlives a frozen node's backlog and
 /// timeouts stay rare (each one exempts a place from the check).
 const WAIT_MS: u64 = 4_000;
@@ -48,13 +52,30 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         args.lock = LockMode::Fair;
         args.tasks = TASKS;
         args.acquire_timeout_ms = Some(WAIT_MS);
+        if i == FROZEN {
+            // Frozen at a random point, it may be holding the lock between its validity check and
+            // its counter write: a lost update by the limit of any lease (scenario 5), not a fault
+            // of the fair lock. So it writes no counter; its holds are still checked for overlap.
+            args.storage = None;
+        }
         env.spawn(&args, &[])?;
     }
     let mut windows =
         mixed_faults::play_cycles(env, ctx, restart, super::s18_semaphore::cycles(ctx)).await;
-    // The faults are over from the last window on; waiters must keep being served.
-    let healed = windows.last().map_or(0, |w| w.from);
+    // A waiter process frozen past a TTL (the documented limit: a waiter that stops refreshing loses
+    // its place): its entries must expire, not block the queue, and its places are seen lost.
     let from = mark();
+    env.client(FROZEN).stop();
+    wait(Duration::from_millis(TTL_MS * 7 / 4)).await;
+    env.client(FROZEN).cont();
+    windows.push(Window {
+        name: "waiter frozen",
+        from,
+        to: mark(),
+    });
+    // The faults are over from here on; waiters must keep being served.
+    let healed = mark();
+    let from = healed;
     env.top_up(ctx).await;
     // The control joins for the drain: no fault is left, so no quarantine is needed.
     for i in 0..CONTROL_PROCS {
@@ -93,6 +114,10 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
             format!("{} {n}", w.name)
         })
         .collect();
+    let frozen_gap = windows
+        .iter()
+        .find(|w| w.name == "waiter frozen")
+        .map_or(0, |w| longest_gap(&f.logs.grants, w));
     let c = fairness::check(&fair);
     let u = fairness::check(&control);
     let late_timeouts = fair
@@ -104,7 +129,8 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         "fair grants by window: {}; fair calls {} (granted {}, timed out {}, cancelled at the stop \
          {}, failed {}); places {} (lost {}); contested pairs {}, overtakes {} (of lost places {}); \
          most waiting at once {most}; wait mean {:.1} ms, longest {:.1} ms; queue keys left a TTL \
-         after the stop: {nodes_left} nodes; control (plain acquire): {} grants, overtakes {}",
+         after the stop: {nodes_left} nodes; longest time without a fair grant while a waiter was \
+         frozen {:.0} ms; control (plain acquire): {} grants, overtakes {}",
         by_window.join(", "),
         c.calls,
         c.granted,
@@ -118,6 +144,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         c.overtakes_of_lost,
         c.mean_wait_ns as f64 / 1e6,
         c.longest_wait_ns as f64 / 1e6,
+        frozen_gap as f64 / 1e6,
         u.granted,
         u.overtakes,
     ));
@@ -169,4 +196,19 @@ fn most_waiting(calls: &[FairCall]) -> usize {
         most = most.max(now);
     }
     most as usize
+}
+
+/// The longest stretch of `w` (ns) in which no grant of the fair lock returned.
+fn longest_gap(grants: &[Grant], w: &Window) -> u64 {
+    let mut times: Vec<u64> = grants
+        .iter()
+        .filter(|g| g.resource == RESOURCE && (w.from..w.to).contains(&g.t1))
+        .map(|g| g.t1)
+        .collect();
+    times.sort_unstable();
+    let edges = std::iter::once(w.from)
+        .chain(times)
+        .chain(std::iter::once(w.to));
+    let edges: Vec<u64> = edges.collect();
+    edges.windows(2).map(|p| p[1] - p[0]).max().unwrap_or(0)
 }
