@@ -126,10 +126,16 @@ pub async fn play(env: &mut Env, ctx: &Ctx, restart: Restart, min_window: Durati
 
 /// [`play`] `cycles` times in a row (every window again, node 0 killed again), for scenarios whose
 /// full run should see more of its grants under the faults than the one pass gives.
-pub async fn play_cycles(env: &mut Env, ctx: &Ctx, restart: Restart, cycles: usize) -> Vec<Window> {
+pub async fn play_cycles(
+    env: &mut Env,
+    ctx: &Ctx,
+    restart: Restart,
+    min_window: Duration,
+    cycles: usize,
+) -> Vec<Window> {
     let mut windows = Vec::new();
     for _ in 0..cycles {
-        windows.extend(play(env, ctx, restart, Duration::ZERO).await);
+        windows.extend(play(env, ctx, restart, min_window).await);
     }
     windows
 }

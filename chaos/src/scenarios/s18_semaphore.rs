@@ -20,6 +20,8 @@
 //! semaphore the checker counts with K must show there. Its grants are judged by this scenario, kept
 //! out of the runner's, and it must be crowded — else the checker is blind.
 
+use std::time::Duration;
+
 use crate::client::LockMode;
 use crate::crowding;
 use crate::env::{Ctx, Env};
@@ -41,6 +43,12 @@ const PROCS: usize = 2;
 const TASKS: usize = 3;
 /// How long a holder keeps its permit or slot: long enough that K of them are held together.
 const HOLD_US: u64 = 5_000;
+/// The control's holds: longer, so that its K+1 holders show even on a slow (debug, loaded) run.
+const CONTROL_HOLD_US: u64 = 20_000;
+/// Shortest window of the timeline. With node 4 late and node 1 delayed, a permit needs all four
+/// other nodes, one of them 40 ms away, so a 0.6 s `--short` window held 7-19 permits. A TTL keeps
+/// that well clear of 0 on a loaded machine.
+const MIN_WINDOW: Duration = Duration::from_millis(crate::env::TTL_MS);
 
 /// Passes of the fault timeline: one in `--short` (CI's time), three in a full run, so that more of
 /// its grants come under the faults than after them.
@@ -80,11 +88,11 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         args.permits = k;
         args.tasks = TASKS;
         args.retries = super::s12_multi_resource::RETRIES;
-        args.cs_sleep_us = HOLD_US;
+        args.cs_sleep_us = CONTROL_HOLD_US;
         args.storage = None;
         env.spawn(&args, &[])?;
     }
-    let windows = mixed_faults::play_cycles(env, ctx, restart, cycles(ctx)).await;
+    let windows = mixed_faults::play_cycles(env, ctx, restart, MIN_WINDOW, cycles(ctx)).await;
     env.top_up_of(ctx, |id| !id.starts_with('u')).await;
     let mut logs = env.finish().await?;
     // Judged here, not by the runner: its K+1 holders are the point.

@@ -60,8 +60,14 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         }
         env.spawn(&args, &[])?;
     }
-    let mut windows =
-        mixed_faults::play_cycles(env, ctx, restart, super::s18_semaphore::cycles(ctx)).await;
+    let mut windows = mixed_faults::play_cycles(
+        env,
+        ctx,
+        restart,
+        Duration::ZERO,
+        super::s18_semaphore::cycles(ctx),
+    )
+    .await;
     // A waiter process frozen past a TTL (the documented limit: a waiter that stops refreshing loses
     // its place): its entries must expire, not block the queue, and its places are seen lost.
     let from = mark();
