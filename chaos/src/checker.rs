@@ -31,94 +31,19 @@
 //!   This checks the engine's fencing tokens themselves (the store only sees their effect); reported,
 //!   not judged, since counter loss on restarted nodes is the engine's documented assumption.
 //!
+//! - **crowded**: a semaphore grant (permit or slot) that returned while K others still held: K+1
+//!   holders at once ([`crate::crowding`]; semaphore holds share among themselves in the overlap
+//!   check, never with an exclusive hold).
+//!
 //! Lost updates need the storage node, so the scenario runner computes them from [`Summary::completed`].
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use crate::record::{Fenced, Grant, LockKind, Outcome, Record, Seen, Via, Wrote};
-use crate::renewal_log::Renewal;
+pub use crate::logs::Logs;
+use crate::record::{Fenced, Grant, LockKind, Outcome, Seen, Via, Wrote};
 
 /// Slack for converting `Instant`s to raw nanoseconds (the conversion is exact to tens of ns).
 const TOLERANCE_NS: u64 = 1_000;
-
-/// Every record of one scenario.
-#[derive(Debug, Default)]
-pub struct Logs {
-    pub grants: Vec<Grant>,
-    /// `(t0, t1, outcome)` of every acquire attempt.
-    pub attempts: Vec<(u64, u64, Outcome)>,
-    /// `(log file stem, wall_ns, mono_ns)` samples.
-    pub walls: Vec<(String, i64, u64)>,
-    /// Failed release/extend calls on valid locks: `holder op took_ns message`.
-    pub errors: Vec<String>,
-    /// Renewed locks' holds (scenario 15).
-    pub renewals: Vec<Renewal>,
-}
-
-impl Logs {
-    /// Reads every `*.log` file in `dir`, skipping malformed lines.
-    pub fn read_dir(dir: &Path) -> std::io::Result<Self> {
-        let mut logs = Self::default();
-        let mut paths: Vec<_> = std::fs::read_dir(dir)?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "log"))
-            .collect();
-        paths.sort();
-        for path in paths {
-            logs.read_file(&path)?;
-        }
-        Ok(logs)
-    }
-
-    /// Adds the records of one log file.
-    pub fn read_file(&mut self, path: &Path) -> std::io::Result<()> {
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let text = std::fs::read_to_string(path)?;
-        self.add(&stem, &text);
-        Ok(())
-    }
-
-    fn add(&mut self, stem: &str, text: &str) {
-        for line in text.lines() {
-            if let Some(r) = Renewal::parse(line) {
-                self.renewals.push(r);
-                continue;
-            }
-            match Record::parse(line) {
-                Some(Record::Grant(g)) => self.grants.push(g),
-                Some(Record::Attempt { t0, t1, outcome }) => self.attempts.push((t0, t1, outcome)),
-                Some(Record::Begin { .. }) => {} // read live by scenario 5, not needed here
-                Some(Record::Wall { wall_ns, mono_ns }) => {
-                    self.walls.push((stem.to_string(), wall_ns, mono_ns))
-                }
-                Some(Record::Error(e)) => self.errors.push(e),
-                None => {}
-            }
-        }
-    }
-
-    /// Grants whose attempt started after `from` and returned before `to`.
-    pub fn grants_within(&self, from: u64, to: u64) -> impl Iterator<Item = &Grant> {
-        self.grants.iter().filter(move |g| g.t0 > from && g.t1 < to)
-    }
-
-    /// Latencies (ns) of attempts that started in `[from, to)`, sorted.
-    pub fn latencies_within(&self, from: u64, to: u64) -> Vec<u64> {
-        let mut v: Vec<u64> = self
-            .attempts
-            .iter()
-            .filter(|(t0, _, _)| (from..to).contains(t0))
-            .map(|(t0, t1, _)| t1.saturating_sub(*t0))
-            .collect();
-        v.sort_unstable();
-        v
-    }
-}
 
 /// What the checker found in one scenario's logs.
 #[derive(Debug, Default)]
@@ -153,6 +78,8 @@ pub struct Summary {
     pub torn_reads: usize,
     /// Grants handed over by a local holder (with or without an extend on take-over).
     pub handoffs: usize,
+    /// Semaphore grants against their K ([`crate::crowding`]).
+    pub crowding: crate::crowding::Crowding,
 }
 
 /// Checks every grant of `logs`.
@@ -202,6 +129,7 @@ pub fn summarize(logs: &Logs) -> Summary {
             s.handoffs += 1;
         }
     }
+    s.crowding = crate::crowding::check(&logs.grants);
     let (accepted, stale) = stale_accepted(&logs.grants);
     s.fenced_accepted = accepted;
     s.stale_accepted = stale;
@@ -271,6 +199,7 @@ fn describe(g: &Grant) -> String {
         LockKind::Many => format!("{} (holding {})", g.holder, g.resource),
         LockKind::Read => format!("{} (reader)", g.holder),
         LockKind::Write => format!("{} (writer)", g.holder),
+        LockKind::Permit(k) | LockKind::Slot(k) => format!("{} (one of {k})", g.holder),
     }
 }
 

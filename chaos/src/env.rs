@@ -131,6 +131,9 @@ impl Env {
             quarantine: false,
             max_ttl_ms: None,
             no_clock_guard: false,
+            permits: 0,
+            acquire_timeout_ms: None,
+            unordered: false,
         }
     }
 
@@ -165,14 +168,19 @@ impl Env {
         &self.clients[index]
     }
 
-    /// Grants logged so far by every client.
-    pub fn grants_so_far(&self) -> usize {
+    /// Grants logged so far by the clients whose id `counts`.
+    pub fn grants_so_far(&self, counts: impl Fn(&str) -> bool) -> usize {
         let Ok(dir) = std::fs::read_dir(&self.dir) else {
             return 0;
         };
         dir.flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-            .filter_map(|e| std::fs::read(e.path()).ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .filter(|p| {
+                p.file_stem()
+                    .is_some_and(|id| counts(&id.to_string_lossy()))
+            })
+            .filter_map(|p| std::fs::read(p).ok())
             .map(|bytes| {
                 bytes
                     .split(|&b| b == b'\n')
@@ -184,8 +192,15 @@ impl Env {
 
     /// Keeps the clients running until the suite's grant target is met (bounded by its cap).
     pub async fn top_up(&self, ctx: &Ctx) {
+        self.top_up_of(ctx, |_| true).await;
+    }
+
+    /// [`Env::top_up`], counting only the grants of the clients whose id `counts` (a scenario's
+    /// control clients, judged apart, must not make up its target).
+    pub async fn top_up_of(&self, ctx: &Ctx, counts: impl Fn(&str) -> bool) {
         let until = tokio::time::Instant::now() + ctx.target_cap;
-        while self.grants_so_far() < ctx.target_grants && tokio::time::Instant::now() < until {
+        while self.grants_so_far(&counts) < ctx.target_grants && tokio::time::Instant::now() < until
+        {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }

@@ -6,17 +6,22 @@
 //! # Layout
 //! - `suite`: the orchestrator — settings, the run over scenarios, the summary and exit status.
 //! - `scenarios`: one file per scenario (`sNN_*`), and the runner that judges each one's logs; shared by
-//!   several: `mixed_faults` (the fault timeline of 12-14), `key_census` (15's census of lock keys),
-//!   `support` (in-process engines, bounded retries, time marks).
+//!   several: `mixed_faults` (the fault timeline of 12-14, 18 and 19), `key_census` (15's census of
+//!   lock keys), `support` (in-process engines, bounded retries, time marks).
 //! - `env`: one scenario's processes (nodes, storage, proxies, clients) and their teardown.
 //! - `client`: the client process — its options (`client/args`), shared context (`client/ctx`), the
 //!   acquire loop of each lock kind (`client/worker`), their critical section on the counter and its
-//!   mirror, and the release (`client/section`), and the renewed-lock holders with the load beside
-//!   them (`client/renewed`, scenario 15).
-//! - `checker`: overlaps (per resource, readers may share), overruns, validity lies, torn reads,
-//!   latency percentiles from the logs; `checker_tests.rs`: its rules on synthetic logs.
+//!   mirror, and the release (`client/section`), the renewed-lock holders with the load beside
+//!   them (`client/renewed`, scenario 15), and the fair-lock waiters (`client/fair`, scenario 19)
+//!   with the tap on the engine's round events (`client/round_tap`).
+//! - `checker`: overlaps (per resource, readers and semaphore holders may share), overruns, validity
+//!   lies, torn reads, latency percentiles from the logs; `checker_tests.rs`: its rules on synthetic
+//!   logs. `crowding`: never more than K semaphore holders at once (`crowding_tests.rs`);
+//!   `fairness`: no overtaking among fair-lock waiters (`fairness_tests.rs`).
+//! - `logs`: every record of a scenario, read back from its log files.
 //! - `record`: the log format shared by writers and the checker — the line types and the writer, the
-//!   coded fields (`record/fields`), the `G` line (`record/grant`); `renewal_log`: its `R` line.
+//!   coded fields (`record/fields`), the `G` line (`record/grant`); `renewal_log`: its `R` line;
+//!   `fair_log`: its `F` line (a fair acquire call and its rounds).
 //! - `node`, `proxy`, `procs`: redis-server processes (and how each is started: `NodeSpec`, e.g. with
 //!   an AOF or under the clock shim), the fault-injecting TCP proxy, process guards.
 //! - `counter`, `resp`: the storage counter client (and the keys it keeps), a one-shot RESP client.
@@ -28,8 +33,12 @@ mod client;
 mod clock;
 mod clockshim;
 mod counter;
+mod crowding;
 mod env;
+mod fair_log;
+mod fairness;
 mod faketime;
+mod logs;
 mod node;
 mod procs;
 mod proxy;

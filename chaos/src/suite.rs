@@ -14,7 +14,7 @@ pub struct SuiteArgs {
     /// CI mode: each scenario a few seconds, no grant target.
     #[arg(long)]
     pub short: bool,
-    /// Run only these scenarios (1-17); repeat or comma-separate. Default: all.
+    /// Run only these scenarios (1-19); repeat or comma-separate. Default: all.
     #[arg(long = "scenario", value_name = "N", value_delimiter = ',')]
     pub scenarios: Vec<u8>,
     /// Grants each scenario waits for before stopping (default: 10000, or 0 with --short).
@@ -50,7 +50,7 @@ async fn run(args: SuiteArgs) -> ExitCode {
         .filter(|s| args.scenarios.is_empty() || args.scenarios.contains(&s.number))
         .collect();
     if chosen.is_empty() {
-        eprintln!("chaos: no such scenario {:?} (1-17)", args.scenarios);
+        eprintln!("chaos: no such scenario {:?} (1-19)", args.scenarios);
         return ExitCode::FAILURE;
     }
     if let Err(why) = redis_server_runs() {

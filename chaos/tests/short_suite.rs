@@ -40,6 +40,10 @@ fn the_short_suite_passes() {
         "scenario 16 did not run (skipped without cc?)"
     );
     assert!(text.contains("scenario 17-durable-restart-fsync-always: grants"));
+    // Issue 17: the semaphores (never more than K holders) and the fair lock (no overtaking) under
+    // the mixed faults.
+    assert!(text.contains("scenario 18-semaphore-faults: grants"));
+    assert!(text.contains("scenario 19-fair-lock-faults: grants"));
 }
 
 #[test]

@@ -81,6 +81,17 @@ pub struct ClientArgs {
     /// With `--quarantine`: the maximum lock lifetime (default: the TTL).
     #[arg(long)]
     pub max_ttl_ms: Option<u64>,
+    /// `--lock permit` / `--lock slot`: the semaphore's K (permits or slots).
+    #[arg(long, default_value_t = 0)]
+    pub permits: u32,
+    /// The engine's `acquire_timeout` (default: the library's, none): how long a waiting acquire
+    /// waits. `--lock fair` logs it, since its checker bounds a timed-out waiter's place with it.
+    #[arg(long)]
+    pub acquire_timeout_ms: Option<u64>,
+    /// `--lock fair`, the control: wait with the plain `acquire` instead of `acquire_fair`, logged
+    /// the same way, so the fairness checker must find overtakes (scenario 19).
+    #[arg(long)]
+    pub unordered: bool,
     /// Turn off the engine's clock-jump guard (`Config::clock_guard`, on by default): scenario 16's
     /// clients without it show the hazard it covers.
     #[arg(long)]
@@ -106,6 +117,7 @@ impl ClientArgs {
             format!("--cs-sleep-us={}", self.cs_sleep_us),
             format!("--extend-every={}", self.extend_every),
             format!("--pause-us={}", self.pause_us),
+            format!("--permits={}", self.permits),
             format!("--max-secs={}", self.max_secs),
             format!("--stop-file={}", self.stop_file.display()),
             format!("--log={}", self.log.display()),
@@ -125,6 +137,9 @@ impl ClientArgs {
         if self.no_clock_guard {
             v.push("--no-clock-guard".into());
         }
+        if self.unordered {
+            v.push("--unordered".into());
+        }
         if !self.load_resources.is_empty() {
             v.push(format!(
                 "--load-resources={}",
@@ -133,6 +148,9 @@ impl ClientArgs {
         }
         if let Some(n) = self.max_in_flight {
             v.push(format!("--max-in-flight={n}"));
+        }
+        if let Some(ms) = self.acquire_timeout_ms {
+            v.push(format!("--acquire-timeout-ms={ms}"));
         }
         v
     }
@@ -152,6 +170,12 @@ pub enum LockMode {
     /// `acquire_renewed`: many renewed locks held at once, with load beside them
     /// ([`crate::client::renewed`]).
     Renewed,
+    /// `acquire_permit`: one of `--permits` permits of a counting semaphore.
+    Permit,
+    /// `acquire_slot`: one of `--permits` slots of a slot semaphore.
+    Slot,
+    /// `acquire_fair`: the fair lock, every call and its rounds logged ([`crate::client::fair`]).
+    Fair,
 }
 
 impl LockMode {
@@ -162,6 +186,9 @@ impl LockMode {
             Self::Rw => "rw",
             Self::Wait => "wait",
             Self::Renewed => "renewed",
+            Self::Permit => "permit",
+            Self::Slot => "slot",
+            Self::Fair => "fair",
         }
     }
 }

@@ -12,8 +12,9 @@
 //! once a later holder's has been accepted.
 //!
 //! `--lock` picks the lock kind ([`LockMode`]): one attempt of an exclusive lock (the default, above),
-//! or the waiting calls — `acquire_many` on a pair of resources, `acquire_read`/`acquire_write`, or
-//! `acquire` with the local queue and release notifications. Their critical sections are in
+//! or the waiting calls — `acquire_many` on a pair of resources, `acquire_read`/`acquire_write`,
+//! `acquire` with the local queue and release notifications, a semaphore's `acquire_permit` or
+//! `acquire_slot`, or `acquire_fair`. Their critical sections are in
 //! [`section`].
 
 //!
@@ -22,11 +23,15 @@
 //! - [`ctx`]: what every task of the process shares ([`ctx::Ctx`]: engine, log, clock map, the stop);
 //! - [`worker`]: the acquire loop of the exclusive, many, rw and wait modes;
 //! - [`section`]: their critical section on the counter (and its mirror), and the release;
-//! - [`renewed`]: `--lock renewed` (scenario 15): renewed-lock holders and the load beside them.
+//! - [`renewed`]: `--lock renewed` (scenario 15): renewed-lock holders and the load beside them;
+//! - [`fair`]: `--lock fair` (scenario 19): fair-lock waiters, each call logged with its rounds, which
+//!   [`round_tap`] reads off the engine's tracing events.
 
 mod args;
 mod ctx;
+mod fair;
 mod renewed;
+mod round_tap;
 mod section;
 mod worker;
 
@@ -60,6 +65,9 @@ pub fn main(args: ClientArgs) -> ExitCode {
 /// Builds the engine and the shared context, runs the tasks of the lock mode until they end.
 async fn run(args: ClientArgs) -> Result<(), String> {
     let log = Log::create(&args.log).map_err(|e| format!("log {}: {e}", args.log.display()))?;
+    if args.lock == LockMode::Fair {
+        round_tap::install()?;
+    }
     let ttl = Duration::from_millis(args.ttl_ms);
     let defaults = Config::default();
     let config = Config {
@@ -71,8 +79,9 @@ async fn run(args: ClientArgs) -> Result<(), String> {
         retry_count: args.retries,
         connect_timeout: Duration::from_secs(1),
         max_in_flight: args.max_in_flight.unwrap_or(defaults.max_in_flight),
-        // Renewed holders cannot tell a local hand-off from a grant (see [`renewed`]).
-        local_queue: defaults.local_queue && args.lock != LockMode::Renewed,
+        // Renewed holders cannot tell a local hand-off from a grant (see [`renewed`]); the fair
+        // lock's control contends task by task, so that its waiters race each other on the nodes.
+        local_queue: defaults.local_queue && args.lock != LockMode::Renewed && !args.unordered,
         // With the quarantine, a restarted node must not vote for as long as any lock of ours can live.
         quarantine: args.quarantine,
         max_ttl: if args.quarantine {
@@ -81,6 +90,10 @@ async fn run(args: ClientArgs) -> Result<(), String> {
             defaults.max_ttl
         },
         clock_guard: !args.no_clock_guard,
+        acquire_timeout: args
+            .acquire_timeout_ms
+            .map(Duration::from_millis)
+            .or(defaults.acquire_timeout),
         ..defaults
     };
     let redlock = Redlock::new(config)
@@ -90,6 +103,9 @@ async fn run(args: ClientArgs) -> Result<(), String> {
     let watcher = tokio::spawn(watch_stop(ctx.clone()));
     let workers: Vec<_> = match ctx.args.lock {
         LockMode::Renewed => renewed::spawn(&ctx),
+        LockMode::Fair => (0..ctx.args.tasks)
+            .map(|i| tokio::spawn(fair::run(ctx.clone(), i)))
+            .collect(),
         _ => (0..ctx.args.tasks)
             .map(|i| tokio::spawn(worker::run(ctx.clone(), i)))
             .collect(),

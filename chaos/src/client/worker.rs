@@ -1,6 +1,6 @@
-//! The acquire loop of the exclusive, many, rw and wait modes: each task picks a resource (a pair for
-//! `many`), takes the lock of its [`LockMode`], logs the attempt, and on a grant runs the critical
-//! section ([`super::section`]) and logs the grant; then a random pause.
+//! The acquire loop of the exclusive, many, rw, wait, permit and slot modes: each task picks a
+//! resource (a pair for `many`), takes the lock of its [`LockMode`], logs the attempt, and on a grant
+//! runs the critical section ([`super::section`]) and logs the grant; then a random pause.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,8 +126,20 @@ async fn acquire(ctx: &Ctx, fenced: bool) -> Call {
             let (result, polls) = with_polls(ctx.redlock.acquire_read(r, ttl)).await;
             Call::new(LockKind::Read, one, result, polls.before_last)
         }
-        // `Renewed` runs its own tasks ([`super::renewed`]); this loop never sees it.
-        LockMode::Wait | LockMode::Renewed => {
+        LockMode::Permit => {
+            let k = ctx.args.permits;
+            let (result, polls) = with_polls(ctx.redlock.acquire_permit(r, k, ttl)).await;
+            Call::new(LockKind::Permit(k), one, result, polls.before_last)
+        }
+        LockMode::Slot => {
+            // Labelled by the semaphore, not the slot it got: the checker counts holders per label.
+            let k = ctx.args.permits;
+            let (result, polls) = with_polls(ctx.redlock.acquire_slot(r, k, ttl)).await;
+            Call::new(LockKind::Slot(k), one, result, polls.before_last)
+        }
+        // `Renewed` and `Fair` run their own tasks ([`super::renewed`], [`super::fair`]); this loop
+        // never sees them.
+        LockMode::Wait | LockMode::Renewed | LockMode::Fair => {
             let (result, polls) = with_polls(ctx.redlock.acquire(r, ttl)).await;
             Call::new(LockKind::Exclusive, one, result, polls.before_last)
         }

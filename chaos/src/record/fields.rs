@@ -129,7 +129,7 @@ impl Fenced {
 /// What kind of lock a grant is: the checker's overlap rule depends on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockKind {
-    /// `x`: exclusive, one resource (`try_acquire`, `try_acquire_fenced`, `acquire`).
+    /// `x`: exclusive, one resource (`try_acquire`, `try_acquire_fenced`, `acquire`, `acquire_fair`).
     Exclusive,
     /// `m`: exclusive on several resources at once (`acquire_many`).
     Many,
@@ -137,28 +137,49 @@ pub enum LockKind {
     Read,
     /// `w`: the exclusive (writer) hold of a read-write lock.
     Write,
+    /// `p<K>`: a permit of a counting semaphore of K permits (`acquire_permit`).
+    Permit(u32),
+    /// `s<K>`: a slot of a slot semaphore of K slots (`acquire_slot`); the grant's resource is the
+    /// semaphore's, not the slot's.
+    Slot(u32),
 }
 
 impl LockKind {
-    /// Whether holds of this kind may overlap each other (never one of another kind).
+    /// Whether holds of this kind may overlap each other (never one of another kind). Semaphore holds
+    /// share up to their K: the checker counts them instead (`crate::crowding`).
     pub fn shared(self) -> bool {
-        self == Self::Read
+        self == Self::Read || self.limit().is_some()
     }
 
-    /// The letter in the log.
-    pub fn code(self) -> &'static str {
+    /// A semaphore's K: how many holds of this kind may overlap.
+    pub fn limit(self) -> Option<u32> {
         match self {
-            Self::Exclusive => "x",
-            Self::Many => "m",
-            Self::Read => "r",
-            Self::Write => "w",
+            Self::Permit(k) | Self::Slot(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The code in the log.
+    pub fn code(self) -> String {
+        match self {
+            Self::Exclusive => "x".into(),
+            Self::Many => "m".into(),
+            Self::Read => "r".into(),
+            Self::Write => "w".into(),
+            Self::Permit(k) => format!("p{k}"),
+            Self::Slot(k) => format!("s{k}"),
         }
     }
 
     pub(super) fn parse(s: &str) -> Option<Self> {
-        [Self::Exclusive, Self::Many, Self::Read, Self::Write]
-            .into_iter()
-            .find(|k| k.code() == s)
+        let count = || s[1..].parse().ok().filter(|&k| k > 0);
+        match s.as_bytes().first()? {
+            b'p' => count().map(Self::Permit),
+            b's' => count().map(Self::Slot),
+            _ => [Self::Exclusive, Self::Many, Self::Read, Self::Write]
+                .into_iter()
+                .find(|k| k.code() == s),
+        }
     }
 }
 

@@ -172,5 +172,15 @@ mod tests {
         );
         assert_eq!(many.resources().collect::<Vec<_>>(), ["m2", "m0"]);
         assert_eq!(many.process(), "c1");
+        // Semaphore kinds carry their count.
+        for kind in [LockKind::Permit(2), LockKind::Slot(64)] {
+            let g = Grant {
+                kind,
+                ..many.clone()
+            };
+            assert_eq!(Record::parse(g.line().trim_end()), Some(Record::Grant(g)));
+        }
+        assert_eq!(LockKind::parse("p0"), None);
+        assert_eq!(LockKind::parse("sx"), None);
     }
 }

@@ -1,6 +1,6 @@
-//! The fault timeline of scenarios 12-14, which put the other lock kinds (multi-resource, read-write,
-//! waiting `acquire` with its local queue) through the faults scenarios 2, 4 and 6 apply to
-//! `try_acquire` alone. Every client talks to the nodes through a [`crate::proxy::Proxy`], and a
+//! The fault timeline of scenarios 12-14, 18 and 19, which put the other lock kinds (multi-resource,
+//! read-write, waiting `acquire` with its local queue; semaphores, the fair lock) through the faults
+//! scenarios 2, 4 and 6 apply to `try_acquire` alone. Every client talks to the nodes through a [`crate::proxy::Proxy`], and a
 //! majority stays usable throughout, so every window must show grants.
 //!
 //! | window | faults |
@@ -121,6 +121,22 @@ pub async fn play(env: &mut Env, ctx: &Ctx, restart: Restart, min_window: Durati
     set_modes(env, [Pass; crate::env::NODES]);
     wait(short).await;
     window("healed", t);
+    windows
+}
+
+/// [`play`] `cycles` times in a row (every window again, node 0 killed again), for scenarios whose
+/// full run should see more of its grants under the faults than the one pass gives.
+pub async fn play_cycles(
+    env: &mut Env,
+    ctx: &Ctx,
+    restart: Restart,
+    min_window: Duration,
+    cycles: usize,
+) -> Vec<Window> {
+    let mut windows = Vec::new();
+    for _ in 0..cycles {
+        windows.extend(play(env, ctx, restart, min_window).await);
+    }
     windows
 }
 

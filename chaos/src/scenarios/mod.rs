@@ -2,16 +2,20 @@
 //! scenarios 12-14 (the multi-resource, read-write and waiting locks under the faults of
 //! `mixed_faults`), scenario 15 (issue 14: renewed locks under load and a `kill -9`), scenarios 16
 //! and 17 (issue 16: a node's wall clock stepped, with the engine's clock guard off and on; scenario
-//! 7's restart on nodes with `appendfsync always`), one file each, and the runner that turns a
-//! scenario's logs into its summary line and verdict. Shared by several: `owners` (the choreographed
-//! owners A and B of scenarios 7, 16 and 17), `support`, `mixed_faults`, `key_census`.
+//! 7's restart on nodes with `appendfsync always`), scenarios 18 and 19 (issue 17, under the faults of
+//! `mixed_faults`: the counting and slot semaphores, never more than K holders at once; the fair lock,
+//! no waiter overtaken, with an unordered control that must be), one file each, and the runner that
+//! turns a scenario's logs into its summary line and verdict. Shared by several: `owners` (the
+//! choreographed owners A and B of scenarios 7, 16 and 17), `support`, `mixed_faults`, `key_census`.
 //!
 //! A scenario starts its background clients, plays its fault timeline, stops the clients and returns
 //! [`Findings`]: the logs plus its own figures and expectations. The runner adds what every scenario
 //! shares: the checker's counts, lost updates from the storage node, the model's expectations (inside
-//! Redlock's model: no overlap, no lost update, no torn read; scenario 7: an overlap must show), and
-//! the leak check. (Scenario 16 is judged inside the model on its guard-on half; its guard-off half,
-//! which must show an overlap, runs on processes of its own and is judged by the scenario itself.)
+//! Redlock's model: no overlap, no lost update, no torn read, never more than K semaphore holders;
+//! scenario 7: an overlap must show), and the leak check. (Scenario 16 is judged inside the model on
+//! its guard-on half; its guard-off half, which must show an overlap, runs on processes of its own and
+//! is judged by the scenario itself. Scenario 18's control, which must show K+1 holders, is taken out
+//! of the logs before the runner sees them; scenario 19's fairness is judged by the scenario.)
 
 mod key_census;
 mod mixed_faults;
@@ -33,6 +37,8 @@ mod s14_waiting;
 mod s15_renewed_under_load;
 mod s16_node_clock_jump;
 mod s17_durable_restart;
+mod s18_semaphore;
+mod s19_fair;
 mod support;
 
 use crate::checker::{self, Logs};
@@ -58,7 +64,7 @@ pub struct Scenario {
 }
 
 /// Every scenario, in order.
-pub const ALL: [Scenario; 17] = [
+pub const ALL: [Scenario; 19] = [
     scenario(1, "1-no-fault"),
     scenario(2, "2-kill-nodes"),
     scenario(3, "3-majority-loss"),
@@ -80,6 +86,8 @@ pub const ALL: [Scenario; 17] = [
     scenario(15, "15-renewed-under-load"),
     scenario(16, s16_node_clock_jump::NAME),
     scenario(17, "17-durable-restart-fsync-always"),
+    scenario(18, "18-semaphore-faults"),
+    scenario(19, "19-fair-lock-faults"),
 ];
 
 const fn scenario(number: u8, name: &'static str) -> Scenario {
@@ -207,6 +215,8 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
         15 => s15_renewed_under_load::run(&mut env, &ctx).await?,
         16 => s16_node_clock_jump::run(&mut env, &ctx).await?,
         17 => s17_durable_restart::run(&mut env, &ctx).await?,
+        18 => s18_semaphore::run(&mut env, &ctx).await?,
+        19 => s19_fair::run(&mut env, &ctx).await?,
         n => return Err(format!("no scenario {n}")),
     };
     let s = checker::summarize(&f.logs);
@@ -238,6 +248,10 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
             f.expect(
                 s.torn_reads == 0,
                 "a read-write lock's holder saw a torn or changing counter inside the model",
+            );
+            f.expect(
+                s.crowding.crowded == 0,
+                "more than K holders of a semaphore at once inside the model",
             );
         }
         Model::RestartWithoutPersistence if ctx.expect_quarantine => {
@@ -279,12 +293,24 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
             s.torn_reads, s.checked_reads
         ));
     }
+    if s.crowding.grants > 0 {
+        line.push_str(&format!(
+            ", holders over K {} (most at once {} of K {}, in {} semaphore grants)",
+            s.crowding.crowded, s.crowding.most, s.crowding.most_k, s.crowding.grants
+        ));
+    }
     for extra in &f.extras {
         line.push_str(", ");
         line.push_str(extra);
     }
     let mut notes: Vec<String> = f.failures.iter().map(|w| format!("FAILED: {w}")).collect();
     notes.extend(s.overlap_examples.iter().map(|e| format!("overlap: {e}")));
+    notes.extend(
+        s.crowding
+            .examples
+            .iter()
+            .map(|e| format!("K+1 holders: {e}")),
+    );
     if s.overruns_written > 0 {
         notes.push(format!(
             "{} overruns had written the counter (validity checked just before the write, which then ended late)",
