@@ -1,6 +1,10 @@
 //! The fair lock: an exclusive lock granted in **arrival order across processes** — if waiter A's
 //! enqueue completed before waiter B's began, A gets the lock before B, unless A gives up, is
-//! cancelled or dies (its place is then freed within one TTL). Its waiting loop is `fair_wait`.
+//! cancelled or dies (its place is then freed within one TTL). A waiter's enqueue is its ticket
+//! round and its add round (steps 1 and 2 below): it **begins with the ticket round**. A's enqueue
+//! completing between B's ticket round and B's add round does not order them
+//! (`tests/fair_ticket_window.rs` builds that window; B went first in 3-5 of 12 trials). Its waiting
+//! loop is `fair_wait`.
 //!
 //! # Protocol
 //! Per node, beside the lock key `prefix{resource}`: a queue `:fair:q` (a sorted set: waiter →
@@ -29,7 +33,8 @@
 //!    own name (or by an empty message), from whichever node names it: heads differ per node.
 //!
 //! # Why arrival order holds
-//! Let A's enqueue complete on a majority M_A before B's enqueue begins, and A keep waiting. B's
+//! Let A's enqueue complete on a majority M_A before B's enqueue (its ticket round) begins, and A
+//! keep waiting. B's
 //! ticket round heard a majority, which meets M_A in a node where A's entry already was: so
 //! `t_B >= t_A + 1`. B wins only when a majority grants it in one round, and that majority meets M_A
 //! in some node x. A's entry reached x before A's enqueue completed, hence before any of B's
@@ -126,8 +131,9 @@ pub(crate) fn unlock_cmd(keys: &Keys, value: LockValue) -> Cmd {
 }
 
 impl Redlock {
-    /// Acquires `resource` as a **fair** lock for `ttl`: waiters are served in the order their
-    /// enqueue completed, across processes (see the module doc for the argument). Waits up to
+    /// Acquires `resource` as a **fair** lock for `ttl`: a waiter whose enqueue completed before
+    /// another's began (its first round, the ticket) is served first, across processes (see the
+    /// module doc for the argument). Waits up to
     /// `acquire_timeout`, or without one the time `retry_count` retries would take; release, extend
     /// and renew the lock like any lock.
     ///
