@@ -19,7 +19,8 @@
 //!   as soon as the majority is won or lost), `admission` (at most `max_in_flight` rounds on the nodes,
 //!   the rest wait FIFO), `release_retry` (releases re-sent in the background where they did not
 //!   land), `waitq` (the in-process FIFO queue per resource and bounded local hand-off; a leaf, generic
-//!   over what it hands off); the operator's calls — `inspect` ([`Redlock::inspect`], and the
+//!   over what it hands off), `gates` (the counting semaphore's local gates, per engine); the
+//!   operator's calls — `inspect` ([`Redlock::inspect`], and the
 //!   every-node fan-out they share), `force` ([`Redlock::force_release`]), `status`
 //!   ([`Redlock::nodes_status`]), `operate` (their scripts, the labeled acquire, the kind byte, the
 //!   handshake's script list), `report` ([`Inspection`], [`NodeStatus`] and the other types they

@@ -52,8 +52,8 @@ pub(crate) struct Core {
     jumps: Option<Arc<JumpLog>>,
     /// Starts every lock value this engine draws, so inspect can tell its locks on the nodes.
     tag: EngineTag,
-    /// The counting semaphores' local gates (`kinds::semaphore`).
-    gates: crate::kinds::semaphore::Gates,
+    /// The counting semaphores' local gates.
+    gates: super::gates::Gates,
 }
 
 impl Core {
@@ -108,7 +108,7 @@ impl Core {
         self.tag
     }
 
-    pub(crate) fn gates(&self) -> &crate::kinds::semaphore::Gates {
+    pub(crate) fn gates(&self) -> &super::gates::Gates {
         &self.gates
     }
 

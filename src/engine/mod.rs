@@ -29,6 +29,7 @@ pub(crate) mod admission;
 pub(crate) mod core;
 pub(crate) mod fanout;
 mod force;
+pub(crate) mod gates;
 mod inspect;
 pub(crate) mod operate;
 pub(crate) mod release;

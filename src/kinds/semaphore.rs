@@ -53,9 +53,8 @@
 //! semaphore at once; the others wait their turn locally (FIFO, tokio's fair semaphore), which
 //! bounds the contenders on the nodes by K per process.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
@@ -203,30 +202,9 @@ impl Redlock {
     }
 }
 
-/// One engine's local gates, by resource and K (a field of its `Core`): at most K of its tasks attempt
-/// at once. Entries go when nobody holds their gate (swept as the map grows), so distinct resources
-/// do not accumulate.
-#[derive(Debug, Default)]
-pub(crate) struct Gates(Mutex<HashMap<(bytes::Bytes, u32), Weak<Semaphore>>>);
-
-/// This engine's gate for `key` with `permits`.
+/// This engine's gate for `key` with `permits`: at most K of its tasks attempt at once.
 fn gate(engine: &Redlock, key: &bytes::Bytes, permits: u32) -> Arc<Semaphore> {
-    let id = (key.clone(), permits);
-    let mut gates = engine
-        .core()
-        .gates()
-        .0
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(gate) = gates.get(&id).and_then(Weak::upgrade) {
-        return gate;
-    }
-    if gates.len() >= 64 && gates.len().is_power_of_two() {
-        gates.retain(|_, g| g.strong_count() > 0);
-    }
-    let gate = Arc::new(Semaphore::new(permits as usize));
-    gates.insert(id, Arc::downgrade(&gate));
-    gate
+    engine.core().gates().get(key, permits)
 }
 
 /// The kind of a permit of a semaphore of `permits`, refused when the count is unusable.

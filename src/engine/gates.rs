@@ -1,0 +1,31 @@
+//! The counting semaphore's local gates (`kinds::semaphore`): per engine, resource and K, at most K
+//! of the engine's tasks attempt at once, so its own contenders do not split the nodes' votes among
+//! themselves. Kept by the engine's `Core`, so two engines in one process gate separately.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use bytes::Bytes;
+use tokio::sync::Semaphore;
+
+/// One engine's gates, by resource key and K. Entries go when nobody holds their gate (swept as the
+/// map grows), so distinct resources do not accumulate.
+#[derive(Debug, Default)]
+pub(crate) struct Gates(Mutex<HashMap<(Bytes, u32), Weak<Semaphore>>>);
+
+impl Gates {
+    /// The gate for `key` with `permits`, made on first use.
+    pub(crate) fn get(&self, key: &Bytes, permits: u32) -> Arc<Semaphore> {
+        let id = (key.clone(), permits);
+        let mut gates = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(gate) = gates.get(&id).and_then(Weak::upgrade) {
+            return gate;
+        }
+        if gates.len() >= 64 && gates.len().is_power_of_two() {
+            gates.retain(|_, g| g.strong_count() > 0);
+        }
+        let gate = Arc::new(Semaphore::new(permits as usize));
+        gates.insert(id, Arc::downgrade(&gate));
+        gate
+    }
+}
