@@ -1,17 +1,15 @@
 //! A deterministic simulation of the fair lock's protocol (see `src/kinds/fair.rs`): nodes with a lock
-//! key and a queue of `(ticket, waiter)` entries that expire, waiters that take a ticket, enqueue
-//! (refused where another live entry ranks after theirs), attempt, hold and release, with message
-//! delay and loss (FIFO per waiter and node, as on one connection), release notifications, waiter
-//! pauses and deaths, on 3 and 5 nodes.
+//! key and a queue of `(ticket, waiter)` entries that expire, waiters that take a ticket, enqueue,
+//! attempt, hold and release, with message delay and loss (FIFO per waiter and node, as on one
+//! connection), release notifications, waiter pauses and deaths, on 3 and 5 nodes.
 //!
 //! Notifications are head-only, as in the scripts: a node that leaves the key free with a non-empty
-//! queue (release, leave, a round's unlock, or an enqueue — refused or not — or attempt that cannot
-//! take a free key) wakes only the waiter at the head of its live queue, and wake-ups are lost too.
-//! Every other waiter moves on at its own pause: the drain check below is what says that is enough.
+//! queue (release, leave, a round's unlock, or an enqueue or attempt that cannot take a free key)
+//! wakes only the waiter at the head of its live queue, and wake-ups are lost too. Every other
+//! waiter moves on at its own pause: the drain check below is what says that is enough.
 //!
 //! Checked on every run:
-//! - **arrival order**: if A's enqueue completed before B's began — B's **add round**, after its
-//!   ticket round, so A may complete between B's two rounds — B is not granted before A — unless
+//! - **arrival order**: if A's enqueue completed before B's began, B is not granted before A — unless
 //!   A lost its place first (an entry of A's on a node of its enqueue majority expired or was removed:
 //!   A died, paused past a TTL, gave up or re-enqueued);
 //! - **mutual exclusion** while valid;
@@ -19,9 +17,7 @@
 //!   key on every node is empty at the end.
 //!
 //! A second run breaks the grant rule (nodes grant to any queued waiter, not the head) to show the
-//! order check is not blind; a third drops the enqueue's refusal (a node refuses to add a waiter that
-//! would not be the tail of its live queue) and shows the check then fails from B's add round while
-//! it holds from B's ticket round.
+//! order check is not blind.
 
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
@@ -98,8 +94,6 @@ enum Answer {
     Granted,
     Queued,
     Missing,
-    /// An enqueue refused: a live entry ranks after ours (not added).
-    Refused,
 }
 
 enum Ev {
@@ -176,12 +170,11 @@ struct Client {
     notified: bool,
 }
 
-/// One enqueue: when it began (its ticket round), when its add round began, when it completed, on
-/// which nodes, when it lost its place there, when it was granted.
+/// One enqueue: when it began (its ticket round) and completed, on which nodes, when it lost its
+/// place there, when it was granted.
 struct Place {
     value: u64,
     began: u64,
-    added: Option<u64>,
     completed: Option<u64>,
     majority: Vec<usize>,
     lost_at: Option<u64>,
@@ -191,8 +184,6 @@ struct Place {
 struct Sim {
     rng: Rng,
     head_rule: bool,
-    /// Whether an enqueue that would not be the tail of a node's live queue is refused there.
-    refusal: bool,
     nodes: Vec<Node>,
     clients: Vec<Client>,
     places: Vec<Place>,
@@ -212,11 +203,10 @@ struct Sim {
 }
 
 impl Sim {
-    fn new(seed: u64, n: usize, clients: usize, head_rule: bool, refusal: bool) -> Self {
+    fn new(seed: u64, n: usize, clients: usize, head_rule: bool) -> Self {
         let mut sim = Sim {
             rng: Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
             head_rule,
-            refusal,
             nodes: (0..n).map(|_| Node::default()).collect(),
             clients: (0..clients)
                 .map(|_| Client {
@@ -331,7 +321,6 @@ impl Sim {
         self.places.push(Place {
             value,
             began: self.now,
-            added: None,
             completed: None,
             majority: Vec::new(),
             lost_at: None,
@@ -392,25 +381,9 @@ impl Sim {
                 // The new ticket replaces any stale entry of ours (a lost leave of an earlier place
                 // would otherwise keep its older, lower ticket: the model found that trace).
                 node.queue.insert(value, (ticket, now + TTL));
-                // Not the tail: an entry ranking after ours landed after our ticket round read this
-                // node (or our round did not read it). Ours goes (a stale one with it), and a key of
-                // ours: the waiter starts over with a new ticket.
-                let behind = node
-                    .queue
-                    .iter()
-                    .any(|(&w, &(t, _))| w != value && (t, w) > (ticket, value));
-                if self.refusal && behind {
-                    node.queue.remove(&value);
-                    if node.lock.is_some_and(|(v, _)| v == value) {
-                        node.lock = None;
-                    }
-                    publish = node.lock.is_none();
-                    Some(Answer::Refused)
-                } else {
-                    let answer = grant(node, self.head_rule);
-                    publish = answer == Answer::Queued && node.lock.is_none();
-                    Some(answer)
-                }
+                let answer = grant(node, self.head_rule);
+                publish = answer == Answer::Queued && node.lock.is_none();
+                Some(answer)
             }
             // Only the current place's entry counts: an entry of an earlier place of ours (its
             // leave and our new enqueue both lost there) would rank us by a stale, lower ticket —
@@ -525,7 +498,7 @@ impl Sim {
                 cl.queued += 1;
                 cl.yes_nodes.push(node);
             }
-            Answer::Missing | Answer::Refused => cl.missing += 1,
+            Answer::Missing => cl.missing += 1,
         }
         let all = cl.answered == self.nodes.len();
         match cl.phase {
@@ -552,8 +525,6 @@ impl Sim {
                 if cl.yes >= q {
                     let ticket = cl.max + 1;
                     cl.ticket = ticket;
-                    let p = cl.place.unwrap();
-                    self.places[p].added = Some(now);
                     self.start_round(c, Phase::Enqueue, Msg::Enqueue { ticket });
                 } else {
                     self.start_acquire(c);
@@ -726,22 +697,14 @@ impl Sim {
         }
     }
 
-    /// Every order violation: (earlier place, later place, when the later one was granted). B's
-    /// enqueue begins at its add round (`from_add`: the claim) or at its ticket round (the weaker
-    /// claim the scripts kept before the refusal).
-    fn order_violations(&mut self, from_add: bool) -> Vec<(usize, usize, u64)> {
+    /// Every order violation: (earlier place, later place, when the later one was granted).
+    fn order_violations(&mut self) -> Vec<(usize, usize, u64)> {
         let mut bad = Vec::new();
         for (b, pb) in self.places.iter().enumerate() {
             let Some(gb) = pb.granted else { continue };
-            // A granted place had its add round.
-            let began = if from_add {
-                pb.added.unwrap()
-            } else {
-                pb.began
-            };
             for (a, pa) in self.places.iter().enumerate() {
                 let Some(ca) = pa.completed else { continue };
-                if a == b || pa.value == pb.value || ca >= began {
+                if a == b || pa.value == pb.value || ca >= pb.began {
                     continue;
                 }
                 if pa.granted.is_some_and(|ga| ga <= gb) {
@@ -784,14 +747,14 @@ fn arrival_order_mutual_exclusion_and_drain_on_3_and_5_nodes() {
             if std::env::var("SEED").is_ok_and(|s| s != format!("{n}:{seed}")) {
                 continue;
             }
-            let mut sim = Sim::new(seed, n, 6, true, true);
+            let mut sim = Sim::new(seed, n, 6, true);
             sim.run();
-            let bad = sim.order_violations(true);
+            let bad = sim.order_violations();
             if let Some(&(a, b, _)) = bad.first() {
                 let show = |p: &Place| {
                     format!(
-                        "value {} began {} added {:?} completed {:?} on {:?} lost {:?} granted {:?}",
-                        p.value, p.began, p.added, p.completed, p.majority, p.lost_at, p.granted
+                        "value {} began {} completed {:?} on {:?} lost {:?} granted {:?}",
+                        p.value, p.began, p.completed, p.majority, p.lost_at, p.granted
                     )
                 };
                 panic!(
@@ -839,32 +802,13 @@ fn arrival_order_mutual_exclusion_and_drain_on_3_and_5_nodes() {
 fn without_the_head_rule_waiters_are_overtaken() {
     let mut violations = 0;
     for seed in 0..40 {
-        let mut sim = Sim::new(seed, 3, 6, false, true);
+        let mut sim = Sim::new(seed, 3, 6, false);
         sim.run();
-        violations += sim.order_violations(true).len();
+        violations += sim.order_violations().len();
         assert_eq!(sim.overlaps(), 0, "the lock key alone still excludes");
     }
     assert!(
         violations > 0,
         "the order check must catch a broken grant rule"
     );
-}
-
-/// The refusal is what makes the claim hold from B's add round: without it, a waiter whose enqueue
-/// completed between another's ticket and add rounds can be overtaken (the window
-/// `tests/fair_ticket_window.rs` builds on real nodes), while the weaker claim, from B's ticket
-/// round, still holds.
-#[test]
-fn without_the_refusal_an_enqueue_completed_before_an_add_round_is_overtaken() {
-    let (mut from_add, mut from_ticket) = (0, 0);
-    for seed in 0..40 {
-        let mut sim = Sim::new(seed, 3, 6, true, false);
-        sim.run();
-        from_add += sim.order_violations(true).len();
-        from_ticket += sim.order_violations(false).len();
-        assert_eq!(sim.overlaps(), 0, "the refusal takes no part in exclusion");
-    }
-    eprintln!("without the refusal: {from_add} overtakes counted from the add round, {from_ticket} from the ticket round");
-    assert!(from_add > 0, "the model must produce the window");
-    assert_eq!(from_ticket, 0, "the weaker claim needs no refusal");
 }

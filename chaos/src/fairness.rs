@@ -5,11 +5,11 @@
 //! `kinds::fair`: if A's enqueue completed (its entry landed on a majority) before B began taking its
 //! place, B is not granted while A keeps that place; A keeps it until it is granted, gives up (timeout,
 //! the future dropped) or its entries are lost (its refreshes did not reach the nodes for a TTL: dead,
-//! paused, or cut off). The library claims it from B's **add round** (its enqueue's second round:
-//! an add that would not be a node's tail is refused); this checker judges the weaker form, from B's
-//! **ticket round** (that majority meets A's, so B's ticket is higher), because the rounds it sees
-//! bound the ticket round's start from below and nothing bounds the add round's start from below.
-//! So it starts B's place at a bound on its ticket round, not its add round.
+//! paused, or cut off). Its argument needs A's enqueue complete before B's **ticket round**: that
+//! majority meets A's, so B's ticket is higher. (The module doc's short form says "before B's
+//! enqueue began"; B's ticket round comes before its enqueue, and A's enqueue completing in between
+//! can rank B first by ticket or by the tie-break. So this checker starts B's place at a bound on its
+//! ticket round, not its enqueue.)
 //!
 //! The library has no hook for "enqueue done", and this checker needs none: the client taps the
 //! tracing event the engine emits for every decided enqueue or attempt round (`redlock round`, with

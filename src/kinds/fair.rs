@@ -1,10 +1,10 @@
 //! The fair lock: an exclusive lock granted in **arrival order across processes** — if waiter A's
 //! enqueue completed before waiter B's began, A gets the lock before B, unless A gives up, is
 //! cancelled or dies (its place is then freed within one TTL). A waiter's enqueue is its ticket
-//! round and its add round (steps 1 and 2 below), and the claim holds with "began" at the **add
-//! round**: A's enqueue completing between B's ticket round and B's add round still puts A first,
-//! because B's add is then refused on A's majority (`tests/fair_ticket_window.rs` builds that
-//! window; before the refusal B went first in 3-5 of 12 trials). Its waiting loop is `fair_wait`.
+//! round and its add round (steps 1 and 2 below): it **begins with the ticket round**. A's enqueue
+//! completing between B's ticket round and B's add round does not order them
+//! (`tests/fair_ticket_window.rs` builds that window; B went first in 3-5 of 12 trials). Its waiting
+//! loop is `fair_wait`.
 //!
 //! # Protocol
 //! Per node, beside the lock key `prefix{resource}`: a queue `:fair:q` (a sorted set: waiter →
@@ -13,12 +13,10 @@
 //! value: 20 random bytes, one for the whole acquire, never printed.
 //! 1. **Ticket** (1 round): every node answers its highest live ticket; the waiter needs a majority
 //!    of answers and takes `t = max + 1`.
-//! 2. **Enqueue**, the add round (1 round, also the first try): every node adds `(t, waiter)` with
-//!    an expiry of one TTL — unless the waiter would not be the **tail** of its live queue (some live
-//!    entry ranks after `(t, waiter)`): then it refuses, keeping no entry of the waiter's — and
-//!    grants the lock key if it is free and the waiter is the head of its live queue. The enqueue
-//!    **completed** once a majority added it; on fewer (refused, failed or lost) the waiter leaves
-//!    every queue and starts over with a new ticket.
+//! 2. **Enqueue** (1 round, also the first try): every node adds `(t, waiter)` with an expiry of one
+//!    TTL, then grants the lock key if it is free and the waiter is the head of its live queue. The
+//!    enqueue **completed** once a majority added it; on fewer the waiter leaves every queue and
+//!    starts over with a new ticket.
 //! 3. **Attempts** (1 round each, at each release notification or at the retry pause, at most a
 //!    quarter TTL apart): each refreshes the waiter's expiry — never re-adds an entry a node dropped —
 //!    and the node grants on the same rule, counting only the entry with the waiter's current
@@ -28,44 +26,26 @@
 //! 4. **Release** deletes the lock key and the holder's entry; **giving up** (error, timeout, the
 //!    acquire future dropped) removes the entry and any key of its own.
 //! 5. **Wake-ups**: every script that leaves the key free with a non-empty live queue — a release, a
-//!    give-up, a round's unlock, an enqueue (refused or not) or attempt that cannot take the free
-//!    key (the holder's key or the old head's entry expired with nobody told) — publishes on the
-//!    key's channel the **wake name** of the queue's head ([`wake_name`]: 16 hex digits of the SHA1 of its value; the value
+//!    give-up, a round's unlock, an enqueue or attempt that cannot take the free key (the holder's key
+//!    or the old head's entry expired with nobody told) — publishes on the key's channel the **wake
+//!    name** of the queue's head ([`wake_name`]: 16 hex digits of the SHA1 of its value; the value
 //!    itself is a secret and channels are readable by any subscriber). A waiter is woken only by its
 //!    own name (or by an empty message), from whichever node names it: heads differ per node.
 //!
 //! # Why arrival order holds
-//! Let A's enqueue complete on a majority M_A before B's add round begins, and A keep its place (not
-//! granted, not given up, not dead). A's entry reached each node of M_A before A's enqueue completed,
-//! hence before any add of B's was sent; it leaves such a node only by A's own release (A got the
-//! lock first), A giving up or starting over, or its expiry (A stopped refreshing that node for a
-//! whole TTL: dead or paused past its TTL, which is giving up). So while A keeps its place, every
-//! node of M_A holds `(t_A, A)` whenever a command of B's runs there. Two cases:
-//! - `(t_B, B) < (t_A, A)`: every node of M_A that B's add reaches finds A's entry ranking after
-//!   B's and refuses B. B is added only outside M_A, on at most `n - |M_A| < q` nodes: its enqueue
-//!   does not complete, no round of this place can grant it (attempts never re-add), and B starts
-//!   over. Its new ticket round begins after A's enqueue completed, so it is the next case.
-//! - `(t_B, B) > (t_A, A)` (in particular when B's ticket round began after A's enqueue completed:
-//!   that majority meets M_A in a node with A's entry, so `t_B >= t_A + 1`): B wins only when a
-//!   majority grants it in one round, and that majority meets M_A in some node x. x holds A's entry,
-//!   so x's head is not B and x refuses B. Hence B is not granted before A.
+//! Let A's enqueue complete on a majority M_A before B's enqueue (its ticket round) begins, and A
+//! keep waiting. B's
+//! ticket round heard a majority, which meets M_A in a node where A's entry already was: so
+//! `t_B >= t_A + 1`. B wins only when a majority grants it in one round, and that majority meets M_A
+//! in some node x. A's entry reached x before A's enqueue completed, hence before any of B's
+//! commands; it leaves x only by A's own release (A got the lock first), A giving up, or its expiry
+//! (A stopped refreshing x for a whole TTL: dead or paused past its TTL, which is giving up). While
+//! it is there, x's head is not B (`(t_A, A) < (t_B, B)`), so x refuses B. Hence B is not granted
+//! before A. No clock of one node is compared with another's; ticket order needs no clocks at all.
 //!
-//! No clock of one node is compared with another's; ticket order needs no clocks at all. The
-//! refusal only ever removes the enqueuer's own entry (and key), so it grants nothing: safety is the
-//! grant rule's, as before. Wake-ups (a refused enqueue that leaves the key free wakes the head too)
-//! change no node's state, so they take no part in this argument.
+//! Wake-ups change no node's state, so they take no part in this argument.
 //!
 //! # Why the queue drains
-//! Enqueues complete: a node refuses an enqueue only for a live entry ranking after it, so among
-//! the enqueues in flight the one ranking highest is never refused because of the others (it is
-//! refused only by an entry its ticket round did not read: one added after that round, or on a node
-//! outside its majority, which is a place that landed on fewer than a majority and is left or
-//! expires within a TTL). A refused waiter starts over after its retry pause, and its new ticket
-//! round reads a majority holding every completed place, so it ranks after all of them; it is
-//! refused again only by enqueues that raced it again. Each round of racing enqueues thus completes
-//! at least one, and a waiter can be pushed back only by waiters whose enqueues overlapped its own
-//! (the model test's drain check runs this with delay and loss). Once queued, a place is never
-//! refused anything: the rest is the drain of the queue.
 //! The lowest live waiter L is the head of every queue that holds it. If it holds a majority, the
 //! keys there are free once the holder releases or expires (a refused waiter's keys are released at
 //! once), so L's next attempt wins. If it holds fewer, L notices (its enqueue or its attempts say so)
@@ -79,8 +59,7 @@
 //! Acquire: 2 round trips when the lock is free, then 1 per attempt while waiting: about one when
 //! it becomes the head (its wake-up), plus one per keepalive pause (at most a quarter TTL) and one at
 //! its subscription's first confirmation. A release costs the head's one round, not one per waiter
-//! (`tests/fair_wake.rs`). A refused enqueue costs its leave, a retry pause and 2 more rounds; it
-//! happens only to enqueues that raced another's. Release, extend: 1 each; renewal
+//! (`tests/fair_wake.rs`). Release, extend: 1 each; renewal
 //! is coalesced like a plain lock's. No local queue or hand-off: every task, local or not, takes its
 //! own ticket (a local hand-off would overtake remote waiters). Three traces the model test
 //! (`tests/fair_model.rs`) found shaped the scripts: a key of ours left by a lost release must not
@@ -153,7 +132,7 @@ pub(crate) fn unlock_cmd(keys: &Keys, value: LockValue) -> Cmd {
 
 impl Redlock {
     /// Acquires `resource` as a **fair** lock for `ttl`: a waiter whose enqueue completed before
-    /// another's began (even its second round, the add) is served first, across processes (see the
+    /// another's began (its first round, the ticket) is served first, across processes (see the
     /// module doc for the argument). Waits up to
     /// `acquire_timeout`, or without one the time `retry_count` retries would take; release, extend
     /// and renew the lock like any lock.
@@ -184,16 +163,15 @@ impl Redlock {
 }
 
 /// Reads an enqueue or attempt reply: `G` granted (the key is ours), `Q` queued but not granted,
-/// `L` not in the queue (dropped: expired, or never landed), `R` an enqueue refused (not added: a
-/// live entry ranks after ours). `R` and `L` both mean "not queued here".
+/// `L` not in the queue (dropped: expired, or never landed).
 pub(crate) fn grant_vote(result: NodeResult) -> Vote {
     match result {
         Ok(Reply::Data(d)) => match &d[..] {
             b"G" => Vote::Yes,
             b"Q" => Vote::Taken,
-            b"L" | b"R" => Vote::Gone,
+            b"L" => Vote::Gone,
             _ => Vote::Failed(NodeError::Protocol(
-                "fair lock script: bulk string is none of G, Q, L, R".into(),
+                "fair lock script: bulk string is none of G, Q, L".into(),
             )),
         },
         Ok(other) => Vote::Failed(other.unexpected("fair lock script")),
@@ -255,37 +233,26 @@ pub(crate) fn wake_name(value: LockValue) -> bytes::Bytes {
 }
 
 /// Enqueue and first try: put `(ARGV[3], waiter)` in the queue — replacing any stale entry of ours,
-/// whose older ticket (a lost leave of an earlier place) would otherwise rank us too early. **Refused**
-/// (`R`) unless that makes us the tail of the live queue: another live entry ranking after ours was
-/// added after our ticket round read this queue (or on a node it did not read), and queueing ahead
-/// of it could serve us before a waiter whose enqueue completed before ours began (the module doc's
-/// argument). A refused waiter's entry is removed here (a stale one with it) and so is a key of ours;
-/// the waiter starts over with a new ticket. Otherwise set its expiry, then the grant rule: the key is
-/// free (or already ours) and we are the head of the live queue. A key of ours while we are not the
-/// head (an earlier round's release that did not land) is deleted: it must neither grant us out of
-/// turn nor keep the head waiting. `tests/fair_model.rs` found both traces. A free key we cannot
-/// take, refused or not, wakes the head (its wake was lost, or the holder's key or the old head's
-/// entry expired without a release).
+/// whose older ticket (a lost leave of an earlier place) would otherwise rank us too early — set its
+/// expiry, then the grant rule: the key is free (or already ours) and we are the head of the live
+/// queue. A key of ours while we are not the head (an earlier round's release that did not land) is
+/// deleted: it must neither grant us out of turn nor keep the head waiting. `tests/fair_model.rs`
+/// found both traces. A free key we cannot take wakes the head (its wake was lost, or the holder's
+/// key or the old head's entry expired without a release).
 pub(crate) static ENQUEUE: Script = Script {
     source: concat_prune!(
         "local ttl = tonumber(ARGV[2]) \
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1]) \
-local cur = redis.call('GET', KEYS[1]) \
-if redis.call('ZREVRANGE', KEYS[2], 0, 0)[1] ~= ARGV[1] then \
-redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
-if cur == ARGV[1] then redis.call('DEL', KEYS[1]) cur = false end \
-if cur == false then ",
-        wake_head!(),
-        "end return 'R' end \
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[1]) \
 for i = 2, 3 do if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end end \
+local cur = redis.call('GET', KEYS[1]) \
 if cur == false or cur == ARGV[1] then \
 if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) return 'G' end \
 if cur then redis.call('DEL', KEYS[1]) end ",
         wake_head!(),
         "end return 'Q'"
     ),
-    sha1: "4edc088391881f5f7e6af284d5c441a8ba76278c",
+    sha1: "51284b5346e1f55eac784b0c407f2796a9ec7ee1",
     resend: false,
 };
 

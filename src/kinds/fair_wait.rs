@@ -29,8 +29,7 @@ enum Outcome {
     Granted(Lock),
     /// Still queued on enough nodes; wait for the next turn.
     Queued(LockError),
-    /// Missing from too many queues, or the enqueue did not land on a majority (nodes failed, or
-    /// refused it: `R`, a live entry ranks after ours): start over with a new ticket.
+    /// Missing from too many queues (or the enqueue did not land on a majority): start over.
     Requeue(LockError),
 }
 
@@ -196,10 +195,7 @@ impl Core {
                 min,
             });
         }
-        // Missing from so many queues that no majority can grant us: our place is gone. An enqueue
-        // counts every node that did not add us: a refusal (`R`, read as gone) as much as a failure.
-        // An enqueue refused somewhere but added on a majority keeps its place: whoever refused it
-        // had not completed its enqueue before ours began, so may be served after us.
+        // Missing from so many queues that no majority can grant us: our place is gone.
         let missing = if enqueue { n - queued_on } else { tally.gone };
         let err = acquire_error(tally);
         if missing > n - quorum(n) {
