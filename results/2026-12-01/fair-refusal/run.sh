@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Cost of the fair lock's enqueue refusal (73111a5): loadgen's fair-lock scenario (64 workers on 4
+# keys in 4 processes), release loadgen of c6e0b39 (A: head-only wake-ups, no refusal) against
+# d7c99c2 (B: with the refusal), alternating, RUNS pairs.
+#   A=/tmp/loadgen-M B=/tmp/loadgen-F scripts/with-redis results/2026-12-01/fair-refusal/run.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+RUNS=${RUNS:-3}
+for i in $(seq 1 "$RUNS"); do
+  for side in A B; do
+    bin=$([[ $side == A ]] && echo "$A" || echo "$B")
+    echo "== $side $i, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    "$bin" --engine redlock --concurrency 64 --keys 4 --processes 4 --lock fair --quiet \
+      --json "$side-$i.json" > "$side-$i.txt"
+  done
+done
