@@ -65,6 +65,7 @@ pub mod error;
 mod kinds;
 mod lock;
 mod observe;
+mod protocol;
 mod raw;
 mod transport;
 mod watchdog;
@@ -72,8 +73,8 @@ mod watchdog;
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};
 pub use engine::report::{
-    ForceRelease, Inspection, KeyState, LockKind, NodeInspection, NodeStatus, QuarantineState,
-    ServerInfo, Verdict,
+    ForceRelease, Inspection, KeyState, NodeInspection, NodeStatus, QuarantineState, ServerInfo,
+    Verdict,
 };
 pub use engine::Redlock;
 pub use error::{LockError, NodeError};
@@ -83,6 +84,7 @@ pub use kinds::renewed::{RenewPolicy, RenewedLock};
 pub use kinds::scoped::LockContext;
 pub use kinds::semaphore::MAX_PERMITS;
 pub use lock::Lock;
+pub use protocol::spec::LockKind;
 pub use transport::Transport;
 
 #[doc(hidden)]
@@ -132,21 +134,14 @@ pub mod __private {
 
     /// `(source, sha1)` of the release and extend scripts.
     pub fn scripts() -> [(&'static str, &'static str); 2] {
-        [
-            (
-                crate::kinds::exclusive::RELEASE.source,
-                crate::kinds::exclusive::RELEASE.sha1,
-            ),
-            (
-                crate::kinds::exclusive::EXTEND.source,
-                crate::kinds::exclusive::EXTEND.sha1,
-            ),
-        ]
+        use crate::protocol::scripts::{EXTEND, RELEASE};
+        [(RELEASE.source, RELEASE.sha1), (EXTEND.source, EXTEND.sha1)]
     }
 
     /// `(source, sha1)` of every script the engine sends (the lock kinds' and the operator's).
     pub fn all_scripts() -> Vec<(&'static str, &'static str)> {
-        crate::engine::operate::handshake_scripts()
+        crate::kinds::catalog()
+            .scripts()
             .iter()
             .map(|s| (s.source, s.sha1))
             .collect()

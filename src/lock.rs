@@ -16,8 +16,8 @@ use crate::algo::value::LockValue;
 use crate::algo::verdict::owner_error;
 use crate::engine::waitq::LocalHold;
 use crate::error::LockError;
-use crate::kinds::spec::{Kind, Target};
-use crate::transport::{Cmd, Keys};
+use crate::protocol::cmd::{Cmd, Keys};
+use crate::protocol::spec::{Kind, Target};
 
 /// A lock held on a majority of the nodes until [`valid_until`](Lock::valid_until).
 ///

@@ -10,8 +10,9 @@ use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::fanout::{round, Deadline};
 use crate::engine::Redlock;
-use crate::kinds::exclusive::RELEASE;
-use crate::transport::{Args, Cmd, Keys};
+use crate::protocol::cmd::{Args, Cmd, Keys};
+use crate::protocol::scripts::RELEASE;
+use crate::protocol::server::Profile;
 
 /// `SET key value NX PX ttl` to every node over the engine's transport; waits for every reply (or
 /// `timeout`) and returns how many said OK. No validity, no retry, no release on failure.
@@ -66,6 +67,7 @@ pub fn encode_cycle(out: &mut BytesMut, key: &Bytes, value: LockValue, ttl_ms: u
             value,
             ttl_ms,
         },
+        Profile::default(),
     );
     crate::transport::encode(
         out,
@@ -75,5 +77,6 @@ pub fn encode_cycle(out: &mut BytesMut, key: &Bytes, value: LockValue, ttl_ms: u
             value,
             args: Args::NONE,
         },
+        Profile::default(),
     );
 }

@@ -10,6 +10,7 @@
 //! - `quarantine`: crashed-node quarantine — no vote from a node younger than `max_ttl` (its unit
 //!   tests in `quarantine_tests`).
 //! - `keys`: the key layout — `prefix{resource}`, so a lock's keys share one Cluster hash slot.
+//! - `reply`: a node's answer reduced to what the algorithm reads ([`reply::Reply`]).
 //! - `value`: the lock value — the engine's tag, a kind byte, 128 random bits (a bearer secret,
 //!   never printed).
 
@@ -17,6 +18,7 @@ pub(crate) mod clock;
 pub(crate) mod keys;
 pub(crate) mod quarantine;
 pub(crate) mod quorum;
+pub(crate) mod reply;
 pub(crate) mod retry;
 pub(crate) mod rtt;
 pub(crate) mod timing;

@@ -71,24 +71,6 @@ impl DurableCheck {
     }
 }
 
-/// Reads `run_id` and `uptime_in_seconds` out of an `INFO server` reply.
-pub(crate) fn parse_info(text: &[u8]) -> Option<ServerIdentity> {
-    let text = std::str::from_utf8(text).ok()?;
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|line| line.trim_end().strip_prefix(name)?.strip_prefix(':'))
-    };
-    // Negative when the node's wall clock was stepped back past its start time: its age is then
-    // unknown, so it counts as just started (the longest quarantine) rather than failing the
-    // handshake, which would keep the node out for as long as its clock stays behind.
-    let uptime: i64 = field("uptime_in_seconds")?.parse().ok()?;
-    Some(ServerIdentity {
-        run_id: field("run_id")?.to_string(),
-        uptime: Duration::from_secs(uptime.max(0) as u64),
-        durable: false,
-    })
-}
-
 /// How much longer a node that reports `uptime` must wait before it votes, or `None` if it is old
 /// enough: `max - lower_bound(age)`.
 ///

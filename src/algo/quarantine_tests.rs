@@ -11,20 +11,6 @@ fn id(run_id: &str, uptime_s: u64) -> ServerIdentity {
 }
 
 #[test]
-fn parses_info_server() {
-    let info = b"# Server\r\nredis_version:7.0.15\r\nrun_id:abc123\r\ntcp_port:7001\r\nuptime_in_seconds:42\r\n";
-    assert_eq!(parse_info(info), Some(id("abc123", 42)));
-    assert_eq!(parse_info(b"# Server\r\nredis_version:7\r\n"), None);
-    let stepped_back = b"run_id:abc123\r\nuptime_in_seconds:-3599\r\n";
-    assert_eq!(
-        parse_info(stepped_back),
-        Some(id("abc123", 0)),
-        "age unknown: youngest"
-    );
-    assert_eq!(parse_info(b"run_id:a\r\nuptime_in_seconds:x\r\n"), None);
-}
-
-#[test]
 fn reported_uptime_counts_one_second_less() {
     let max = Duration::from_secs(60);
     let s = Duration::from_secs;

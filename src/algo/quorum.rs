@@ -4,8 +4,8 @@
 //! are read from replies here for the two shapes most kinds share (`SET NX`, and scripts answering
 //! `1`/`0`/`-1`); a kind whose script answers otherwise reads its own (see `crate::kinds`).
 
+use super::reply::{NodeResult, Reply};
 use crate::error::NodeError;
-use crate::transport::{NodeResult, Reply};
 
 /// The majority of `n` nodes.
 pub fn quorum(n: usize) -> usize {

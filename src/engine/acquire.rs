@@ -15,12 +15,13 @@ use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
 use crate::algo::verdict::acquire_error;
 use crate::error::LockError;
-use crate::kinds::exclusive::MARK_WAITING;
-use crate::kinds::spec::{script_cmd, Target};
 use crate::lock::{Grant, Lock};
 use crate::observe::Op;
+use crate::protocol::cmd::{Args, Cmd, Keys};
+use crate::protocol::scripts::MARK_WAITING;
+use crate::protocol::spec::{script_cmd, Target};
 use crate::transport::subscriber::Subscription;
-use crate::transport::{Args, Cmd, Keys, NodeClient};
+use crate::transport::NodeClient;
 
 impl Core {
     /// Acquires `target`: with `retry`, waits its turn in the local queue and retries as configured;
@@ -222,7 +223,7 @@ impl Core {
         admit_until: Option<Instant>,
     ) -> Result<Lock, LockError> {
         let s = self.settings();
-        let code = super::operate::kind_code(target.kind.spec());
+        let code = target.kind.spec().code;
         let value =
             LockValue::tagged(self.tag(), code).map_err(|e| LockError::Random(e.to_string()))?;
         // Before the clock starts: time spent waiting here is this process's queue, not the nodes'.

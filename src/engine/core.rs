@@ -27,11 +27,13 @@ use crate::algo::timing::millis;
 use crate::algo::value::{EngineTag, LockValue};
 use crate::config::Settings;
 use crate::error::LockError;
-use crate::kinds::spec::{Kind, Target};
 use crate::lock::Lock;
 use crate::observe::Metrics;
+use crate::protocol::catalog::Catalog;
+use crate::protocol::cmd::{Cmd, Keys, NodeResult};
+use crate::protocol::spec::{Kind, Target};
 use crate::transport::subscriber::Notifier;
-use crate::transport::{Cmd, Keys, NodeClient, NodeResult};
+use crate::transport::NodeClient;
 use crate::watchdog::Watchdog;
 
 /// The engine's shared state (one per [`crate::Redlock`] and its clones).
@@ -52,8 +54,11 @@ pub(crate) struct Core {
     jumps: Option<Arc<JumpLog>>,
     /// Starts every lock value this engine draws, so inspect can tell its locks on the nodes.
     tag: EngineTag,
-    /// The counting semaphores' local gates.
+    /// Local gates: at most K of this engine's tasks attempt at once on a resource (the kinds that
+    /// keep one, like the semaphore, ask for them).
     gates: super::gates::Gates,
+    /// The kinds of lock the nodes can hold, as the top of the crate lists them.
+    catalog: &'static Catalog,
 }
 
 impl Core {
@@ -62,6 +67,7 @@ impl Core {
         settings: Settings,
         nodes: Vec<Arc<dyn NodeClient>>,
         tag: EngineTag,
+        catalog: &'static Catalog,
     ) -> Arc<Self> {
         let admission = Admission::new(settings.max_in_flight, settings.connect.max_pending);
         let jumps = settings.connect.clock_guard.map(|_| {
@@ -83,6 +89,7 @@ impl Core {
             admission,
             release_retry: ReleaseRetry::start(),
             gates: Default::default(),
+            catalog,
         });
         // A lock handed to local waiters that all gave up is released, not left to its TTL. Weak: the
         // queues must not keep the engine alive.
@@ -110,6 +117,11 @@ impl Core {
 
     pub(crate) fn gates(&self) -> &super::gates::Gates {
         &self.gates
+    }
+
+    /// The kinds of lock and what is derived from their list.
+    pub(crate) fn catalog(&self) -> &'static Catalog {
+        self.catalog
     }
 
     /// Where the clock-jump log stands now (0 with the guard off), for extend rounds about to start.
@@ -183,20 +195,18 @@ impl Core {
     }
 
     /// What an acquire attempt sends and how its replies vote: the kind's command, or with a holder
-    /// label on an exclusive lock, the labeled acquire script (see `super::operate`).
+    /// label on a kind's labeled form, its labeled acquire (`Spec::acquire_labeled`).
     pub(crate) fn acquire_cmd(
         &self,
         target: &Target,
         value: LockValue,
         ttl: Duration,
     ) -> (Cmd, fn(NodeResult) -> Vote) {
-        if let Some(label) = &self.settings.holder_label {
-            if std::ptr::eq(target.kind.spec(), &super::operate::LABELED) {
-                let max = millis(self.settings.max_ttl);
-                let cmd =
-                    super::operate::labeled_acquire(&target.keys, value, millis(ttl), max, label);
-                return (cmd, Vote::of_script);
-            }
+        let spec = target.kind.spec();
+        if let (Some(label), Some(acquire)) = (&self.settings.holder_label, spec.acquire_labeled) {
+            let max = millis(self.settings.max_ttl);
+            let cmd = acquire(&target.keys, value, millis(ttl), max, label);
+            return (cmd, spec.vote);
         }
         let cmd = target.kind.acquire_cmd(&target.keys, value, millis(ttl));
         (cmd, target.kind.acquire_vote())
@@ -204,13 +214,11 @@ impl Core {
 
     /// Builds the target of a single-resource lock of `kind`: the resource's key, then one per suffix
     /// of the kind (its fence counter, its reader set, ...).
-    /// With a holder label, an exclusive lock becomes the labeled one (`super::operate::LABELED`).
+    /// With a holder label, a kind that has a labeled form takes it (`Spec::labeled`).
     pub(crate) fn target(&self, kind: Kind, resource: &[u8]) -> Result<Target, LockError> {
-        let exclusive = std::ptr::eq(kind.spec(), &crate::kinds::exclusive::EXCLUSIVE);
-        let kind = if self.settings.holder_label.is_some() && exclusive {
-            Kind::new(&super::operate::LABELED, 0)
-        } else {
-            kind
+        let kind = match kind.spec().labeled {
+            Some(labeled) if self.settings.holder_label.is_some() => kind.with_spec(labeled),
+            _ => kind,
         };
         let key = self.key(resource, b"")?;
         let suffixes = kind.spec().suffixes;
@@ -220,7 +228,7 @@ impl Core {
             let mut keys = Vec::with_capacity(1 + suffixes.len());
             keys.push(key);
             for suffix in suffixes {
-                keys.push(self.key(resource, suffix)?);
+                keys.push(self.key(resource, suffix.name)?);
             }
             Keys::Many(keys.into())
         };

@@ -33,7 +33,9 @@ use tokio::time::Instant;
 use crate::algo::quorum::{Decision, Tally, Vote};
 use crate::config::MAX_NODES;
 use crate::error::NodeError;
-use crate::transport::{self, Cmd, NodeClient, NodeResult, Pending};
+use crate::protocol::cmd::{Cmd, NodeResult};
+use crate::protocol::server::Profile;
+use crate::transport::{self, NodeClient, Pending};
 
 thread_local! {
     /// The current round's encoded command; reused, so a round allocates nothing for it.
@@ -183,11 +185,18 @@ pub(crate) async fn run(
     // Queue on every node before waiting on any: the rounds overlap on the wire. The command is
     // encoded once for all of them (into a per-thread buffer: nothing awaits while it is borrowed).
     let mut waiting: [Option<Pending>; MAX_NODES] = std::array::from_fn(|_| None);
+    // Each node renders the command as its server takes it (its `Profile`): encoded again only
+    // where a node's profile differs from the one before it (never, while all render the scripts).
     ENCODED.with_borrow_mut(|encoded| {
-        encoded.clear();
-        transport::encode(encoded, cmd);
+        let mut rendered: Option<Profile> = None;
         for (index, (slot, node)) in waiting.iter_mut().zip(nodes).enumerate() {
-            let pending = node.send_encoded(cmd, encoded);
+            let profile = node.profile();
+            if rendered != Some(profile) {
+                encoded.clear();
+                transport::encode(encoded, cmd, profile);
+                rendered = Some(profile);
+            }
+            let pending = node.send_encoded(cmd, encoded, profile);
             if node.votes() {
                 *slot = Some(pending);
             } else {

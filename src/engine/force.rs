@@ -2,13 +2,15 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::inspect::gather;
-use super::operate::FORCE_RELEASE;
 use super::report::ForceRelease;
 use super::Redlock;
 use crate::algo::quorum::quorum;
 use crate::error::{LockError, NodeError};
-use crate::transport::{Cmd, Keys, Reply};
+use crate::protocol::cmd::{Cmd, Keys, Reply};
+use crate::protocol::operator::FORCE_RELEASE;
 
 impl Redlock {
     /// **Breaks the lock**: deletes `resource`'s lock on every node whatever its value — the
@@ -40,18 +42,30 @@ impl Redlock {
     ) -> Result<ForceRelease, LockError> {
         let core = self.core();
         let resource = resource.as_ref();
-        let key = |suffix: &[u8]| core.key(resource, suffix);
-        let keys = [
-            key(b"")?,
-            key(b":rw:readers")?,
-            key(b":rw:intent")?,
-            key(b":wait")?,
-            key(b":holder")?,
-        ];
+        // The keys the kinds declare, by what a forced release does with them (see `FORCE_RELEASE`).
+        let forcing = core.catalog().forced();
+        let mut keys = vec![core.key(resource, b"")?];
+        for suffix in forcing
+            .counted
+            .iter()
+            .chain(&forcing.deleted)
+            .chain(&forcing.kept)
+        {
+            keys.push(core.key(resource, suffix)?);
+        }
+        let wakes = forcing.wakes.and_then(|mark| {
+            let at = forcing.kept.iter().position(|k| *k == mark)?;
+            Some(2 + forcing.counted.len() + forcing.deleted.len() + at)
+        });
+        let number = |n: usize| Bytes::from(n.to_string());
         let cmd = Cmd::Eval {
             script: &FORCE_RELEASE,
             keys: Keys::Many(Arc::from(keys)),
-            args: Arc::from([]),
+            args: Arc::from([
+                number(1 + forcing.counted.len()),
+                number(forcing.deleted.len()),
+                number(wakes.unwrap_or(0)),
+            ]),
         };
         metrics::counter!("redlock_force_releases_total").increment(1);
         tracing::warn!(

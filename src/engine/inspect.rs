@@ -11,12 +11,15 @@ use tokio::time::Instant;
 
 use super::core::Core;
 use super::fanout::send_all;
-use super::operate::{INSPECT, SUFFIXES};
-use super::report::{Inspection, KeyState, LockKind, NodeInspection, Verdict};
+use super::report::{Inspection, KeyState, NodeInspection, Verdict};
 use super::Redlock;
 use crate::algo::quorum::quorum;
 use crate::error::{LockError, NodeError};
-use crate::transport::{Cmd, Keys, NodeClient, NodeResult, Reply};
+use crate::protocol::catalog::Catalog;
+use crate::protocol::cmd::{Cmd, Keys, NodeResult, Reply};
+use crate::protocol::operator::INSPECT;
+use crate::protocol::spec::LockKind;
+use crate::transport::NodeClient;
 
 impl Redlock {
     /// Reads what every node holds for `resource`, in one read-only round (one script call per
@@ -34,15 +37,21 @@ impl Redlock {
     pub async fn inspect(&self, resource: impl AsRef<[u8]>) -> Result<Inspection, LockError> {
         let core = self.core();
         let resource = resource.as_ref();
-        let mut keys = Vec::with_capacity(1 + SUFFIXES.len());
+        let catalog = core.catalog();
+        // Every key the kinds declare, each with its suffix beside it (see `INSPECT`).
+        let suffixes = catalog.keys();
+        let mut keys = Vec::with_capacity(1 + suffixes.len());
+        let mut args = Vec::with_capacity(1 + suffixes.len());
         keys.push(core.key(resource, b"")?);
-        for suffix in SUFFIXES {
-            keys.push(core.key(resource, suffix)?);
+        args.push(Bytes::copy_from_slice(&core.tag().0));
+        for suffix in suffixes {
+            keys.push(core.key(resource, suffix.name)?);
+            args.push(Bytes::from_static(suffix.name));
         }
         let cmd = Cmd::Eval {
             script: &INSPECT,
             keys: Keys::Many(keys.into()),
-            args: Arc::from([Bytes::copy_from_slice(&core.tag().0)]),
+            args: Arc::from(args),
         };
         let replies = gather(core, &cmd).await;
         let nodes: Vec<NodeInspection> = core
@@ -53,7 +62,7 @@ impl Redlock {
             .map(|((node, addr), reply)| NodeInspection {
                 node: addr.to_string(),
                 not_voting: not_voting(node.as_ref()),
-                state: parse(reply),
+                state: parse(reply, catalog),
             })
             .collect();
         let voting = || {
@@ -111,7 +120,7 @@ pub(crate) async fn gather(core: &Core, cmd: &Cmd) -> Vec<NodeResult> {
 }
 
 /// Reads the inspect script's answer (see [`INSPECT`] for its fields).
-fn parse(reply: NodeResult) -> Result<KeyState, NodeError> {
+fn parse(reply: NodeResult, catalog: &Catalog) -> Result<KeyState, NodeError> {
     let data = match reply {
         Ok(Reply::Data(data)) => data,
         Ok(other) => return Err(other.unexpected("inspect script")),
@@ -133,18 +142,14 @@ fn parse(reply: NodeResult) -> Result<KeyState, NodeError> {
     let readers = u64::try_from(int(readers)?).map_err(|_| bad())?;
     let key_kind = match (kind_of_key, code) {
         (b"n", _) => None,
-        (b"o", _) | (b"s", b"?") => Some(LockKind::Foreign),
-        (b"s", [b'x']) => Some(LockKind::Exclusive),
-        (b"s", [b'f']) => Some(LockKind::Fenced),
-        (b"s", [b'm']) => Some(LockKind::Multi),
-        (b"s", [b'w']) => Some(LockKind::Write),
-        (b"s", [b'r']) => Some(LockKind::Read),
-        (b"s", [b'q']) => Some(LockKind::Fair),
-        (b"s", [b'p']) => Some(LockKind::Semaphore),
-        (b"s", _) => Some(LockKind::Unknown),
+        (b"o", _) | (b"s", b"?") => Some(LockKind::FOREIGN),
+        (b"s", [code]) => Some(catalog.by_code(*code).unwrap_or(LockKind::UNKNOWN)),
+        (b"s", _) => Some(LockKind::UNKNOWN),
         _ => return Err(bad()),
     };
-    let kind = key_kind.or((readers > 0).then_some(LockKind::Read));
+    // Readers hold the resource without its key: the kind whose holders share it.
+    let readers_kind = catalog.shared().unwrap_or(LockKind::UNKNOWN);
+    let kind = key_kind.or((readers > 0).then_some(readers_kind));
     let remaining = if key_kind.is_some() {
         ttl(int(pttl)?)
     } else {
@@ -188,7 +193,14 @@ mod tests {
     use super::*;
 
     fn answer(text: &str) -> Result<KeyState, NodeError> {
-        parse(Ok(Reply::Data(Bytes::copy_from_slice(text.as_bytes()))))
+        let data = Bytes::copy_from_slice(text.as_bytes());
+        parse(Ok(Reply::Data(data)), crate::kinds::catalog())
+    }
+
+    fn kind(name: &str) -> Option<LockKind> {
+        let catalog = crate::kinds::catalog();
+        let spec = catalog.kinds().iter().find(|s| s.name == name);
+        Some(LockKind::of(spec.expect("a kind of the list")))
     }
 
     #[test]
@@ -196,13 +208,13 @@ mod tests {
         let s = answer("s|29910|1|x|0|0|-2|-2|00000000000000000042|4985|0|-|0|me@host pid 1|x")
             .unwrap();
         assert!(s.held && s.ours);
-        assert_eq!(s.kind, Some(LockKind::Exclusive));
+        assert_eq!(s.kind, kind("exclusive"));
         assert_eq!(s.remaining, Some(Duration::from_millis(29910)));
         assert_eq!(s.fence, Some(42));
         assert_eq!(s.waiters, Some(Duration::from_millis(4985)));
         assert_eq!(s.label.as_deref(), Some("me@host pid 1|x"));
         let readers = answer("n|-2|0|-|2|1|9000|6977|-|-2|0|-|0|").unwrap();
-        assert_eq!(readers.kind, Some(LockKind::Read));
+        assert_eq!(readers.kind, kind("read"));
         assert!(readers.held && readers.ours);
         assert_eq!((readers.readers, readers.our_readers), (2, 1));
         assert_eq!(readers.remaining, Some(Duration::from_millis(9000)));
@@ -211,49 +223,25 @@ mod tests {
         assert_eq!(free, KeyState::default());
         assert_eq!(
             answer("o|-1|0|-|0|0|-2|-2|-|-2|0|-|0|").unwrap().kind,
-            Some(LockKind::Foreign)
+            Some(LockKind::FOREIGN)
         );
         assert_eq!(
             answer("s|5|0|?|0|0|-2|-2|-|-2|0|-|0|").unwrap().kind,
-            Some(LockKind::Foreign)
+            Some(LockKind::FOREIGN)
         );
         assert_eq!(
             answer("s|5|0|Q|0|0|-2|-2|-|-2|0|-|0|").unwrap().kind,
-            Some(LockKind::Unknown)
+            Some(LockKind::UNKNOWN)
         );
         let sem = answer("s|900|0|p|0|0|-2|-2|-|-2|2|3|0|").unwrap();
         assert_eq!(
             (sem.kind, sem.held, sem.permits, sem.permit_limit),
-            (Some(LockKind::Semaphore), true, 2, Some(3))
+            (kind("semaphore"), true, 2, Some(3))
         );
         let fair = answer("s|900|1|q|0|0|-2|-2|-|-2|0|-|4|").unwrap();
         assert_eq!(
             (fair.kind, fair.ours, fair.fair_waiters),
-            (Some(LockKind::Fair), true, 4)
-        );
-    }
-
-    #[test]
-    fn every_kind_of_the_list_has_a_code() {
-        for spec in [
-            &crate::kinds::exclusive::EXCLUSIVE,
-            &crate::kinds::fenced::FENCED,
-            &crate::kinds::multi::MULTI,
-            &crate::kinds::rwlock::READ,
-            &crate::kinds::rwlock::WRITE,
-            &crate::kinds::semaphore::SEMAPHORE,
-            &crate::kinds::fair::FAIR,
-        ] {
-            assert_ne!(
-                super::super::operate::kind_code(spec),
-                b'?',
-                "{}",
-                spec.name
-            );
-        }
-        assert_eq!(
-            super::super::operate::handshake_scripts().len(),
-            crate::kinds::scripts().len() + 4
+            (kind("fair"), true, 4)
         );
     }
 
@@ -271,9 +259,9 @@ mod tests {
                 "{text:?}"
             );
         }
-        assert!(parse(Ok(Reply::Int(1))).is_err());
+        assert!(parse(Ok(Reply::Int(1)), crate::kinds::catalog()).is_err());
         assert!(matches!(
-            parse(Err(NodeError::Timeout)),
+            parse(Err(NodeError::Timeout), crate::kinds::catalog()),
             Err(NodeError::Timeout)
         ));
     }

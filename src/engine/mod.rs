@@ -1,6 +1,7 @@
 //! The engine: [`Redlock`] (the handle callers hold) over [`core::Core`] (what every round works on).
 //!
-//! - `start`: [`Redlock::new`] — validation, connecting, the handshake's script list (every kind's).
+//! - `start`: what [`Redlock::new`] does with the catalog of kinds it is handed — validation,
+//!   connecting, the handshake's script list.
 //! - `core`: [`core::Core`] — nodes, settings, admission, local queues, metrics, release re-sender,
 //!   the watchdog's schedule; input validation and what every round needs before its fan-out.
 //! - `acquire`: the attempt loop every lock kind shares — local queue, attempts, pauses cut short by
@@ -11,8 +12,6 @@
 //! - `release_retry`: releases are not dropped — re-sent in the background where they did not land.
 //! - `waitq`: the in-process FIFO queue per resource and bounded local hand-off (cohorting); a leaf,
 //!   generic over what it hands off.
-//! - `operate`: the operator's scripts (inspect, forced release, labeled acquire), the kind byte of
-//!   lock values, the handshake's script list.
 //! - `inspect`: [`Redlock::inspect`] and the wait-for-every-node fan-out the operator's calls share;
 //!   `force`: [`Redlock::force_release`]; `status`: [`Redlock::nodes_status`]; `report`: the public
 //!   types these return.
@@ -31,7 +30,6 @@ pub(crate) mod fanout;
 mod force;
 pub(crate) mod gates;
 mod inspect;
-pub(crate) mod operate;
 pub(crate) mod release;
 pub(crate) mod release_retry;
 pub(crate) mod report;

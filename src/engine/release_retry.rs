@@ -26,7 +26,8 @@ use tokio::time::Instant;
 use super::fanout::send_all;
 use crate::error::NodeError;
 use crate::observe;
-use crate::transport::{Cmd, NodeClient, Pending};
+use crate::protocol::cmd::Cmd;
+use crate::transport::{NodeClient, Pending};
 
 /// First pause before a re-send; doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::error::NodeError;
+use crate::protocol::spec::LockKind;
 
 /// One resource as the nodes hold it, from one read-only round.
 #[derive(Debug, Clone)]
@@ -57,7 +58,7 @@ pub struct NodeInspection {
 pub struct KeyState {
     /// An exclusive holder (the resource's key) or at least one live reader.
     pub held: bool,
-    /// The kind of lock at the resource's key, or [`LockKind::Read`] for readers alone.
+    /// The kind of lock at the resource's key, or the readers' (`read`) for readers alone.
     pub kind: Option<LockKind>,
     /// Time to live of the resource's key, or of the last reader when only readers hold it
     /// (`None`: nothing held, or a key without expiry).
@@ -84,30 +85,6 @@ pub struct KeyState {
     /// The holder's label ([`crate::Builder::holder_label`]), shown only when it was written by
     /// the current holder's acquire.
     pub label: Option<String>,
-}
-
-/// Which kind of lock sits at a resource's key (the byte after the engine tag in its value).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LockKind {
-    /// `acquire` and the ways of holding it (renewed, scoped, owner).
-    Exclusive,
-    /// `acquire_fenced`.
-    Fenced,
-    /// `acquire_many` (this resource is one of its set).
-    Multi,
-    /// Readers of `acquire_read`.
-    Read,
-    /// `acquire_write`.
-    Write,
-    /// `acquire_fair`.
-    Fair,
-    /// A semaphore's marker (`acquire_permit`): some permit is held; see [`KeyState::permits`].
-    Semaphore,
-    /// A lock value of a kind this version does not know.
-    Unknown,
-    /// Not a lock of this engine's format: another value length, or another data type at the key.
-    Foreign,
 }
 
 /// What a forced release did, per node.

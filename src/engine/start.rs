@@ -1,24 +1,25 @@
-//! [`Redlock::new`]: validates the configuration, connects to every node (each handshake loading every
-//! lock kind's scripts and the operator's) and builds the engine's core with its random tag.
+//! `Redlock::start`, behind [`Redlock::new`]: validates the configuration, connects to every node
+//! (each handshake loading every script of the catalog it is given: the kinds' and the operator's)
+//! and builds the engine's core with its random tag.
 
 use super::core::Core;
 use super::Redlock;
 use crate::algo::value::EngineTag;
 use crate::config::Config;
 use crate::error::LockError;
+use crate::protocol::catalog::Catalog;
+use crate::protocol::scripts::COALESCED;
 use crate::transport;
 
 impl Redlock {
-    /// Validates `config` and connects to every node concurrently.
-    ///
-    /// Waits at most `connect_timeout` for the first connections. An unreachable node is not an error
-    /// here: it starts disconnected, votes "failed" until it comes back, and reconnects in the background.
-    /// Invalid configuration (no nodes, a malformed URL, a duplicate node, a factor out of range) is, and
-    /// so is a node its transport cannot serve at all ([`LockError::Node`]).
-    pub async fn new(config: Config) -> Result<Self, LockError> {
+    /// [`Redlock::new`] over the kinds of `catalog` (see there for what it waits for and its errors).
+    pub(crate) async fn start(
+        config: Config,
+        catalog: &'static Catalog,
+    ) -> Result<Self, LockError> {
         let mut settings = config.validate()?;
-        settings.connect.scripts = super::operate::handshake_scripts();
-        settings.connect.coalesce = &crate::kinds::exclusive::COALESCED;
+        settings.connect.scripts = catalog.scripts();
+        settings.connect.coalesce = &COALESCED;
         let connects = settings
             .nodes
             .iter()
@@ -44,6 +45,6 @@ impl Redlock {
             }
         }
         let tag = EngineTag::random().map_err(|e| LockError::Random(e.to_string()))?;
-        Ok(Self::from_core(Core::new(settings, nodes, tag)))
+        Ok(Self::from_core(Core::new(settings, nodes, tag, catalog)))
     }
 }

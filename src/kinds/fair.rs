@@ -69,18 +69,19 @@
 
 use std::time::Duration;
 
-use super::exclusive::EXTEND;
-use super::spec::{majority, script_cmd, Kind, Spec};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
-use crate::transport::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::scripts::EXTEND;
+use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Suffix};
 
 /// The fair lock (its acquire command is an attempt: see [`ATTEMPT`]).
 pub(crate) static FAIR: Spec = Spec {
-    name: "Fair",
+    name: "fair",
+    code: b'q',
     acquire: attempt_cmd,
     vote: grant_vote,
     quorum: majority,
@@ -89,7 +90,20 @@ pub(crate) static FAIR: Spec = Spec {
     extend: &EXTEND,
     extends_first_key: true,
     give_up: None,
-    suffixes: &[b":fair:q", b":fair:exp"],
+    suffixes: &[
+        Suffix {
+            name: b":fair:q",
+            forced: Forced::Kept,
+        },
+        Suffix {
+            name: b":fair:exp",
+            forced: Forced::Kept,
+        },
+    ],
+    marks: &[],
+    labeled: None,
+    acquire_labeled: None,
+
     // Every waiter takes its own ticket: local queueing or hand-off would overtake remote waiters.
     queues_locally: false,
     hands_off: false,

@@ -11,7 +11,6 @@ use tokio::time::Instant;
 use super::fair::{
     attempt_cmd, enqueue_cmd, grant_vote, leave_cmd, ticket_cmd, ticket_vote, unlock_cmd, wake_name,
 };
-use super::spec::Target;
 use crate::algo::quorum::{quorum, Tally};
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
@@ -21,7 +20,8 @@ use crate::engine::fanout::{fan_out_into, round};
 use crate::error::LockError;
 use crate::lock::{Grant, Lock};
 use crate::observe::Op;
-use crate::transport::Cmd;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::spec::Target;
 
 /// What one enqueue or attempt round came to.
 enum Outcome {
@@ -45,7 +45,7 @@ impl Core {
         let end = Instant::now()
             + s.acquire_timeout
                 .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
-        let code = crate::engine::operate::kind_code(target.kind.spec());
+        let code = target.kind.spec().code;
         let value =
             LockValue::tagged(self.tag(), code).map_err(|e| LockError::Random(e.to_string()))?;
         // Gives the place up on every node unless the lock is handed out: on error, timeout, or

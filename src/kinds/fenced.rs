@@ -38,8 +38,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
 
-use super::exclusive::{EXTEND, RELEASE, RELEASE_NOTIFY};
-use super::spec::{majority, script_cmd, Kind, Spec};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::release::HeldGuard;
@@ -47,12 +45,15 @@ use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
 use crate::observe::Op;
-use crate::transport::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::scripts::{EXTEND, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
+use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Suffix};
 
 /// An exclusive lock whose acquire also reads the resource's fence counter on every node, for a
 /// fencing token committed afterwards.
 pub(crate) static FENCED: Spec = Spec {
-    name: "Fenced",
+    name: "fenced",
+    code: b'f',
     acquire: acquire_fenced_cmd,
     vote: fenced_set_vote,
     quorum: majority,
@@ -61,7 +62,14 @@ pub(crate) static FENCED: Spec = Spec {
     extend: &EXTEND,
     extends_first_key: true,
     give_up: None,
-    suffixes: &[FENCE_SUFFIX],
+    suffixes: &[Suffix {
+        name: b":fence",
+        forced: Forced::Kept,
+    }],
+    marks: &[WAIT_MARK],
+    labeled: None,
+    acquire_labeled: None,
+
     queues_locally: true,
     // Its token belongs to one holder: the next holder needs a larger one.
     hands_off: false,
@@ -71,7 +79,6 @@ pub(crate) static FENCED: Spec = Spec {
 };
 
 /// Suffix of a resource's fence counter key.
-const FENCE_SUFFIX: &[u8] = b":fence";
 
 fn acquire_fenced_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
     script_cmd(&ACQUIRE_FENCED, keys, value, Args::of(&[ttl_ms]))

@@ -16,18 +16,25 @@
 //! - `renewed`: locks the watchdog keeps alive ([`crate::RenewedLock`], [`crate::RenewPolicy`]).
 //! - `scoped`: acquire, run, release ([`crate::Redlock::with_lock`], [`crate::LockContext`]).
 //! - `owner`: reentrant holds scoped to an owner ([`crate::LockOwner`]).
-//! - `spec`: what the engine knows of a kind — its `Spec`, a lock's `Kind`, an acquire's `Target`.
 //!
-//! The first six are kinds of lock on the nodes: each is a `Spec` (`spec`: which command acquires,
-//! which scripts release and extend, how it queues locally), listed once in [`KINDS`]. The engine never
-//! asks which kind a lock is, only what its `Spec` says. `slots`, `renewed`, `scoped` and `owner` are ways of holding them.
+//! The first six are kinds of lock on the nodes: each is a `Spec` (`crate::protocol::spec`: its
+//! name and code byte, which command acquires, which scripts release and extend, its extra keys and
+//! what a forced release does with them, how it queues locally), listed once in [`KINDS`]. The
+//! engine never names a kind: it reads the `Spec` of a lock and the [`catalog`] of the list, which
+//! `Redlock::new` (here, at the top) hands it. `slots`, `renewed`, `scoped` and `owner` are ways of
+//! holding them.
 //!
-//! Adding a kind of lock: its file (a `Spec` and its public methods), its `mod` line, and its entry in
-//! [`KINDS`].
+//! Adding a kind of lock: its file (a `Spec` and its public methods) with its `mod` line, and its
+//! entry in [`KINDS`]. `probe` is a test-only kind that proves it: inspect, force-release and the
+//! handshake handle it with no other edit.
 
 use std::sync::OnceLock;
 
-use crate::transport::Script;
+use crate::config::Config;
+use crate::engine::Redlock;
+use crate::error::LockError;
+use crate::protocol::catalog::Catalog;
+use crate::protocol::spec::Spec;
 
 pub(crate) mod exclusive;
 pub(crate) mod fair;
@@ -35,17 +42,17 @@ mod fair_wait;
 pub(crate) mod fenced;
 pub(crate) mod multi;
 pub(crate) mod owner;
+#[cfg(test)]
+mod probe;
 pub(crate) mod renewed;
 pub(crate) mod rwlock;
 pub(crate) mod scoped;
 pub(crate) mod semaphore;
 pub(crate) mod slots;
-pub(crate) mod spec;
 
-use spec::Spec;
-
-/// Every kind of lock the nodes can hold; each connection's handshake loads their scripts.
-static KINDS: [&Spec; 7] = [
+/// Every kind of lock the nodes can hold: the one list. Inspect's kind names, force-release's keys,
+/// the handshake's scripts and the codes in lock values are all derived from it ([`catalog`]).
+static KINDS: &[&Spec] = &[
     &exclusive::EXCLUSIVE,
     &fenced::FENCED,
     &multi::MULTI,
@@ -53,37 +60,24 @@ static KINDS: [&Spec; 7] = [
     &rwlock::WRITE,
     &semaphore::SEMAPHORE,
     &fair::FAIR,
+    #[cfg(test)]
+    &probe::PROBE,
 ];
 
-/// Every script of every kind, once each: what each connection's handshake loads.
-pub(crate) fn scripts() -> &'static [&'static Script] {
-    static ALL: OnceLock<Vec<&'static Script>> = OnceLock::new();
-    ALL.get_or_init(|| {
-        let mut all: Vec<&'static Script> = Vec::new();
-        for script in KINDS.iter().flat_map(|k| k.scripts) {
-            if !all.iter().any(|s| s.sha1 == script.sha1) {
-                all.push(script);
-            }
-        }
-        all
-    })
+impl Redlock {
+    /// Validates `config` and connects to every node concurrently.
+    ///
+    /// Waits at most `connect_timeout` for the first connections. An unreachable node is not an error
+    /// here: it starts disconnected, votes "failed" until it comes back, and reconnects in the background.
+    /// Invalid configuration (no nodes, a malformed URL, a duplicate node, a factor out of range) is, and
+    /// so is a node its transport cannot serve at all ([`LockError::Node`]).
+    pub async fn new(config: Config) -> Result<Self, LockError> {
+        Self::start(config, catalog()).await
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    /// Each script's `sha1` is its source's digest: `EVALSHA` sends the constant, and a stale one
-    /// is a `NOSCRIPT` at best (the handshake's `SCRIPT LOAD` check catches it on real nodes too).
-    #[test]
-    fn every_script_digest_matches_its_source() {
-        // Every kind's list, not the deduplicated one: `scripts()` keys on the constant itself.
-        let wrong: Vec<String> = super::KINDS
-            .iter()
-            .flat_map(|k| k.scripts)
-            .filter_map(|script| {
-                let digest = sha1_smol::Sha1::from(script.source).digest().to_string();
-                (script.sha1 != digest).then(|| format!("{} -> {digest}", script.source))
-            })
-            .collect();
-        assert!(wrong.is_empty(), "stale digests:\n{}", wrong.join("\n"));
-    }
+/// The list of kinds as the engine receives it (built once).
+pub(crate) fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| Catalog::new(KINDS))
 }

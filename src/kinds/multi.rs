@@ -7,18 +7,19 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::spec::{majority, script_cmd, Kind, Spec, Target};
 use crate::addr::Topology;
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
-use crate::transport::{Args, Cmd, Keys, Script, MAX_SCRIPT_KEYS};
+use crate::protocol::cmd::{Args, Cmd, Keys, Script, MAX_SCRIPT_KEYS};
+use crate::protocol::spec::{majority, script_cmd, Kind, Spec, Target};
 
 /// Several resources, one owner, all or none on each node.
 pub(crate) static MULTI: Spec = Spec {
-    name: "Multi",
+    name: "multi",
+    code: b'm',
     acquire: acquire_multi_cmd,
     vote: Vote::of_script,
     quorum: majority,
@@ -28,6 +29,10 @@ pub(crate) static MULTI: Spec = Spec {
     extends_first_key: false,
     give_up: None,
     suffixes: &[],
+    marks: &[],
+    labeled: None,
+    acquire_labeled: None,
+
     // One queue per resource: a lock spanning several would wait in all of them.
     queues_locally: false,
     hands_off: false,

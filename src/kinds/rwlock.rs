@@ -17,20 +17,30 @@
 
 use std::time::Duration;
 
-use super::exclusive::{EXTEND, RELEASE, RELEASE_NOTIFY};
-use super::spec::{majority, script_cmd, Kind, Spec};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
-use crate::transport::{Args, Cmd, Keys, Script};
+use crate::protocol::cmd::{Args, Cmd, Keys, Script};
+use crate::protocol::scripts::{EXTEND, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
+use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Suffix};
 
-const SUFFIXES: &[&[u8]] = &[b":rw:readers", b":rw:intent"];
+const SUFFIXES: &[Suffix] = &[
+    Suffix {
+        name: b":rw:readers",
+        forced: Forced::Counted,
+    },
+    Suffix {
+        name: b":rw:intent",
+        forced: Forced::Counted,
+    },
+];
 
 /// A shared (reader) hold, granted while fewer than `max_readers` (the kind's `arg`) hold it.
 pub(crate) static READ: Spec = Spec {
-    name: "Read",
+    name: "read",
+    code: b'r',
     acquire: acquire_read_cmd,
     vote: Vote::of_script,
     quorum: majority,
@@ -40,6 +50,9 @@ pub(crate) static READ: Spec = Spec {
     extends_first_key: false,
     give_up: None,
     suffixes: SUFFIXES,
+    marks: &[],
+    labeled: None,
+    acquire_labeled: None,
     // Readers share: there is no one to wait behind locally.
     queues_locally: false,
     hands_off: false,
@@ -51,7 +64,8 @@ pub(crate) static READ: Spec = Spec {
 /// The exclusive (writer) hold; its `arg` is a ticket identifying this acquire across its attempts, so
 /// its intent to write survives retries.
 pub(crate) static WRITE: Spec = Spec {
-    name: "Write",
+    name: "write",
+    code: b'w',
     acquire: acquire_write_cmd,
     vote: Vote::of_script,
     quorum: majority,
@@ -61,6 +75,9 @@ pub(crate) static WRITE: Spec = Spec {
     extends_first_key: true,
     give_up: Some(cancel_intent_cmd),
     suffixes: SUFFIXES,
+    marks: &[WAIT_MARK],
+    labeled: None,
+    acquire_labeled: None,
     queues_locally: true,
     hands_off: true,
     multi_resource: false,

@@ -61,13 +61,13 @@ use tokio::sync::Semaphore;
 
 use super::renewed::RenewPolicy;
 use super::scoped::{run_scoped, LockContext};
-use super::spec::{script_cmd, Kind, Spec};
 use crate::algo::quorum::{permit_quorum, Vote};
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
-use crate::transport::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::spec::{script_cmd, Forced, Kind, Spec, Suffix};
 
 /// The most permits one semaphore may have. Any K >= N already needs every node, so the cap costs
 /// nothing real; it turns a count that is a bug (a byte count passed as permits) into an error, and
@@ -76,7 +76,8 @@ pub const MAX_PERMITS: u32 = 1024;
 
 /// A permit of a semaphore of K permits (the kind's `arg`).
 pub(crate) static SEMAPHORE: Spec = Spec {
-    name: "Permit",
+    name: "semaphore",
+    code: b'p',
     acquire: acquire_permit_cmd,
     vote: permit_vote,
     quorum: |nodes, permits| permit_quorum(nodes, permits),
@@ -85,7 +86,14 @@ pub(crate) static SEMAPHORE: Spec = Spec {
     extend: &EXTEND_PERMIT,
     extends_first_key: false,
     give_up: None,
-    suffixes: &[b":sem"],
+    suffixes: &[Suffix {
+        name: b":sem",
+        forced: Forced::Kept,
+    }],
+    marks: &[],
+    labeled: None,
+    acquire_labeled: None,
+
     // Holders share the resource: nobody to wait behind locally, nothing to hand off.
     queues_locally: false,
     hands_off: false,

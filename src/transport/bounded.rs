@@ -17,8 +17,8 @@ use std::fmt;
 
 use bytes::{Bytes, BytesMut};
 
-use super::{NodeResult, Reply};
 use crate::error::NodeError;
+use crate::protocol::cmd::{NodeResult, Reply};
 
 /// Deepest array nesting accepted. The engine's replies nest at most one level (a pub/sub message is an
 /// array of bulk strings; no script returns a table); 8 leaves room for anything Redis might add.

@@ -16,10 +16,12 @@ use tokio_rustls::TlsConnector;
 
 use super::bounded::{config_value, to_reply, Framer};
 use super::resp::encode_args;
-use super::{ConnectOptions, Reply};
+use super::ConnectOptions;
 use crate::addr::NodeAddr;
-use crate::algo::quarantine::{parse_info, DurableCheck, ServerIdentity};
+use crate::algo::quarantine::DurableCheck;
 use crate::error::NodeError;
+use crate::protocol::cmd::Reply;
+use crate::protocol::server::{parse_info, Info};
 
 /// An open connection: plain TCP, or TLS over it for `rediss://`.
 #[derive(Debug)]
@@ -76,7 +78,7 @@ pub(super) async fn open(
     addr: &NodeAddr,
     opts: &ConnectOptions,
     load_scripts: bool,
-) -> Result<(Stream, Option<ServerIdentity>), NodeError> {
+) -> Result<(Stream, Option<Info>), NodeError> {
     let fail =
         |what: &str, e: &dyn std::fmt::Display| NodeError::Connect(format!("{addr}: {what}{e}"));
     let read_identity = opts.quarantine.is_some();
@@ -151,7 +153,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     addr: &NodeAddr,
     hello: Hello,
     opts: &ConnectOptions,
-) -> Result<Option<ServerIdentity>, NodeError> {
+) -> Result<Option<Info>, NodeError> {
     let Hello {
         load_scripts,
         read_identity,
@@ -250,8 +252,8 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     if check_durable {
         let [appendonly, appendfsync] = settings;
         let durable = durability_of(addr, DurableCheck::of(appendonly, appendfsync));
-        if let Some(identity) = identity.as_mut() {
-            identity.durable = durable;
+        if let Some(info) = identity.as_mut() {
+            info.identity.durable = durable;
         }
     }
     Ok(identity)

@@ -5,8 +5,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::{pipeline, NodeResult};
+use tokio::sync::oneshot;
+
 use crate::error::NodeError;
+use crate::protocol::cmd::NodeResult;
 
 /// The reply future [`NodeClient::send`] returns: a concrete type, so the hot path stays free of boxing
 /// for the engine's own transport.
@@ -15,7 +17,8 @@ pub(crate) struct Pending(PendingInner);
 
 enum PendingInner {
     Ready(Option<NodeResult>),
-    Pipeline(pipeline::Waiter),
+    /// A reply the connection's task will send (the pipelined transport).
+    Channel(oneshot::Receiver<NodeResult>),
     #[allow(dead_code)] // used by the fred transport
     Boxed(Pin<Box<dyn Future<Output = NodeResult> + Send>>),
 }
@@ -25,8 +28,10 @@ impl Pending {
         Self(PendingInner::Ready(Some(result)))
     }
 
-    pub(crate) fn pipeline(waiter: pipeline::Waiter) -> Self {
-        Self(PendingInner::Pipeline(waiter))
+    /// The reply that arrives on `rx`; a dropped sender means the connection task went away with the
+    /// request in flight ([`NodeError::ConnectionLost`]).
+    pub(crate) fn channel(rx: oneshot::Receiver<NodeResult>) -> Self {
+        Self(PendingInner::Channel(rx))
     }
 
     #[allow(dead_code)] // used by the fred transport
@@ -45,7 +50,9 @@ impl Future for Pending {
                     .take()
                     .unwrap_or_else(|| Err(NodeError::Protocol("reply polled twice".into()))),
             ),
-            PendingInner::Pipeline(waiter) => Pin::new(waiter).poll(cx),
+            PendingInner::Channel(rx) => Pin::new(rx)
+                .poll(cx)
+                .map(|r| r.unwrap_or(Err(NodeError::ConnectionLost))),
             PendingInner::Boxed(fut) => fut.as_mut().poll(cx),
         }
     }

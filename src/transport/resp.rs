@@ -8,8 +8,8 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::{Cmd, MAX_SCRIPT_KEYS};
 use crate::error::NodeError;
+use crate::protocol::cmd::{Cmd, MAX_SCRIPT_KEYS};
 
 /// Appends `cmd` to `out`. `eval_source` sends a script with `EVAL <source>` instead of `EVALSHA <sha>`.
 pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
@@ -172,8 +172,8 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 mod tests {
     use super::*;
     use crate::algo::value::LockValue;
+    use crate::protocol::cmd::{Args, Keys};
     use crate::transport::test_scripts::{EXTEND_MANY, RELEASE};
-    use crate::transport::{Args, Keys};
     use bytes::Bytes;
 
     #[test]
@@ -283,7 +283,7 @@ mod tests {
 
     #[test]
     fn encodes_a_coalesced_extend_as_keys_then_value_ttl_pairs() {
-        use crate::transport::Extend;
+        use crate::protocol::cmd::Extend;
         let a = LockValue::random().unwrap();
         let b = LockValue::random().unwrap();
         let locks: std::sync::Arc<[Extend]> = vec![

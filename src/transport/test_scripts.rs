@@ -1,7 +1,7 @@
 //! Copies of two lock scripts for the transport's own tests, so they need nothing above the transport
 //! (`crate::kinds::exclusive` checks that these stay equal to the real ones).
 
-use super::Script;
+use crate::protocol::cmd::Script;
 
 /// `crate::kinds::exclusive::RELEASE`.
 pub(crate) static RELEASE: Script = Script {

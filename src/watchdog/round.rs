@@ -18,10 +18,10 @@ use crate::algo::timing::millis;
 use crate::engine::core::Core;
 use crate::engine::fanout::{fan_out_into, run, Count};
 use crate::error::NodeError;
-use crate::kinds::exclusive::{extend_many_vote, EXTEND_MANY};
 use crate::lock::Lock;
 use crate::observe::Op;
-use crate::transport::{Cmd, Extend, NodeResult, Reply};
+use crate::protocol::cmd::{Cmd, Extend, NodeResult, Reply};
+use crate::protocol::scripts::{extend_many_vote, EXTEND_MANY};
 
 /// Most locks one coalesced call carries: the node runs the script without interruption, so this
 /// bounds how long one call holds up the node's other clients (a few tens of microseconds).

@@ -19,7 +19,8 @@ use ::fred::prelude::{
 };
 use ::fred::types::{ClusterStateChange, InfoKind};
 
-use crate::algo::quarantine::{parse_info, Quarantine};
+use crate::algo::quarantine::Quarantine;
+use crate::protocol::server::parse_info;
 
 type Listener = tokio::task::JoinHandle<Result<(), FredError>>;
 
@@ -93,7 +94,7 @@ pub(super) async fn read_all(client: &Client, quarantine: &Quarantine, clustered
 /// Reads `INFO server` and feeds the quarantine; a node that will not say who it is stays as it was.
 async fn read_identity(client: &Client, quarantine: &Quarantine) {
     if let Ok(Value::String(info)) = client.info::<Value>(Some(InfoKind::Server)).await {
-        if let Some(identity) = parse_info(info.as_bytes()) {
+        if let Some(identity) = parse_info(info.as_bytes()).map(|i| i.identity) {
             quarantine.on_connect(&identity);
         }
     }
@@ -106,7 +107,7 @@ async fn read_member(client: &Client, quarantine: &Quarantine, server: &Server) 
         .info::<Value>(Some(InfoKind::Server))
         .await;
     if let Ok(Value::String(info)) = info {
-        if let Some(identity) = parse_info(info.as_bytes()) {
+        if let Some(identity) = parse_info(info.as_bytes()).map(|i| i.identity) {
             quarantine.on_member_connect(&server.to_string(), &identity);
         }
     }

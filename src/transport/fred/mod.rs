@@ -31,10 +31,11 @@ use ::fred::prelude::{
 use ::fred::types::{ConnectHandle, InfoKind};
 use bytes::Bytes;
 
-use super::{Cmd, ConnectOptions, NodeClient, NodeResult, Pending, Reply};
+use super::{ConnectOptions, NodeClient, Pending};
 use crate::addr::{NodeAddr, Topology};
 use crate::algo::quarantine::Quarantine;
 use crate::error::NodeError;
+use crate::protocol::cmd::{Cmd, NodeResult, Reply};
 
 /// One node reached through a fred client.
 pub(crate) struct FredNode {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use ::fred::prelude::{Client, Error as FredError, Key, LuaInterface, Value};
 
 use super::reply;
-use crate::transport::{NodeResult, Script};
+use crate::protocol::cmd::{NodeResult, Script};
 
 /// Loads every lock script (on every master of a cluster), each bounded by `bound`. Fails only if the
 /// server refuses permission (`NOPERM`); other failures leave it to the `NOSCRIPT` path later.

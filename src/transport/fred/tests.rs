@@ -2,9 +2,9 @@
 
 use super::*;
 use crate::algo::value::LockValue;
+use crate::protocol::cmd::Script;
+use crate::protocol::cmd::{Args, Keys};
 use crate::transport::test_scripts::RELEASE;
-use crate::transport::Script;
-use crate::transport::{Args, Keys};
 use ::fred::interfaces::MetricsInterface;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;

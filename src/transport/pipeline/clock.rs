@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::{Shared, Slot, State};
 use crate::algo::clock::{Sample, Verdict};
 use crate::error::NodeError;
-use crate::transport::{NodeResult, Reply};
+use crate::protocol::cmd::{NodeResult, Reply};
 
 /// The longest a connection goes without reading its node's clock. Acquires read it anyway; this is
 /// for an engine that holds plain locks and acquires nothing for a while, whose locks could otherwise

@@ -31,8 +31,9 @@ use tokio::sync::oneshot;
 use super::{Shared, Slot, State};
 use crate::algo::value::LockValue;
 use crate::error::NodeError;
+use crate::protocol::cmd::{Args, Cmd, Coalesced, Keys, NodeResult, Reply};
 use crate::transport::resp::encode_cmd;
-use crate::transport::{Args, Cmd, Coalesced, ConnectOptions, Keys, NodeResult, Reply};
+use crate::transport::ConnectOptions;
 
 /// Most locks in one call: past 16 the node's saving per lock levels off, and a long script holds
 /// the node's single thread (measured: 16 ≈ 32 ≈ 64 per key).

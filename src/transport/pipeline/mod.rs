@@ -21,7 +21,7 @@
 //!   jitter, so a dead node never blocks a caller.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::BytesMut;
@@ -30,12 +30,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::connect::{open, Stream};
 use super::resp::encode_cmd;
-use super::{Cmd, ConnectOptions, NodeResult};
+use super::ConnectOptions;
 use crate::addr::NodeAddr;
 use crate::algo::clock::ClockWatch;
-use crate::algo::quarantine::{Quarantine, ServerIdentity};
+use crate::algo::quarantine::Quarantine;
 use crate::algo::rtt::RttEstimate;
 use crate::error::NodeError;
+use crate::protocol::cmd::{Cmd, NodeResult};
+use crate::protocol::server::{Info, Profile};
 use tokio::time::Instant;
 
 mod clock;
@@ -43,7 +45,6 @@ mod coalesce;
 mod node;
 mod read;
 mod write;
-pub(crate) use node::Waiter;
 use read::read_loop;
 use write::{reconnect_loop, write_loop};
 
@@ -67,6 +68,8 @@ struct Shared {
     rtt: RttEstimate,
     /// `State::pending.len()`, readable without the lock (admission control looks at it per round).
     backlog: AtomicUsize,
+    /// `State::profile`'s code, readable without the lock (the fan-out asks it per node per round).
+    profile: AtomicU8,
     /// Cancelled when the handle is dropped: stops the reader, writer and reconnect loop.
     shutdown: CancellationToken,
 }
@@ -112,6 +115,8 @@ struct State {
     connected_at: std::time::Instant,
     /// Cancels the current connection's reader and writer.
     conn_token: CancellationToken,
+    /// How the current connection renders operations (what its handshake learned of the server).
+    profile: Profile,
 }
 
 impl PipelineNode {
@@ -139,12 +144,14 @@ impl PipelineNode {
                 backoff: opts.reconnect_min,
                 connected_at: std::time::Instant::now(),
                 conn_token: CancellationToken::new(),
+                profile: Profile::default(),
             }),
             wake_writer: Notify::new(),
             quarantine: Quarantine::new(opts.quarantine),
             clock: ClockWatch::new(opts.clock_guard),
             rtt: RttEstimate::default(),
             backlog: AtomicUsize::new(0),
+            profile: AtomicU8::new(Profile::default().code()),
             shutdown: CancellationToken::new(),
         });
         let began = Instant::now();
@@ -224,7 +231,7 @@ impl Shared {
     fn enqueue_frame(
         &self,
         cmd: &Cmd,
-        encoded: Option<&[u8]>,
+        encoded: Option<(&[u8], Profile)>,
         tx: oneshot::Sender<NodeResult>,
     ) -> Result<(), NodeError> {
         self.enqueue_inner(0, cmd, false, encoded, tx)
@@ -235,7 +242,7 @@ impl Shared {
         generation: u64,
         cmd: &Cmd,
         eval_source: bool,
-        encoded: Option<&[u8]>,
+        encoded: Option<(&[u8], Profile)>,
         tx: oneshot::Sender<NodeResult>,
     ) -> Result<(), NodeError> {
         // A release that may join the open group is not encoded now (see `coalesce`).
@@ -269,9 +276,14 @@ impl Shared {
                 // to every acquire behind it as one of its own would be (see `clock`).
                 clock::queue_sample(&mut st);
             }
+            // A frame rendered for another profile (the node reconnected to another server since
+            // the round read it) is rendered again for this connection's.
             match encoded {
-                Some(frame) => st.out.extend_from_slice(frame),
-                None => encode_cmd(&mut st.out, cmd, eval_source),
+                Some((frame, profile)) if profile == st.profile => st.out.extend_from_slice(frame),
+                _ => {
+                    let profile = st.profile;
+                    encode_cmd(&mut st.out, profile.render(cmd), eval_source)
+                }
             }
             st.pending.push_back(Slot {
                 tx: Some(tx),
@@ -292,11 +304,12 @@ impl Shared {
         Ok(())
     }
 
-    fn install(self: &Arc<Self>, stream: Stream, identity: Option<ServerIdentity>) {
+    fn install(self: &Arc<Self>, stream: Stream, info: Option<Info>) {
         // Before the connection is usable: a restarted node must not vote even once.
-        if let Some(identity) = &identity {
-            self.quarantine.on_connect(identity);
+        if let Some(info) = &info {
+            self.quarantine.on_connect(&info.identity);
         }
+        let profile = Profile::of(info.as_ref().map(|i| &i.server));
         let token = self.shutdown.child_token();
         let generation = {
             let mut st = self.lock();
@@ -313,6 +326,8 @@ impl Shared {
             st.unsent = 0;
             st.connected_at = std::time::Instant::now();
             st.conn_token = token.clone();
+            st.profile = profile;
+            self.profile.store(profile.code(), Ordering::Relaxed);
             st.generation
         };
         match stream {

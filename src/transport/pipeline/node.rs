@@ -1,10 +1,7 @@
 //! The pipelined connection as a [`NodeClient`]: sending, whether it votes, what it reports.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -12,24 +9,29 @@ use tokio::time::Instant;
 use super::PipelineNode;
 use crate::algo::clock::JumpLog;
 use crate::algo::rtt::RttEstimate;
-use crate::error::NodeError;
-use crate::transport::{Cmd, LinkStatus, NodeClient, NodeResult, Pending};
+use crate::protocol::cmd::Cmd;
+use crate::protocol::server::Profile;
+use crate::transport::{LinkStatus, NodeClient, Pending};
 
 impl NodeClient for PipelineNode {
     fn send(&self, cmd: &Cmd) -> Pending {
         let (tx, rx) = oneshot::channel();
         match self.shared.enqueue(cmd, false, tx) {
-            Ok(()) => Pending::pipeline(Waiter { rx }),
+            Ok(()) => Pending::channel(rx),
             Err(e) => Pending::ready(Err(e)),
         }
     }
 
-    fn send_encoded(&self, cmd: &Cmd, encoded: &[u8]) -> Pending {
+    fn send_encoded(&self, cmd: &Cmd, encoded: &[u8], profile: Profile) -> Pending {
         let (tx, rx) = oneshot::channel();
-        match self.shared.enqueue_frame(cmd, Some(encoded), tx) {
-            Ok(()) => Pending::pipeline(Waiter { rx }),
+        match self.shared.enqueue_frame(cmd, Some((encoded, profile)), tx) {
+            Ok(()) => Pending::channel(rx),
             Err(e) => Pending::ready(Err(e)),
         }
+    }
+
+    fn profile(&self) -> Profile {
+        Profile::from_code(self.shared.profile.load(Ordering::Relaxed))
     }
 
     fn is_connected(&self) -> bool {
@@ -80,22 +82,5 @@ impl NodeClient for PipelineNode {
             silenced_until: self.shared.clock.silenced_until(),
             last_error,
         }
-    }
-}
-
-/// The reply future of one pipelined command.
-#[derive(Debug)]
-pub(crate) struct Waiter {
-    rx: oneshot::Receiver<NodeResult>,
-}
-
-impl Future for Waiter {
-    type Output = NodeResult;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<NodeResult> {
-        // A dropped sender means the connection task went away with the request in flight.
-        Pin::new(&mut self.get_mut().rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or(Err(NodeError::ConnectionLost)))
     }
 }

@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Shared, Slot};
 use crate::error::NodeError;
+use crate::protocol::cmd::{Cmd, NodeResult};
 use crate::transport::bounded::Framer;
 use crate::transport::resp::is_noscript;
-use crate::transport::{Cmd, NodeResult};
 
 pub(super) async fn read_loop<R: AsyncRead + Unpin>(
     shared: Arc<Shared>,

@@ -1,20 +1,28 @@
-//! What the engine knows of a kind of lock: its [`Spec`], a lock's [`Kind`] (a `Spec` and its one
-//! number) and an acquire's [`Target`]. Each kind's file defines its `Spec`; the engine and [`Lock`]
-//! only ever ask the `Spec`.
+//! What the engine knows of a kind of lock: its [`Spec`] (data, never matched on), a lock's [`Kind`]
+//! (a `Spec` and its one number), an acquire's [`Target`], the keys a kind adds ([`Suffix`]) and the
+//! public name inspect reports ([`LockKind`]). Each kind's file (`crate::kinds`) defines its `Spec`;
+//! the engine, the watchdog and [`Lock`] only ever ask the `Spec`, and the list of kinds reaches them
+//! as a [`super::catalog::Catalog`].
 //!
 //! [`Lock`]: crate::Lock
 
 use std::fmt;
 
+use bytes::Bytes;
+
+use super::cmd::{Args, Cmd, Keys, NodeResult, Script};
 use crate::algo::quorum::{Tally, Vote};
 use crate::algo::value::LockValue;
-use crate::transport::{Args, Cmd, Keys, NodeResult, Script};
 
 /// What a kind of lock is, as the engine sees it.
 #[derive(Debug)]
 pub(crate) struct Spec {
-    /// For `Debug`.
+    /// The kind's public name: what inspect reports ([`LockKind::name`]), the CLI prints, `Debug`
+    /// shows.
     pub(crate) name: &'static str,
+    /// The byte after the engine tag in every value this kind draws (see `crate::algo::value`), so
+    /// inspect can tell which kind holds a key. Unique in the list of kinds (a test checks).
+    pub(crate) code: u8,
     /// The command an attempt sends: `(keys, value, ttl_ms, arg)` (`arg`: see [`Kind`]).
     pub(crate) acquire: fn(&Keys, LockValue, u64, u64) -> Cmd,
     /// How an acquire reply votes.
@@ -34,7 +42,16 @@ pub(crate) struct Spec {
     /// What a writer sends when it gives up, so its intent stops holding readers back: `(keys, arg)`.
     pub(crate) give_up: Option<fn(&Keys, u64) -> Cmd>,
     /// The resource's other keys, after its own: `prefix{resource}` + each suffix.
-    pub(crate) suffixes: &'static [&'static [u8]],
+    pub(crate) suffixes: &'static [Suffix],
+    /// Keys its scripts derive from the resource key instead of taking them as `KEYS` (the waiter
+    /// mark): not part of an acquire's target, but inspect reads them and force-release knows them.
+    pub(crate) marks: &'static [Suffix],
+    /// This kind with a holder label (`Config::holder_label`), if it has such a form: what an
+    /// acquire of this kind becomes on an engine with a label.
+    pub(crate) labeled: Option<&'static Spec>,
+    /// The acquire of a labeled form: `(keys, value, ttl_ms, label_ttl_ms, label)`, sent instead of
+    /// `acquire` when the engine has a label (it carries the label, which `acquire` does not see).
+    pub(crate) acquire_labeled: Option<fn(&Keys, LockValue, u64, u64, &Bytes) -> Cmd>,
     /// Whether waiters queue in-process: exclusive holders do; readers share, and multi-resource locks
     /// span several queues.
     pub(crate) queues_locally: bool,
@@ -47,6 +64,64 @@ pub(crate) struct Spec {
     pub(crate) shared: bool,
     /// Every script this kind sends, for the handshake.
     pub(crate) scripts: &'static [&'static Script],
+}
+
+/// A key a kind adds to a resource (`prefix{resource}` + `name`) and what a forced release does
+/// with it.
+#[derive(Debug)]
+pub(crate) struct Suffix {
+    pub(crate) name: &'static [u8],
+    pub(crate) forced: Forced,
+}
+
+/// What [`crate::Redlock::force_release`] does with a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Forced {
+    /// Deleted, and counted in its answer (the resource key, a reader set, a write intent).
+    Counted,
+    /// Deleted, not counted (the holder label: it only describes the holder).
+    Deleted,
+    /// Kept: history the next holders rely on (a fence counter) or entries that expire on their
+    /// own (a semaphore's permits, a fair queue).
+    Kept,
+    /// Kept, and when it exists the forced release wakes the waiters (the waiter mark).
+    Wakes,
+}
+
+/// The kind of lock inspect found at a resource's key: the name of the kind that drew the value
+/// ([`Self::name`]: `exclusive`, `fenced`, `multi`, `read`, `write`, `semaphore`, `fair`), or
+/// [`FOREIGN`](Self::FOREIGN) / [`UNKNOWN`](Self::UNKNOWN). A name, not an enum: the list of kinds
+/// is the engine's one list, and a kind added there is reported without a new variant here.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LockKind(&'static str);
+
+impl LockKind {
+    /// Not a lock of this engine's format: another value length, or another data type at the key.
+    pub const FOREIGN: Self = Self("foreign");
+    /// A lock value whose kind byte this version does not know.
+    pub const UNKNOWN: Self = Self("unknown");
+
+    pub(crate) fn of(spec: &Spec) -> Self {
+        Self(spec.name)
+    }
+
+    /// The kind's name: `exclusive` (also renewed, scoped, owner and slot locks), `fenced`,
+    /// `multi`, `read`, `write`, `semaphore`, `fair`, `foreign` or `unknown`.
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Debug for LockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl fmt::Display for LockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
 }
 
 /// One lock's kind: its [`Spec`], and the one number some kinds carry (a reader limit, a writer's
@@ -73,6 +148,11 @@ impl Kind {
         self.spec
     }
 
+    /// The same kind with another spec (its labeled form), `arg` kept.
+    pub(crate) fn with_spec(self, spec: &'static Spec) -> Self {
+        Self { spec, ..self }
+    }
+
     /// Whether both are the same kind (whatever their `arg`).
     pub(crate) fn same_as(self, other: Kind) -> bool {
         std::ptr::eq(self.spec, other.spec)
@@ -86,12 +166,12 @@ impl Kind {
         self.spec.vote
     }
 
-    /// An empty tally for an acquire or extend round of this kind over `nodes` nodes.
     /// The votes a lock of this kind needs on `nodes` nodes (see `Spec::quorum`).
     pub(crate) fn quorum(self, nodes: usize) -> usize {
         (self.spec.quorum)(nodes, self.arg)
     }
 
+    /// An empty tally for an acquire or extend round of this kind over `nodes` nodes.
     pub(crate) fn tally(self, nodes: usize) -> Tally {
         Tally::with_quorum(nodes, (self.spec.quorum)(nodes, self.arg))
     }

@@ -1,0 +1,138 @@
+//! [`Catalog`]: the list of kinds (`crate::kinds::KINDS`, the only one) and everything derived from
+//! it — the scripts a handshake loads, the keys a resource can have, which kind drew a value. Built
+//! once at the top (`crate::kinds::catalog`) and handed down, so the engine reads the list of kinds
+//! without naming one.
+
+use super::cmd::Script;
+use super::operator::{FORCE_RELEASE, INSPECT};
+use super::spec::{Forced, LockKind, Spec, Suffix};
+
+/// The kinds of lock the nodes can hold, and what is derived from their specs.
+#[derive(Debug)]
+pub(crate) struct Catalog {
+    kinds: Vec<&'static Spec>,
+    scripts: Vec<&'static Script>,
+    keys: Vec<&'static Suffix>,
+}
+
+impl Catalog {
+    /// The catalog of `kinds` (each kind's labeled form included).
+    pub(crate) fn new(kinds: &[&'static Spec]) -> Self {
+        let mut all: Vec<&'static Spec> = Vec::new();
+        for spec in kinds {
+            all.push(spec);
+            all.extend(spec.labeled);
+        }
+        let mut scripts: Vec<&'static Script> = Vec::new();
+        let mut keys: Vec<&'static Suffix> = Vec::new();
+        for spec in &all {
+            let own = [spec.release, spec.release_notify, spec.extend];
+            for script in own.into_iter().chain(spec.scripts.iter().copied()) {
+                if !scripts.iter().any(|s| s.sha1 == script.sha1) {
+                    scripts.push(script);
+                }
+            }
+            for suffix in spec.suffixes.iter().chain(spec.marks) {
+                if !keys.iter().any(|k| k.name == suffix.name) {
+                    keys.push(suffix);
+                }
+            }
+        }
+        scripts.extend([&INSPECT, &FORCE_RELEASE]);
+        Self {
+            kinds: kinds.to_vec(),
+            scripts,
+            keys,
+        }
+    }
+
+    /// The kinds, as listed.
+    pub(crate) fn kinds(&self) -> &[&'static Spec] {
+        &self.kinds
+    }
+
+    /// Every script of every kind, and the operator's, once each: what each handshake loads.
+    pub(crate) fn scripts(&self) -> &[&'static Script] {
+        &self.scripts
+    }
+
+    /// Every key a resource can have after its own, once each, in list order.
+    pub(crate) fn keys(&self) -> &[&'static Suffix] {
+        &self.keys
+    }
+
+    /// The kind whose values carry `code` (see `Spec::code`).
+    pub(crate) fn by_code(&self, code: u8) -> Option<LockKind> {
+        let spec = self.kinds.iter().find(|s| s.code == code)?;
+        Some(LockKind::of(spec))
+    }
+
+    /// The kind whose holders share a resource and hold it without its key (readers).
+    pub(crate) fn shared(&self) -> Option<LockKind> {
+        let spec = self.kinds.iter().find(|s| s.shared)?;
+        Some(LockKind::of(spec))
+    }
+
+    /// The keys a forced release deletes and counts, deletes quietly, and keeps, in that order, and
+    /// the waiter mark's place among all of them (see `super::operator::FORCE_RELEASE`).
+    pub(crate) fn forced(&self) -> Forcing {
+        let of = |want: &[Forced]| -> Vec<&'static [u8]> {
+            let keys = self.keys.iter().filter(|k| want.contains(&k.forced));
+            keys.map(|k| k.name).collect()
+        };
+        let counted = of(&[Forced::Counted]);
+        let deleted = of(&[Forced::Deleted]);
+        let kept = of(&[Forced::Kept, Forced::Wakes]);
+        let wakes = self.keys.iter().find(|k| k.forced == Forced::Wakes);
+        Forcing {
+            counted,
+            deleted,
+            wakes: wakes.map(|w| w.name),
+            kept,
+        }
+    }
+}
+
+/// The key groups of a forced release, suffixes after the resource key (which is counted first).
+#[derive(Debug)]
+pub(crate) struct Forcing {
+    pub(crate) counted: Vec<&'static [u8]>,
+    pub(crate) deleted: Vec<&'static [u8]>,
+    pub(crate) kept: Vec<&'static [u8]>,
+    /// The kept key whose presence makes the release publish (the waiter mark).
+    pub(crate) wakes: Option<&'static [u8]>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind draws values with its own code: two kinds with one code would read as one.
+    #[test]
+    fn every_kind_has_its_own_code_and_name() {
+        let catalog = crate::kinds::catalog();
+        let kinds = catalog.kinds();
+        for (i, a) in kinds.iter().enumerate() {
+            for b in &kinds[i + 1..] {
+                assert_ne!(a.code, b.code, "{} and {}", a.name, b.name);
+                assert_ne!(a.name, b.name);
+            }
+            assert_eq!(catalog.by_code(a.code), Some(LockKind::of(a)));
+        }
+    }
+
+    /// Each script's `sha1` is its source's digest: `EVALSHA` sends the constant, and a stale one
+    /// is a `NOSCRIPT` at best (the handshake's `SCRIPT LOAD` check catches it on real nodes too).
+    #[test]
+    fn every_script_digest_matches_its_source() {
+        let wrong: Vec<String> = crate::kinds::catalog()
+            .scripts()
+            .iter()
+            .filter_map(|script| {
+                let digest = sha1_smol::Sha1::from(script.source).digest().to_string();
+                (script.sha1 != digest).then(|| format!("{} -> {digest}", script.source))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "stale digests:\n{}", wrong.join("\n"));
+    }
+}

@@ -1,0 +1,21 @@
+//! The protocol: what the engine sends to a node and how a node's answer reads, below the engine and
+//! above the pure algorithm. Nothing here does I/O, and nothing here names the engine or a kind.
+//!
+//! - `cmd`: [`cmd::Cmd`] (one operation on one node), [`cmd::Script`], keys and arguments; the
+//!   reply types come from `crate::algo::reply`.
+//! - `spec`: what a kind of lock is as data ([`spec::Spec`]), a lock's [`spec::Kind`], an acquire's
+//!   [`spec::Target`], a kind's extra keys ([`spec::Suffix`]) and the public [`spec::LockKind`].
+//! - `catalog`: the list of kinds as the engine receives it, and what is derived from it (the
+//!   handshake's scripts, a resource's keys, the kind of a value's code).
+//! - `scripts`: the scripts the single-key kinds share (release, extend, the waiter mark, their
+//!   coalesced forms).
+//! - `operator`: inspect and forced release, which take their keys by suffix, not by position.
+//! - `server`: what a handshake learns of a node's server ([`server::Server`]) and the rendering
+//!   [`server::Profile`] each connection encodes its commands with: the per-node command seam.
+
+pub(crate) mod catalog;
+pub(crate) mod cmd;
+pub(crate) mod operator;
+pub(crate) mod scripts;
+pub(crate) mod server;
+pub(crate) mod spec;

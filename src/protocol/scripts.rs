@@ -1,0 +1,151 @@
+//! The scripts the single-key kinds share (exclusive, fenced, write, fair): owner-checked release
+//! and extend, the release that wakes waiters elsewhere, the waiter mark, and their coalesced forms
+//! (one call over several locks: the watchdog's extend, the pipelined transport's releases).
+//!
+//! # The scripts of every kind
+//! Keys and values always travel as `KEYS`/`ARGV`, never spliced into the source, so a resource name is
+//! data and can be any bytes. Release/extend scripts answer `1` (done: we owned it), `0` (gone: expired)
+//! or `-1` (someone else's value is there), so callers can tell "not owner" from "already expired";
+//! acquire scripts answer `1` (acquired) or `-1` (taken). The digests are checked against a real
+//! `SCRIPT LOAD` in the tests, and by every connection's handshake, which loads them all.
+
+use super::cmd::{Coalesced, Script};
+use super::spec::{Forced, Suffix};
+use crate::algo::quorum::Vote;
+use crate::error::NodeError;
+
+/// The waiter mark a client that lost a round sets (`prefix{resource}:wait`, see [`MARK_WAITING`]).
+pub(crate) const WAIT_MARK: Suffix = Suffix {
+    name: b":wait",
+    forced: Forced::Wakes,
+};
+
+/// Reads one lock's character of a coalesced extend answer (see [`EXTEND_MANY`]): `1` extended, `0`
+/// gone, `-` someone else's.
+pub(crate) fn extend_many_vote(code: u8) -> Vote {
+    match code {
+        b'1' => Vote::Yes,
+        b'0' => Vote::Gone,
+        b'-' => Vote::Taken,
+        _ => Vote::Failed(NodeError::Protocol(
+            "coalesced extend script: an answer is none of 1, 0, -".into(),
+        )),
+    }
+}
+
+/// Compare-and-delete: `DEL` only if the key still holds our value. Also releases a write lock
+/// (`KEYS[1]` is the writer key; the others are ignored).
+pub(crate) static RELEASE: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then return redis.call('DEL', KEYS[1]) \
+elseif v == false then return 0 else return -1 end",
+    sha1: "73afff61f75cb8d8c5c4e250cc4561d4b66c2e4f",
+    resend: true,
+};
+
+/// [`RELEASE`], then — only when a waiter elsewhere has marked itself (see [`MARK_WAITING`]) —
+/// `PUBLISH` on the key's name so it wakes at once, answering 2 instead of 1. Uncontended releases
+/// pay one `EXISTS`, not a `PUBLISH`: the nodes are the bottleneck of a busy lock service.
+pub(crate) static RELEASE_NOTIFY: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then redis.call('DEL', KEYS[1]) \
+if redis.call('EXISTS', KEYS[1] .. ':wait') == 1 then redis.call('PUBLISH', KEYS[1], '') return 2 end \
+return 1 elseif v == false then return 0 else return -1 end",
+    sha1: "25d6aa0d92d61881e46b2b8d17f45af094b09f38",
+    resend: true,
+};
+
+/// A client that lost a round marks that it waits (`KEYS[1]..':wait'`, for `ARGV[2]` ms), so the
+/// holder's release answers 2 and its process yields to the waiter at the end of a hand-off streak.
+/// (The marker key is derived, not declared: fine on standalone nodes, the only kind this engine's
+/// own transport serves.)
+pub(crate) static MARK_WAITING: Script = Script {
+    source: "redis.call('SET', KEYS[1] .. ':wait', '1', 'PX', ARGV[2]) return 1",
+    sha1: "ea7d993d5d0b27e328e5d76513e65dee1105e6a7",
+    resend: true,
+};
+
+/// Compare-and-`PEXPIRE`: reset the TTL (ms in `ARGV[2]`) only if the key still holds our value.
+pub(crate) static EXTEND: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 \
+elseif v == false then return 0 else return -1 end",
+    sha1: "4bbcd4c07b7515b9ce88be6710a50d3381df9c19",
+    resend: true,
+};
+
+/// Coalesced extend: [`EXTEND`] for several exclusive locks in one call (`KEYS[i]` with value
+/// `ARGV[2i-1]` and TTL `ARGV[2i]` ms). Answers one character per lock, in order: `1` extended, `0`
+/// gone, `-` someone else's (or a key of another type: `pcall`, so one odd key cannot fail the
+/// others' answers). One call per node per watchdog tick instead of one per lock: the nodes parse,
+/// dispatch and reply once.
+pub(crate) static EXTEND_MANY: Script = Script {
+    source: "local r = {} \
+for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
+if v == ARGV[2 * i - 1] then redis.call('PEXPIRE', k, ARGV[2 * i]) r[i] = '1' \
+elseif v == false then r[i] = '0' else r[i] = '-' end end \
+return table.concat(r)",
+    sha1: "81a233c89febc3d1371cd894da87af9fc0586cdc",
+    resend: true,
+};
+
+/// Coalesced release: [`RELEASE`] for several locks in one call (`KEYS[i]` with value `ARGV[i]`),
+/// answering one character per lock, in order: `1` deleted, `0` gone, `-` someone else's, `e` the
+/// key holds another type (`pcall`: one odd key must not fail the others' answers, nor stop the
+/// script after some deletes). The pipelined transport sends it for releases queued back to back on
+/// one connection (see [`COALESCED`]); measured on present keys it costs the node about a third of
+/// the single calls (`results/2026-12-01/release-batch/`).
+pub(crate) static RELEASE_MANY: Script = Script {
+    source: "local r = {} \
+for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
+if type(v) == 'table' then r[i] = 'e' \
+elseif v == ARGV[i] then redis.call('DEL', k) r[i] = '1' \
+elseif v == false then r[i] = '0' else r[i] = '-' end end \
+return table.concat(r)",
+    sha1: "b8673592946f5f669155e2abae9d54824b89e3b2",
+    resend: true,
+};
+
+/// [`RELEASE_NOTIFY`] for several locks in one call, answering like [`RELEASE_MANY`] plus `2`:
+/// deleted and a waiter was told.
+pub(crate) static RELEASE_NOTIFY_MANY: Script = Script {
+    source: "local r = {} \
+for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
+if type(v) == 'table' then r[i] = 'e' \
+elseif v == ARGV[i] then redis.call('DEL', k) \
+if redis.call('EXISTS', k .. ':wait') == 1 then redis.call('PUBLISH', k, '') r[i] = '2' else r[i] = '1' end \
+elseif v == false then r[i] = '0' else r[i] = '-' end end \
+return table.concat(r)",
+    sha1: "dfda29fbca642012698d22b7edd22d4655adf073",
+    resend: true,
+};
+
+/// The releases the pipelined transport may coalesce, with their many-lock forms. Only these two:
+/// their answer for one lock depends on nothing but that lock's key, so one call over several keys
+/// answers exactly what the single calls would, in the same order on the node.
+pub(crate) static COALESCED: [Coalesced; 2] = [
+    Coalesced {
+        one: &RELEASE,
+        many: &RELEASE_MANY,
+    },
+    Coalesced {
+        one: &RELEASE_NOTIFY,
+        many: &RELEASE_NOTIFY_MANY,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_transport_tests_use_these_scripts() {
+        use crate::transport::test_scripts as copies;
+        for (ours, copy) in [
+            (&RELEASE, &copies::RELEASE),
+            (&EXTEND_MANY, &copies::EXTEND_MANY),
+        ] {
+            assert_eq!((ours.source, ours.sha1), (copy.source, copy.sha1));
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! What a connection's handshake learns of its node's server ([`Server`]: its name and version,
+//! from `INFO server`), and the [`Profile`] the connection renders every operation with: the
+//! per-node command seam. A kind names an operation (a [`Cmd`]: its release, its extend, ...); each
+//! connection turns it into the command its server takes, so servers that offer a native form of an
+//! operation can get it while the others keep the script. Today every profile renders the scripts,
+//! so every node gets the same bytes as before the seam.
+
+use std::time::Duration;
+
+use super::cmd::Cmd;
+use crate::algo::quarantine::ServerIdentity;
+
+/// Which server a node runs, as `INFO server` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum ServerName {
+    /// Redis (no `server_name` field, or `server_name:redis`).
+    #[default]
+    Redis,
+    /// Valkey (`server_name:valkey`; its `redis_version` is a compatibility figure, its own version
+    /// is `valkey_version`).
+    Valkey,
+    /// Another server that answers `INFO` in this form.
+    Other,
+}
+
+/// A node's server: name and version (`(major, minor, patch)`; `None` if it did not say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Server {
+    pub(crate) name: ServerName,
+    pub(crate) version: Option<(u16, u16, u16)>,
+}
+
+/// What `INFO server` told a handshake: the identity quarantine needs and the server behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Info {
+    pub(crate) identity: ServerIdentity,
+    pub(crate) server: Server,
+}
+
+/// How a connection renders operations into commands. One value today (every server gets the
+/// scripts); a server with native lock commands will get its own. Small and `Copy`: the fan-out
+/// compares nodes' profiles to encode a round once per profile, not once per node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub(crate) enum Profile {
+    /// Every operation as today's scripts (`EVALSHA`, `SET NX PX`).
+    #[default]
+    Scripts = 0,
+}
+
+impl Profile {
+    /// The profile stored as `code` (see [`Self::code`]); an unknown code is the scripts'.
+    pub(crate) fn from_code(code: u8) -> Self {
+        match code {
+            _ => Self::Scripts,
+        }
+    }
+
+    /// This profile as one byte, for connections that keep it in an atomic.
+    pub(crate) fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The profile for a connection whose server is `server` (`None`: the handshake did not ask).
+    pub(crate) fn of(server: Option<&Server>) -> Self {
+        // Every server renders the scripts until a native form is chosen per server.
+        let _ = server;
+        Self::default()
+    }
+
+    /// The command this profile sends for operation `op`.
+    pub(crate) fn render<'a>(&self, op: &'a Cmd) -> &'a Cmd {
+        op
+    }
+}
+
+/// Reads `run_id`, `uptime_in_seconds`, the server's name and version out of an `INFO server`
+/// reply.
+pub(crate) fn parse_info(text: &[u8]) -> Option<Info> {
+    let text = std::str::from_utf8(text).ok()?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|line| line.trim_end().strip_prefix(name)?.strip_prefix(':'))
+    };
+    // Negative when the node's wall clock was stepped back past its start time: its age is then
+    // unknown, so it counts as just started (the longest quarantine) rather than failing the
+    // handshake, which would keep the node out for as long as its clock stays behind.
+    let uptime: i64 = field("uptime_in_seconds")?.parse().ok()?;
+    let identity = ServerIdentity {
+        run_id: field("run_id")?.to_string(),
+        uptime: Duration::from_secs(uptime.max(0) as u64),
+        durable: false,
+    };
+    let (name, version) = match field("server_name") {
+        Some("valkey") => (ServerName::Valkey, field("valkey_version")),
+        None | Some("redis") => (ServerName::Redis, field("redis_version")),
+        Some(_) => (ServerName::Other, field("redis_version")),
+    };
+    let version = version.and_then(|v| {
+        let mut parts = v.split('.').map(|p| p.parse::<u16>().ok());
+        Some((
+            parts.next()??,
+            parts.next()??,
+            parts.next().flatten().unwrap_or(0),
+        ))
+    });
+    let server = Server { name, version };
+    Some(Info { identity, server })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_names_the_server_and_its_version() {
+        let redis = b"# Server\r\nredis_version:7.0.15\r\nrun_id:abc\r\nuptime_in_seconds:5\r\n";
+        let info = parse_info(redis).unwrap();
+        assert_eq!(info.identity.run_id, "abc");
+        assert_eq!(info.server.name, ServerName::Redis);
+        assert_eq!(info.server.version, Some((7, 0, 15)));
+        let valkey = b"redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n\
+run_id:x\r\nuptime_in_seconds:1\r\n";
+        let info = parse_info(valkey).unwrap();
+        assert_eq!(info.server.name, ServerName::Valkey);
+        assert_eq!(info.server.version, Some((9, 1, 2)));
+        assert!(
+            parse_info(b"redis_version:7.0.0\r\n").is_none(),
+            "no run_id"
+        );
+    }
+
+    #[test]
+    fn parses_run_id_and_uptime() {
+        let id = |run_id: &str, uptime_s: u64| ServerIdentity {
+            run_id: run_id.into(),
+            uptime: Duration::from_secs(uptime_s),
+            durable: false,
+        };
+        let identity = |text: &[u8]| parse_info(text).map(|i| i.identity);
+        let info = b"# Server\r\nredis_version:7.0.15\r\nrun_id:abc123\r\ntcp_port:7001\r\nuptime_in_seconds:42\r\n";
+        assert_eq!(identity(info), Some(id("abc123", 42)));
+        assert_eq!(identity(b"# Server\r\nredis_version:7\r\n"), None);
+        let stepped_back = b"run_id:abc123\r\nuptime_in_seconds:-3599\r\n";
+        assert_eq!(
+            identity(stepped_back),
+            Some(id("abc123", 0)),
+            "age unknown: youngest"
+        );
+        assert_eq!(identity(b"run_id:a\r\nuptime_in_seconds:x\r\n"), None);
+    }
+}

@@ -1,0 +1,126 @@
+//! [`NodeClient`], the one trait every node connection implements, what it reports
+//! ([`LinkStatus`]) and the settings both implementations honour ([`ConnectOptions`]).
+
+use std::sync::Arc;
+
+use crate::algo::clock::JumpLog;
+use crate::error::NodeError;
+use crate::protocol::cmd::{Cmd, Coalesced, Script};
+use crate::protocol::server::Profile;
+
+use super::{bounded, connect, Pending};
+
+/// One node's connection, whatever carries it.
+pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
+    /// Queues `cmd` on this node's connection now and returns a future of its reply.
+    ///
+    /// The future has no deadline of its own: the caller bounds all nodes of a round with one timer.
+    /// Dropping it discards the reply; the command still runs.
+    fn send(&self, cmd: &Cmd) -> Pending;
+
+    /// [`send`](Self::send) with the command already RESP-encoded by the caller as `profile`
+    /// renders it, so a round encodes once per profile, not once per node. A connection whose
+    /// profile is no longer `profile` (it reconnected to another server meanwhile) encodes `cmd`
+    /// itself; transports that do not write RESP themselves ignore `encoded`.
+    fn send_encoded(&self, cmd: &Cmd, encoded: &[u8], profile: Profile) -> Pending {
+        let _ = (encoded, profile);
+        self.send(cmd)
+    }
+
+    /// How this connection renders operations now (see `crate::protocol::server`): what its last
+    /// handshake learned of the server. Cheap: the fan-out asks it for every node of a round.
+    fn profile(&self) -> Profile {
+        Profile::default()
+    }
+
+    /// Whether the node's connection is up right now.
+    fn is_connected(&self) -> bool;
+
+    /// Why this node can never be served as configured (an address this transport cannot use), if
+    /// so. Not a connect failure: those are retried in the background.
+    fn setup_error(&self) -> Option<NodeError> {
+        None
+    }
+
+    /// Whether the node's answers count toward quorums now (false while it is quarantined).
+    fn votes(&self) -> bool;
+
+    /// Whether the clock guard has silenced this node (its wall clock jumped forward). Cheap: the
+    /// fan-out asks it for every reply.
+    fn clock_jumped(&self) -> bool {
+        false
+    }
+
+    /// From now on, writes this node's forward clock jumps into `log` as node `index` (transports
+    /// with the clock guard), so locks that counted its vote can tell.
+    fn report_jumps(&self, _log: Arc<JumpLog>, _index: usize) {}
+
+    /// The server's `run_id`, when known (read with quarantine on).
+    fn run_id(&self) -> Option<String>;
+
+    /// Requests queued or in flight on this node's connection (0 for transports that do not say).
+    fn backlog(&self) -> usize {
+        0
+    }
+
+    /// When this node's connection last delivered a reply (to anyone); `None` if unknown. A round
+    /// keeps waiting past its node deadline for a node that answered since the round began.
+    fn last_reply(&self) -> Option<tokio::time::Instant> {
+        None
+    }
+
+    /// Whether this node takes multi-key scripts over unrelated keys ([`Cmd::ExtendMany`]): a
+    /// standalone node does; a Cluster node set would answer `CROSSSLOT`.
+    fn batches(&self) -> bool {
+        false
+    }
+
+    /// This node's round-trip estimate; `None` for transports that do not measure it. The default
+    /// node deadline follows its bound.
+    fn rtt(&self) -> Option<&crate::algo::rtt::RttEstimate> {
+        None
+    }
+
+    /// What the connection knows of its node, read-only, for operators (`Redlock::nodes_status`).
+    fn status(&self) -> LinkStatus {
+        LinkStatus {
+            connected: self.is_connected(),
+            ..LinkStatus::default()
+        }
+    }
+}
+
+/// One node's connection state as [`NodeClient::status`] reports it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LinkStatus {
+    pub(crate) connected: bool,
+    pub(crate) quarantine: Option<crate::algo::quarantine::QuarantineView>,
+    /// The clock guard silences the node until then.
+    pub(crate) silenced_until: Option<tokio::time::Instant>,
+    /// Why the last connect failed, or the protocol error that closed the connection.
+    pub(crate) last_error: Option<NodeError>,
+}
+
+/// Connection settings both transports honour.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectOptions {
+    /// Bound on one connect + handshake; `build()` waits at most this long for the first connect.
+    pub(crate) connect_timeout: std::time::Duration,
+    /// Requests queued or in flight per node before [`NodeError::Backpressure`].
+    pub(crate) max_pending: usize,
+    /// First reconnect delay; doubles (with jitter) up to `reconnect_max`.
+    pub(crate) reconnect_min: std::time::Duration,
+    pub(crate) reconnect_max: std::time::Duration,
+    /// Crashed-node quarantine: `Some(max lock lifetime)` when on.
+    pub(crate) quarantine: Option<std::time::Duration>,
+    /// The clock-jump guard (engine's own connections): `Some` when on.
+    pub(crate) clock_guard: Option<crate::algo::clock::GuardSettings>,
+    /// TLS client settings, present when some node is `rediss://`.
+    pub(crate) tls: Option<connect::TlsSettings>,
+    /// How much one node may make a connection buffer (the engine's own connections; see `bounded`).
+    pub(crate) limits: bounded::Limits,
+    /// The scripts every handshake loads (every lock kind's, see `crate::kinds::scripts`).
+    pub(crate) scripts: &'static [&'static Script],
+    /// The scripts whose calls may be coalesced when queued back to back (pipelined transport).
+    pub(crate) coalesce: &'static [Coalesced],
+}
