@@ -78,8 +78,6 @@ pub(crate) static FENCED: Spec = Spec {
     scripts: &[&ACQUIRE_FENCED, &COMMIT_FENCE],
 };
 
-/// Suffix of a resource's fence counter key.
-
 fn acquire_fenced_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
     script_cmd(&ACQUIRE_FENCED, keys, value, Args::of(&[ttl_ms]))
 }

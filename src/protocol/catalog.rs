@@ -47,6 +47,7 @@ impl Catalog {
     }
 
     /// The kinds, as listed.
+    #[cfg(test)]
     pub(crate) fn kinds(&self) -> &[&'static Spec] {
         &self.kinds
     }

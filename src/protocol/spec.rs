@@ -51,7 +51,7 @@ pub(crate) struct Spec {
     pub(crate) labeled: Option<&'static Spec>,
     /// The acquire of a labeled form: `(keys, value, ttl_ms, label_ttl_ms, label)`, sent instead of
     /// `acquire` when the engine has a label (it carries the label, which `acquire` does not see).
-    pub(crate) acquire_labeled: Option<fn(&Keys, LockValue, u64, u64, &Bytes) -> Cmd>,
+    pub(crate) acquire_labeled: Option<LabeledAcquire>,
     /// Whether waiters queue in-process: exclusive holders do; readers share, and multi-resource locks
     /// span several queues.
     pub(crate) queues_locally: bool,
@@ -65,6 +65,9 @@ pub(crate) struct Spec {
     /// Every script this kind sends, for the handshake.
     pub(crate) scripts: &'static [&'static Script],
 }
+
+/// A labeled form's acquire: `(keys, value, ttl_ms, label_ttl_ms, label)`.
+pub(crate) type LabeledAcquire = fn(&Keys, LockValue, u64, u64, &Bytes) -> Cmd;
 
 /// A key a kind adds to a resource (`prefix{resource}` + `name`) and what a forced release does
 /// with it.
