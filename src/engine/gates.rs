@@ -1,6 +1,6 @@
-//! The counting semaphore's local gates (`kinds::semaphore`): per engine, resource and K, at most K
-//! of the engine's tasks attempt at once, so its own contenders do not split the nodes' votes among
-//! themselves. Kept by the engine's `Core`, so two engines in one process gate separately.
+//! Local gates: per engine, resource and K, at most K of the engine's tasks attempt at once, for the
+//! kinds that ask (a counting semaphore, so its own contenders do not split the nodes' votes among
+//! themselves). Kept by the engine's `Core`, so two engines in one process gate separately.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};

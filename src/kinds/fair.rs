@@ -172,7 +172,8 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lock, LockError> {
         let target = self.core().target(fair_kind(), resource.as_ref())?;
-        self.core().acquire_fair(target, ttl).await
+        let wait = super::fair_wait::FairWait { core: self.core() };
+        wait.acquire_fair(target, ttl).await
     }
 }
 

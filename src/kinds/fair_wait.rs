@@ -33,25 +33,31 @@ enum Outcome {
     Requeue(LockError),
 }
 
-impl Core {
+/// The fair lock's waiting loop, over an engine's core: a kind's own loop beside the engine's
+/// shared one (`Core::acquire`), built from the engine's pieces (admission, fan-out, notifier).
+pub(crate) struct FairWait<'a> {
+    pub(crate) core: &'a Core,
+}
+
+impl FairWait<'_> {
     /// [`crate::Redlock::acquire_fair`].
     pub(crate) async fn acquire_fair(
         &self,
         target: Target,
         ttl: Duration,
     ) -> Result<Lock, LockError> {
-        let s = self.settings();
-        let ttl = self.check_ttl(ttl)?;
+        let s = self.core.settings();
+        let ttl = self.core.check_ttl(ttl)?;
         let end = Instant::now()
             + s.acquire_timeout
                 .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
         let code = target.kind.spec().code;
-        let value =
-            LockValue::tagged(self.tag(), code).map_err(|e| LockError::Random(e.to_string()))?;
+        let value = LockValue::tagged(self.core.tag(), code)
+            .map_err(|e| LockError::Random(e.to_string()))?;
         // Gives the place up on every node unless the lock is handed out: on error, timeout, or
         // this future being dropped mid-wait.
         let leave = Leave {
-            core: self,
+            core: self.core,
             cmd: Some(leave_cmd(&target.keys, value)),
             ttl,
         };
@@ -60,7 +66,7 @@ impl Core {
         // keepalive pause is the safety net for lost ones.
         let subscription = s
             .notify_releases
-            .then(|| self.notifier().subscribe_named(key, wake_name(value)));
+            .then(|| self.core.notifier().subscribe_named(key, wake_name(value)));
         let notify = subscription.as_ref().map(|sub| sub.notify());
         // Attempts are also the waiter's keepalive: at most a quarter TTL apart.
         let pause = || s.retry.next_delay().min(ttl / 4);
@@ -89,8 +95,8 @@ impl Core {
                     Outcome::Queued(err) => last_err = Some(err),
                     Outcome::Requeue(err) => {
                         // Out of every queue first, so no stale entry of ours blocks anyone.
-                        self.release_retry().fire(
-                            self.nodes(),
+                        self.core.release_retry().fire(
+                            self.core.nodes(),
                             &leave_cmd(&target.keys, value),
                             Instant::now() + ttl,
                         );
@@ -123,20 +129,20 @@ impl Core {
 
     /// The ticket round: the highest live ticket a majority reports, plus one.
     async fn ticket(&self, target: &Target, ttl: Duration, end: Instant) -> Result<u64, LockError> {
-        let _slot = self.admit(Some(end)).await?;
+        let _slot = self.core.admit(Some(end)).await?;
         let start = Instant::now();
-        let deadline = self.round_deadline(start, ttl, None);
+        let deadline = self.core.round_deadline(start, ttl, None);
         // The first majority will do: it meets the majority of every enqueue that has completed,
         // and a slow node then costs nothing.
         let tally = round(
-            self.nodes(),
+            self.core.nodes(),
             &ticket_cmd(&target.keys),
             deadline,
             ticket_vote,
             true,
         )
         .await;
-        if tally.yes < quorum(self.nodes().len()) {
+        if tally.yes < quorum(self.core.nodes().len()) {
             return Err(acquire_error(tally));
         }
         Ok(tally.max_counter.saturating_add(1))
@@ -151,30 +157,30 @@ impl Core {
         ttl: Duration,
         end: Instant,
     ) -> Outcome {
-        let s = self.settings();
-        let Ok(_slot) = self.admit(Some(end)).await else {
+        let s = self.core.settings();
+        let Ok(_slot) = self.core.admit(Some(end)).await else {
             return Outcome::Queued(LockError::Timeout { attempts: 0 });
         };
-        let jumps = self.jump_mark();
+        let jumps = self.core.jump_mark();
         let start = Instant::now();
         // Keys of ours this round set are released unless the lock is handed out (the place kept).
         let unlock = Unlock {
-            core: self,
+            core: self.core,
             cmd: Some(unlock_cmd(&target.keys, value)),
             ttl,
         };
-        let deadline = self.round_deadline(start, ttl, None);
-        let n = self.nodes().len();
+        let deadline = self.core.round_deadline(start, ttl, None);
+        let n = self.core.nodes().len();
         let enqueue = matches!(cmd, Cmd::Script { script, .. } if std::ptr::eq(*script, &super::fair::ENQUEUE));
         // An enqueue waits for every answer: whether it completed (landed on a majority) matters
         // beyond the grant.
         let tally = if enqueue {
-            round(self.nodes(), cmd, deadline, grant_vote, false).await
+            round(self.core.nodes(), cmd, deadline, grant_vote, false).await
         } else {
-            fan_out_into(self.nodes(), cmd, deadline, grant_vote, Tally::new(n)).await
+            fan_out_into(self.core.nodes(), cmd, deadline, grant_vote, Tally::new(n)).await
         };
         let elapsed = start.elapsed();
-        self.metrics().round(Op::Acquire, &tally, elapsed);
+        self.core.metrics().round(Op::Acquire, &tally, elapsed);
         let queued_on = tally.yes + tally.taken;
         if tally.won() {
             let min = s.timing.min_validity(ttl);
