@@ -5,6 +5,7 @@
 //! token repeats, with either one it does not.
 
 mod node;
+mod scripts;
 mod sim;
 
 use node::{node_step, Answer, Guards, Msg, Node};
