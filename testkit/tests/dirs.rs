@@ -34,7 +34,11 @@ fn a_replicas_dump_stays_in_its_own_directory() {
     assert_eq!(fresh.cmd(&[b"DBSIZE"]), "0");
     let replica_dir = replica.dir().to_path_buf();
     drop(replica);
-    assert!(!replica_dir.exists(), "{} outlived its node", replica_dir.display());
+    assert!(
+        !replica_dir.exists(),
+        "{} outlived its node",
+        replica_dir.display()
+    );
 }
 
 #[test]
