@@ -1,5 +1,5 @@
 //! End-to-end regression benches against real redis-server processes on loopback, which this bench starts
-//! itself on free ports (the tests' harness, `tests/common`) and stops when it is done.
+//! itself on free ports (the workspace's test kit, `testkit/`) and stops when it is done.
 //!
 //! Kept apart from `benches/logic.rs`: these numbers include the kernel's loopback, the Redis nodes and the
 //! runtime, all sharing the machine's cores, so they move more from run to run.
@@ -18,8 +18,6 @@
 //! Everything runs on a tokio current-thread runtime, as a latency-minded client would, so the numbers
 //! measure the engine rather than cross-thread wake-ups.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
 mod support;
 
 use std::fmt;
@@ -214,8 +212,8 @@ fn bench_observe(c: &mut Criterion, rt: &Runtime, urls: &[String]) {
 
 fn e2e(c: &mut Criterion) {
     // Dropped (killed) at the end of this function, and on a panic as the stack unwinds.
-    let nodes = common::nodes(MAX_NODES);
-    let urls = common::urls(&nodes);
+    let nodes = testkit::nodes(MAX_NODES);
+    let urls = testkit::urls(&nodes);
     let rt = runtime();
     bench_acquire_release(c, &rt, &urls);
     bench_batch(c, &rt, &urls);

@@ -7,9 +7,6 @@
 //!
 //! `cargo bench -p redlock-engine --bench label`
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -42,8 +39,8 @@ async fn cycle(engine: &Redlock, resource: &[u8]) {
 }
 
 fn label(c: &mut Criterion) {
-    let nodes = common::nodes(3);
-    let urls = common::urls(&nodes);
+    let nodes = testkit::nodes(3);
+    let urls = testkit::urls(&nodes);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

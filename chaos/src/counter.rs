@@ -8,7 +8,7 @@
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-use crate::resp::encode;
+use testkit::resp::encode;
 
 /// The counter of `resource` on the storage node.
 pub fn counter_key(resource: &str) -> String {

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use crate::checker::Logs;
 use crate::client::{ClientArgs, LockMode};
-use crate::node::RedisNode;
 use crate::procs::Proc;
-use crate::proxy::Proxy;
+use testkit::{NodeSpec, Proxy, RedisNode};
 
 /// Lock nodes per scenario.
 pub const NODES: usize = 5;
@@ -37,7 +36,7 @@ pub struct Ctx {
     /// libfaketime's path, or why scenario 10 cannot run.
     pub faketime: Result<PathBuf, String>,
     /// The node clock shim's path, or why scenario 16 cannot run.
-    pub clockshim: Result<PathBuf, crate::clockshim::Unavailable>,
+    pub clockshim: Result<PathBuf, testkit::clock::ShimError>,
     /// This binary, re-executed as `chaos client`.
     pub exe: PathBuf,
     /// Where each scenario's logs go (one subdirectory per scenario).
@@ -71,8 +70,8 @@ impl Env {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         Ok(Self {
             stop_file: dir.join("STOP"),
-            nodes: (0..NODES).map(|_| RedisNode::start()).collect(),
-            storage: RedisNode::start(),
+            nodes: (0..NODES).map(|_| start_node()).collect(),
+            storage: start_node(),
             proxies: Vec::new(),
             clients: Vec::new(),
             exe: ctx.exe.clone(),
@@ -246,4 +245,10 @@ impl Env {
     pub fn on_all_nodes(&self, args: &[&[u8]]) -> Vec<String> {
         self.nodes.iter().map(|n| n.cmd(args)).collect()
     }
+}
+
+/// Starts one lock or storage node (the kit's, with `PR_SET_PDEATHSIG`: the orchestrator starts every
+/// node from its main thread, so a `kill -9` of the orchestrator takes its nodes with it).
+pub fn start_node() -> RedisNode {
+    RedisNode::start_spec(NodeSpec::default().tied())
 }

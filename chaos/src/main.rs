@@ -22,16 +22,17 @@
 //! - `record`: the log format shared by writers and the checker — the line types and the writer, the
 //!   coded fields (`record/fields`), the `G` line (`record/grant`); `renewal_log`: its `R` line;
 //!   `fair_log`: its `F` line (a fair acquire call and its rounds).
-//! - `node`, `proxy`, `procs`: redis-server processes (and how each is started: `NodeSpec`, e.g. with
-//!   an AOF or under the clock shim), the fault-injecting TCP proxy, process guards.
-//! - `counter`, `resp`: the storage counter client (and the keys it keeps), a one-shot RESP client.
+//! - `procs`: process guards for the clients (and the leak check). The redis-server nodes (how each is
+//!   started: `NodeSpec`, e.g. with an AOF or under the clock shim), the fault-injecting TCP proxy, the
+//!   one-shot RESP client and the clock shim's build and offset file come from the workspace's test kit
+//!   (`testkit/`), started from the main thread with `PR_SET_PDEATHSIG` ([`env::start_node`]).
+//! - `counter`: the storage counter client (and the keys it keeps).
 //! - `clock`: `CLOCK_MONOTONIC` nanoseconds, shared by all processes; `faketime`: scenario 10's setup;
-//!   `clockshim`: scenario 16's (the node clock shim built with `cc`, and its offset file).
+//!   scenario 16's node clock shim is `testkit::clock`.
 
 mod checker;
 mod client;
 mod clock;
-mod clockshim;
 mod counter;
 mod crowding;
 mod env;
@@ -39,12 +40,9 @@ mod fair_log;
 mod fairness;
 mod faketime;
 mod logs;
-mod node;
 mod procs;
-mod proxy;
 mod record;
 mod renewal_log;
-mod resp;
 mod scenarios;
 mod suite;
 

@@ -81,11 +81,9 @@ async fn run(args: SuiteArgs) -> ExitCode {
             Err("not selected".into())
         },
         clockshim: if chosen.iter().any(|s| s.number == 16) {
-            crate::clockshim::build(&logs.join("clockshim"))
+            testkit::clock::build_shim(&logs.join("clockshim"))
         } else {
-            Err(crate::clockshim::Unavailable::NoCompiler(
-                "not selected".into(),
-            ))
+            Err(testkit::clock::ShimError::NoCompiler("not selected".into()))
         },
         exe: match std::env::current_exe() {
             Ok(exe) => exe,

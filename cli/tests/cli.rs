@@ -37,7 +37,7 @@ fn inspect_and_nodes_show_a_held_lock_with_its_label() {
         .unwrap();
     assert!(eventually(Duration::from_secs(3), || n
         .iter()
-        .all(|x| x.exists("redlock:{orders:42}:holder"))));
+        .all(|x| x.exists(b"redlock:{orders:42}:holder"))));
     let (code, out, _) = run(redlock(&urls(&n)).args(["--no-quarantine", "inspect", "orders:42"]));
     assert_eq!(code, 0);
     assert!(out.starts_with("orders:42: HELD (held on 3"), "{out}");
@@ -88,7 +88,7 @@ fn inspect_and_nodes_show_a_held_lock_with_its_label() {
     );
     assert!(holder.wait().unwrap().success());
     assert!(
-        n.iter().all(|x| !x.exists("redlock:{orders:42}")),
+        n.iter().all(|x| !x.exists(b"redlock:{orders:42}")),
         "released after the command"
     );
 }
@@ -145,14 +145,14 @@ fn a_node_down_shows_in_its_row_and_all_down_is_one_line() {
 fn release_needs_force_and_confirmation_and_keeps_the_fence_counter() {
     let n = nodes(3);
     for x in &n {
-        x.cmd(&[
+        x.cmd_str(&[
             "SET",
             "redlock:{stuck}",
             "someone-elses-value",
             "PX",
             "60000",
         ]);
-        x.cmd(&["SET", "redlock:{stuck}:fence", "00000000000000000099"]);
+        x.cmd_str(&["SET", "redlock:{stuck}:fence", "00000000000000000099"]);
     }
     let (code, _, err) = run(redlock(&urls(&n)).args(["release", "stuck"]));
     assert_eq!(code, 2);
@@ -160,13 +160,13 @@ fn release_needs_force_and_confirmation_and_keeps_the_fence_counter() {
     // Not a terminal and no --yes: refused, nothing deleted.
     let (code, _, err) = run(redlock(&urls(&n)).args(["release", "--force", "stuck"]));
     assert_eq!(code, 2, "{err}");
-    assert!(n.iter().all(|x| x.exists("redlock:{stuck}")));
+    assert!(n.iter().all(|x| x.exists(b"redlock:{stuck}")));
     let (code, out, _) = run(redlock(&urls(&n)).args(["release", "--force", "--yes", "stuck"]));
     assert_eq!(code, 0);
     assert!(out.contains("3 node(s) answered, 3 held it"), "{out}");
     assert!(n
         .iter()
-        .all(|x| !x.exists("redlock:{stuck}") && x.exists("redlock:{stuck}:fence")));
+        .all(|x| !x.exists(b"redlock:{stuck}") && x.exists(b"redlock:{stuck}:fence")));
     let (_, out, _) =
         run(redlock(&urls(&n)).args(["--json", "release", "--force", "--yes", "stuck"]));
     assert_eq!(json(&out)["deleted_on"], 0);
@@ -211,7 +211,7 @@ fn acquire_passes_the_commands_exit_code_and_refuses_when_held() {
         .unwrap();
     assert!(eventually(Duration::from_secs(3), || n
         .iter()
-        .filter(|x| x.exists("redlock:{job}"))
+        .filter(|x| x.exists(b"redlock:{job}"))
         .count()
         >= 2));
     let started = Instant::now();
@@ -254,10 +254,10 @@ fn a_lock_lost_mid_command_stops_the_command_with_exit_113() {
         .unwrap();
     assert!(eventually(Duration::from_secs(3), || n
         .iter()
-        .all(|x| x.exists("redlock:{lost}"))));
+        .all(|x| x.exists(b"redlock:{lost}"))));
     // Someone else's value on a majority: the next renewal finds it and the lock is lost.
     for x in &n[..2] {
-        x.cmd(&["SET", "redlock:{lost}", "another-holder", "PX", "60000"]);
+        x.cmd_str(&["SET", "redlock:{lost}", "another-holder", "PX", "60000"]);
     }
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(113));
@@ -292,7 +292,7 @@ fn ctrl_c_reaches_the_command_and_the_lock_is_released() {
         ])
         .spawn()
         .unwrap();
-    assert!(eventually(Duration::from_secs(3), || n[0].exists("redlock:{int}")));
+    assert!(eventually(Duration::from_secs(3), || n[0].exists(b"redlock:{int}")));
     let pid = child.id().to_string();
     assert!(std::process::Command::new("kill")
         .args(["-INT", &pid])
@@ -301,7 +301,7 @@ fn ctrl_c_reaches_the_command_and_the_lock_is_released() {
         .success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "128 + SIGINT from the command");
-    assert!(!n[0].exists("redlock:{int}"), "released");
+    assert!(!n[0].exists(b"redlock:{int}"), "released");
 }
 
 #[test]
@@ -375,7 +375,7 @@ fn bad_input_is_one_line_and_non_zero_without_passwords() {
 #[test]
 fn the_prompt_on_a_terminal_takes_no_for_an_answer() {
     let n = nodes(1);
-    n[0].cmd(&["SET", "redlock:{asked}", "x", "PX", "60000"]);
+    n[0].cmd_str(&["SET", "redlock:{asked}", "x", "PX", "60000"]);
     let line = format!(
         "{} --nodes {} --no-quarantine release --force asked",
         env!("CARGO_BIN_EXE_redlock"),
@@ -402,6 +402,6 @@ fn the_prompt_on_a_terminal_takes_no_for_an_answer() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(code), "{text}");
         assert!(text.contains("[y/N]"), "{text}");
-        assert_eq!(!n[0].exists("redlock:{asked}"), gone, "{answer}: {text}");
+        assert_eq!(!n[0].exists(b"redlock:{asked}"), gone, "{answer}: {text}");
     }
 }

@@ -1,6 +1,6 @@
 //! The fault timeline of scenarios 12-14, 18 and 19, which put the other lock kinds (multi-resource,
 //! read-write, waiting `acquire` with its local queue; semaphores, the fair lock) through the faults
-//! scenarios 2, 4 and 6 apply to `try_acquire` alone. Every client talks to the nodes through a [`crate::proxy::Proxy`], and a
+//! scenarios 2, 4 and 6 apply to `try_acquire` alone. Every client talks to the nodes through a [`testkit::Proxy`], and a
 //! majority stays usable throughout, so every window must show grants.
 //!
 //! | window | faults |
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::client::ClientArgs;
 use crate::env::{Ctx, Env, TTL_MS};
-use crate::proxy::Mode::{self, Delay, Pass};
+use testkit::proxy::Mode::{self, Delay, Pass};
 
 use super::support::{mark, wait};
 use super::Findings;

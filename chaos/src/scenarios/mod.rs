@@ -182,7 +182,7 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
         }
     }
     if sc.number == 16 {
-        if let Err(crate::clockshim::Unavailable::NoCompiler(why)) = &ctx.clockshim {
+        if let Err(testkit::clock::ShimError::NoCompiler(why)) = &ctx.clockshim {
             return Ok(Verdict {
                 line: format!("scenario {}: skipped ({why})", sc.name),
                 passed: true,

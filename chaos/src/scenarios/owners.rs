@@ -11,8 +11,8 @@ use redlock_engine::Redlock;
 use crate::clock::{mono_ns, InstantMap};
 use crate::counter::{counter_key, Counter};
 use crate::env::Env;
-use crate::node::RedisNode;
 use crate::record::{Fenced, Grant, LockKind, Log, Outcome, Seen, Via, Wrote};
+use testkit::RedisNode;
 
 use super::support::{wait, Acquired};
 

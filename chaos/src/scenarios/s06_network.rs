@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use crate::checker::{ms, Logs};
 use crate::env::{Ctx, Env, NODES};
-use crate::proxy::{Mode, Mode::*};
 use crate::record::Outcome;
+use testkit::proxy::{Mode, Mode::*};
 
 use super::support::{mark, wait};
 use super::Findings;

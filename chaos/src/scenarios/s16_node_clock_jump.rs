@@ -1,6 +1,6 @@
 //! Scenario 16: a **node's** wall clock is stepped (issue 16). Redis expires keys by its wall clock, so
 //! a node stepped forward drops every lock key at once while their holders still count its vote.
-//! Node 2 runs under the clock shim (`crate::clockshim`); the orchestrator steps it. Choreographed,
+//! Node 2 runs under the clock shim (`testkit::clock`); the orchestrator steps it. Choreographed,
 //! like scenario 7, so the hazard happens every run (the **forward jump**, [`forward_jump`]):
 //!
 //! 1. nodes 3 and 4 hold someone else's key for the resource while owner A acquires: A holds
@@ -36,9 +36,9 @@ use std::time::Duration;
 use redlock_engine::Config;
 
 use crate::checker;
-use crate::clockshim::OffsetFile;
 use crate::env::{Ctx, Env};
 use crate::record::Outcome;
+use testkit::clock::OffsetFile;
 
 use super::owners::{key_owners, Owners};
 use super::support::{acquire_within, config, engine_from, mark, wait};
@@ -279,7 +279,7 @@ fn spawn_clients(env: &mut Env, guard: bool) -> Result<(), String> {
 /// Restarts node [`STEPPED`] under the shim `so` (before any client starts), with offset 0.
 fn put_under_shim(env: &mut Env, so: &Path) -> Result<OffsetFile, String> {
     let offset = OffsetFile::create(env.dir.join("clock-offset"))?;
-    env.nodes[STEPPED].restart_as(offset.node_spec(so));
+    env.nodes[STEPPED].restart_as(offset.node_spec(so).tied());
     Ok(offset)
 }
 

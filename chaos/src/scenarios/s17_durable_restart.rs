@@ -13,7 +13,7 @@
 //! `aof_enabled:1`.
 
 use crate::env::{Ctx, Env};
-use crate::node::NodeSpec;
+use testkit::NodeSpec;
 
 use super::s07_restart::choreography;
 use super::support::wait;
@@ -24,7 +24,7 @@ const RESOURCE: &str = "x17";
 /// Every lock node with `appendfsync always`, its AOF in `dir/node-<i>`.
 pub fn make_durable(env: &mut Env) {
     for (i, node) in env.nodes.iter_mut().enumerate() {
-        node.restart_as(NodeSpec::durable(env.dir.join(format!("node-{i}"))));
+        node.restart_as(NodeSpec::durable(env.dir.join(format!("node-{i}"))).tied());
     }
 }
 

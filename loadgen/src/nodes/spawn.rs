@@ -1,5 +1,5 @@
-//! Local redis-server processes for the embedded default: free loopback ports, no persistence (or an AOF
-//! in a directory of each node's own with `--persistence`, removed with it), stopped by pid when
+//! Local redis-server processes for the embedded default: free loopback ports, each node in a directory
+//! of its own (removed with it), no persistence (or an AOF there with `--persistence`), stopped by pid when
 //! [`SpawnedNodes`] is dropped — on a normal exit, an error, a panic (unwinding) or Ctrl-C.
 //!
 //! Belt and braces for the cases where no destructor runs (loadgen killed with SIGKILL): each child asks
@@ -26,7 +26,7 @@ pub const INSTALL_HINT: &str =
 pub struct SpawnedNodes {
     nodes: Vec<(u16, Child)>,
     persistence: Persistence,
-    /// The nodes' AOF directories (with `--persistence`), removed on drop.
+    /// The nodes' data directories (one each; the AOF's with `--persistence`), removed on drop.
     dirs: Vec<PathBuf>,
 }
 
@@ -62,17 +62,14 @@ impl SpawnedNodes {
         // A port found free can be taken before redis binds it: try a few.
         for _ in 0..20 {
             let port = free_port()?;
-            let dir = match self.persistence.appendfsync() {
-                None => std::env::temp_dir(),
-                Some(_) => {
-                    let dir = std::env::temp_dir()
-                        .join(format!("loadgen-aof-{}-{port}", std::process::id()));
-                    std::fs::create_dir_all(&dir)
-                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-                    self.dirs.push(dir.clone());
-                    dir
-                }
-            };
+            // A directory of each node's own even without persistence: in a shared one (the temp dir
+            // itself) a node would load any `dump.rdb` left there, e.g. by a replica's full sync.
+            let dir =
+                std::env::temp_dir().join(format!("loadgen-node-{}-{port}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            self.dirs.push(dir.clone());
             let mut child = spawn_server(port, &dir, self.persistence)?;
             match wait_ready(&mut child, port, Duration::from_secs(5)) {
                 Ok(()) => {

@@ -1,0 +1,89 @@
+//! Bad input: one clear line on stderr, a non-zero exit, never a hang.
+
+use std::time::Duration;
+
+use crate::common::{free_port, loadgen, run_within, stderr};
+
+fn expect_one_line_error(args: &[&str], needle: &str) {
+    let mut cmd = loadgen();
+    cmd.args(args);
+    let out = run_within(cmd, Duration::from_secs(20));
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{args:?} should fail, stderr: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: expected one line, got: {err}"
+    );
+    assert!(err.starts_with("loadgen: error: "), "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected `{needle}` in: {err}"
+    );
+}
+
+#[test]
+fn zero_concurrency() {
+    expect_one_line_error(&["--concurrency", "0"], "--concurrency must be at least 1");
+}
+
+#[test]
+fn zero_duration() {
+    expect_one_line_error(&["--duration", "0"], "--duration must be above zero");
+}
+
+#[test]
+fn unknown_engine() {
+    expect_one_line_error(
+        &["--engine", "redlock,zookeeper"],
+        "invalid value 'zookeeper'",
+    );
+}
+
+#[test]
+fn unreachable_nodes() {
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    expect_one_line_error(&["--nodes", &url, "--duration", "1s"], "cannot reach node");
+}
+
+#[test]
+fn malformed_node_url() {
+    expect_one_line_error(&["--nodes", "http://127.0.0.1:1"], "bad node URL");
+}
+
+#[test]
+fn missing_redis_server() {
+    let empty = std::env::temp_dir().join(format!("loadgen-empty-path-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut cmd = loadgen();
+    cmd.env("PATH", &empty).args(["--duration", "1s"]);
+    let out = run_within(cmd, Duration::from_secs(20));
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("apt-get install -y redis-server"), "{err}");
+}
+
+#[test]
+fn overload_scenarios_reject_bad_sizes_and_custom_runs() {
+    for (args, needle) in [
+        (
+            &["--scenario", "burst", "--burst", "0"][..],
+            "--burst 0: must be between 1 and 1m",
+        ),
+        (
+            &["--scenario", "held", "--renew-every", "3s"][..],
+            "must be above zero and below --held-ttl",
+        ),
+        (
+            &["--scenario", "overload", "--concurrency", "8"][..],
+            "--concurrency/--keys define a custom run",
+        ),
+        (
+            &["--scenario", "burst", "--processes", "2"][..],
+            "--processes applies to the standard and custom scenarios",
+        ),
+    ] {
+        expect_one_line_error(args, needle);
+    }
+}

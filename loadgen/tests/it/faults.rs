@@ -1,0 +1,80 @@
+//! A node that dies mid-run, and Ctrl-C: one clear error, a non-zero exit, no hang, no leftover nodes.
+
+use std::time::{Duration, Instant};
+
+use crate::common::{loadgen, port_closed, spawned_ports, stderr, wait_within, RedisNode};
+
+#[test]
+fn node_dying_mid_run_ends_the_run() {
+    let mut nodes: Vec<RedisNode> = (0..3).map(|_| RedisNode::start()).collect();
+    let urls: Vec<String> = nodes.iter().map(RedisNode::url).collect();
+    let mut cmd = loadgen();
+    cmd.args([
+        "--nodes",
+        &urls.join(","),
+        "--engine",
+        "redlock",
+        "--concurrency",
+        "4",
+        "--keys",
+        "1k",
+    ])
+    .args(["--duration", "30s", "--warmup", "0", "--quiet"]);
+    let child = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let killed_at = Instant::now();
+    nodes[1].kill9();
+    let out = wait_within(child, Duration::from_secs(15));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(&urls[1]) && err.contains("mid-run"), "{err}");
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(10),
+        "took {:?} to notice",
+        killed_at.elapsed()
+    );
+    // Nodes given with --nodes are never stopped by loadgen.
+    assert!(
+        !port_closed_quick(nodes[0].port),
+        "loadgen must not stop nodes it did not start"
+    );
+}
+
+fn port_closed_quick(port: u16) -> bool {
+    std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+}
+
+#[test]
+fn ctrl_c_stops_the_spawned_nodes() {
+    let mut cmd = loadgen();
+    cmd.args([
+        "--spawn",
+        "2",
+        "--engine",
+        "redlock",
+        "--concurrency",
+        "2",
+        "--keys",
+        "1k",
+        "--duration",
+        "30s",
+    ]);
+    let child = cmd.spawn().unwrap();
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = wait_within(child, Duration::from_secs(10));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("loadgen: error: interrupted"), "{err}");
+    let ports = spawned_ports(&err);
+    assert_eq!(ports.len(), 2, "{err}");
+    for port in ports {
+        assert!(
+            port_closed(port),
+            "redis-server on port {port} was left running after Ctrl-C"
+        );
+    }
+}

@@ -1,0 +1,54 @@
+//! The workspace's test kit: the one place that starts `redis-server`. Real processes on free loopback
+//! ports, real signals, no mocks; everything it starts is stopped by pid, and every directory it makes
+//! is removed, when its owner is dropped.
+//!
+//! # Layout
+//! - `node`: [`RedisNode`], one standalone server in a data directory of its own ([`NodeSpec`] says
+//!   how it is started), with kill -9, restart on the same port, SIGSTOP/SIGCONT; [`nodes`], [`urls`].
+//! - `sentinel`: [`replica_of`] and [`SentinelSet`] (a master, a replica and a Sentinel).
+//! - `cluster`: [`RedisCluster`], a local Redis Cluster made by `redis-cli --cluster create`.
+//! - `proxy`: [`Proxy`], a TCP proxy that delays, blackholes, hangs or resets (one [`Mode`] at a time).
+//! - `hostile`: [`Hostile`], a RESP server that answers the handshake like Redis and chosen commands
+//!   with crafted bytes.
+//! - `clock`: [`SteppableNode`], a server under the `scripts/clockshim` preload whose wall clock can
+//!   be stepped at runtime, and the pieces chaos builds its own from ([`clock::build_shim`],
+//!   [`clock::OffsetFile`]).
+//! - `resp`: the smallest RESP client, one command per connection, replies as text.
+//! - `dir`: [`TempDir`], removed when dropped. `signal`: kill(2).
+//!
+//! Used as a dev-dependency by every crate's tests, benches and examples, and as a normal dependency
+//! by chaos (a binary that injects faults at run time). `publish = false`.
+
+pub mod clock;
+pub mod cluster;
+pub mod dir;
+pub mod hostile;
+pub mod node;
+pub mod proxy;
+pub mod resp;
+pub mod sentinel;
+pub mod signal;
+
+pub use clock::SteppableNode;
+pub use cluster::RedisCluster;
+pub use dir::TempDir;
+pub use hostile::{Action, Hostile};
+pub use node::{nodes, urls, NodeSpec, RedisNode};
+pub use proxy::{Mode, Proxy};
+pub use sentinel::{replica_of, SentinelSet};
+
+/// A loopback port that was free a moment ago (nobody listens on it: also a node that is down).
+///
+/// # Panics
+/// If no loopback port can be bound.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind 127.0.0.1:0")
+}
+
+/// `redis://127.0.0.1:<free port>`: a node that is down.
+pub fn dead_url() -> String {
+    format!("redis://127.0.0.1:{}", free_port())
+}

@@ -1,0 +1,159 @@
+//! Fair-lock wake-ups on real nodes: a release wakes only the new head of the queue, named by a
+//! digest of its value (never the value), so each waiter tries about twice however many wait ahead
+//! of it — where waking every waiter costs each one an attempt per release ahead of it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::common::{nodes, urls, RedisNode};
+use redlock_engine::Redlock;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+const TTL: Duration = Duration::from_secs(10);
+/// The retry pause, and so the keepalive (a quarter TTL is longer): a waiter that is not woken
+/// tries only this often, so a lost or wrongly named wake-up shows as a slow hand-over.
+const PAUSE: Duration = Duration::from_millis(2000);
+
+async fn engine(urls: Vec<String>) -> Redlock {
+    crate::common::builder()
+        .nodes(urls)
+        .acquire_timeout(Duration::from_secs(30))
+        .retry(20, PAUSE, Duration::ZERO)
+        .build()
+        .await
+        .unwrap()
+}
+
+fn queued(node: &RedisNode, resource: &str) -> usize {
+    let key = format!("redlock:{{{resource}}}:fair:q");
+    node.cmd(&[b"ZCARD", key.as_bytes()]).parse().unwrap()
+}
+
+/// The head's wake name as the node computes it (the scripts' digest of the head's value).
+fn head_name(node: &RedisNode, resource: &str) -> String {
+    let key = format!("redlock:{{{resource}}}:fair:q");
+    node.cmd(&[
+        b"EVAL",
+        b"local h = redis.call('ZRANGE', KEYS[1], 0, 0)[1] \
+if h then return string.sub(redis.sha1hex(h), 1, 16) end return ''",
+        b"1",
+        key.as_bytes(),
+    ])
+}
+
+/// A raw subscriber on the key's channel: the payloads of the next `count` messages.
+async fn payloads(
+    node: &RedisNode,
+    channel: &str,
+    count: usize,
+) -> tokio::task::JoinHandle<Vec<String>> {
+    let mut s = TcpStream::connect(("127.0.0.1", port(node))).await.unwrap();
+    let req = format!(
+        "*2\r\n$9\r\nSUBSCRIBE\r\n${}\r\n{channel}\r\n",
+        channel.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    // The subscribe confirmation first, so no message is missed after we return.
+    while !String::from_utf8_lossy(&buf).contains(":1\r\n") {
+        let mut chunk = [0u8; 1024];
+        let n = s.read(&mut chunk).await.unwrap();
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    tokio::spawn(async move {
+        let mut buf = Vec::new();
+        loop {
+            // Each message is `*3 $7 message $len channel $len payload`: the payload is the 7th line.
+            let text = String::from_utf8_lossy(&buf).to_string();
+            let lines: Vec<&str> = text.split("\r\n").collect();
+            if lines.len() > 7 * count {
+                return (0..count).map(|i| lines[7 * i + 6].to_string()).collect();
+            }
+            let mut chunk = [0u8; 1024];
+            let n = s.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "subscriber connection closed");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    })
+}
+
+fn port(node: &RedisNode) -> u16 {
+    node.url().rsplit(':').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_release_wakes_only_the_new_head_by_a_digest_of_its_value() {
+    let cluster = nodes(3);
+    let mut engines = Vec::new();
+    for _ in 0..3 {
+        engines.push(engine(urls(&cluster)).await);
+    }
+    let resource = "wake";
+    let waiters = 8;
+    let holder = engines[0].acquire_fair(resource, TTL).await.unwrap();
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for w in 0..waiters {
+        let e = engines[w % engines.len()].clone();
+        let attempts = attempts.clone();
+        tasks.push(tokio::spawn(async move {
+            let lock = e.acquire_fair(resource, TTL).await.unwrap();
+            attempts.lock().unwrap().push(lock.attempts());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            e.release(lock).await.unwrap();
+        }));
+        let queued_everywhere = crate::common::eventually(Duration::from_secs(3), || {
+            cluster.iter().all(|n| queued(n, resource) >= w + 2)
+        })
+        .await;
+        assert!(queued_everywhere, "waiter {w} did not get queued");
+    }
+    // Let every subscription's first confirmation (which wakes its waiter once) pass.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let channel = format!("redlock:{{{resource}}}");
+    let heard = payloads(&cluster[0], &channel, 1).await;
+    // The holder's own entry is the queue's first; the waiter after it is the next head.
+    let key = format!("redlock:{{{resource}}}:fair:q");
+    let second = cluster[0].cmd(&[
+        b"EVAL",
+        b"return string.sub(redis.sha1hex(redis.call('ZRANGE', KEYS[1], 1, 1)[1]), 1, 16)",
+        b"1",
+        key.as_bytes(),
+    ]);
+    let start = Instant::now();
+    engines[0].release(holder).await.unwrap();
+    let heard = tokio::time::timeout(Duration::from_secs(2), heard)
+        .await
+        .expect("the release published")
+        .unwrap();
+    assert_eq!(
+        heard,
+        vec![second.clone()],
+        "the release named the new head"
+    );
+    assert_eq!(second.len(), 16);
+    assert!(
+        second.bytes().all(|b| b.is_ascii_hexdigit()),
+        "a digest, not a value: {second}"
+    );
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let elapsed = start.elapsed();
+    let attempts = attempts.lock().unwrap().clone();
+    eprintln!("{waiters} hand-overs in {elapsed:?}, attempts {attempts:?}");
+    // Every hand-over was a wake-up, none waited out the 2 s pause.
+    assert!(elapsed < PAUSE, "{waiters} hand-overs took {elapsed:?}");
+    // Enqueue, the subscription's first wake, the wake as head: the last of 8 would need 9 or
+    // more if every release woke everyone.
+    assert!(
+        attempts.iter().all(|&a| a <= 4),
+        "woken by releases that named another waiter: {attempts:?}"
+    );
+    for node in &cluster {
+        assert_eq!(queued(node, resource), 0);
+        assert_eq!(head_name(node, resource), "");
+    }
+}

@@ -1,0 +1,42 @@
+//! The library's integration tests, as one binary (linked once per CI run, not once per file): one
+//! module per behaviour, against real redis-server processes started by the workspace's test kit
+//! (`testkit/`). Run one module with `cargo test --test it <module>::`, e.g. `--test it fencing::`.
+//!
+//! Process-wide state, shared by every module here: the tests run in parallel threads of one process.
+//! `observe` installs its metrics recorder for its own thread only (the engine registers its handles
+//! when it is built, on that thread), and `hostile_fred` re-runs this binary for the attacks that
+//! abort a process. Nothing here sets an environment variable of this process or a global recorder.
+
+mod auth;
+mod bad_input;
+mod basics;
+mod clock_jump;
+mod clock_shim;
+mod cluster;
+mod coalesce;
+mod common;
+mod durable;
+mod fair;
+mod fair_ticket_window;
+mod fair_wake;
+mod faults;
+mod fencing;
+mod hostile_fred;
+mod hostile_node;
+mod model;
+mod multi_resource;
+mod observe;
+mod operate;
+mod operate_queues;
+mod operate_sets;
+mod overload;
+mod quarantine;
+mod quorum_subsets;
+mod renewal;
+mod rwlock;
+mod semaphore;
+mod semaphore_quorum;
+mod semaphore_timeout;
+mod sentinel;
+mod tls;
+mod waiting;

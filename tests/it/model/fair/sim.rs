@@ -1,0 +1,285 @@
+//! The fair model's world: nodes, waiters and the network between them (loss, delay, FIFO per
+//! connection), and the loop that delivers events in time order on the shared simulation core.
+
+use std::collections::HashMap;
+
+use super::node::{Answer, Msg, Node, END, FAULTS_END, TTL};
+use crate::model::sim::{Queue, Rng};
+
+pub enum Ev {
+    AtNode {
+        node: usize,
+        client: usize,
+        round: u64,
+        msg: Msg,
+    },
+    AtClient {
+        client: usize,
+        round: u64,
+        node: usize,
+        answer: Answer,
+    },
+    Timer {
+        client: usize,
+        round: u64,
+    },
+    /// A wake-up naming the waiter with this value (the scripts publish a digest of it).
+    Notify {
+        value: u64,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Phase {
+    Idle,
+    Ticket,
+    Enqueue,
+    Waiting,
+    Attempt,
+    Holding,
+    Dead,
+}
+
+pub struct Client {
+    pub phase: Phase,
+    pub round: u64,
+    pub value: u64,
+    pub round_start: u64,
+    pub yes: usize,
+    pub queued: usize,
+    pub missing: usize,
+    pub answered: usize,
+    pub max: u64,
+    pub yes_nodes: Vec<usize>,
+    pub paused_until: u64,
+    /// The current place (index into `places`) and its ticket.
+    pub place: Option<usize>,
+    pub ticket: u64,
+    pub notified: bool,
+}
+
+/// One enqueue: when it began (its ticket round) and completed, on which nodes, when it lost its
+/// place there, when it was granted.
+pub struct Place {
+    pub value: u64,
+    pub began: u64,
+    pub completed: Option<u64>,
+    pub majority: Vec<usize>,
+    pub lost_at: Option<u64>,
+    pub granted: Option<u64>,
+}
+
+pub struct Sim {
+    pub rng: Rng,
+    pub head_rule: bool,
+    pub nodes: Vec<Node>,
+    pub clients: Vec<Client>,
+    pub places: Vec<Place>,
+    pub events: Queue<Ev>,
+    /// Per (client, node): the last delivery time, so each connection stays FIFO.
+    pub channel: HashMap<(usize, usize), u64>,
+    pub now: u64,
+    pub next_value: u64,
+    /// (grant, valid_until, released) of every grant, for mutual exclusion.
+    pub holds: Vec<(u64, u64, u64, usize)>,
+    pub overtakes_excused: usize,
+    /// Head wake-ups sent (not lost), to show the runs use them.
+    pub wakes: usize,
+    /// Enqueue and attempt rounds started.
+    pub rounds: usize,
+}
+
+impl Sim {
+    pub fn new(seed: u64, n: usize, clients: usize, head_rule: bool) -> Self {
+        let mut sim = Sim {
+            rng: Rng::seeded(seed),
+            head_rule,
+            nodes: (0..n).map(|_| Node::default()).collect(),
+            clients: (0..clients)
+                .map(|_| Client {
+                    phase: Phase::Idle,
+                    round: 0,
+                    value: 0,
+                    round_start: 0,
+                    yes: 0,
+                    queued: 0,
+                    missing: 0,
+                    answered: 0,
+                    max: 0,
+                    yes_nodes: Vec::new(),
+                    paused_until: 0,
+                    place: None,
+                    ticket: 0,
+                    notified: false,
+                })
+                .collect(),
+            places: Vec::new(),
+            events: Queue::new(),
+            channel: HashMap::new(),
+            now: 0,
+            next_value: 0,
+            holds: Vec::new(),
+            overtakes_excused: 0,
+            wakes: 0,
+            rounds: 0,
+        };
+        for c in 0..clients {
+            let at = sim.rng.below(TTL);
+            sim.push(
+                at,
+                Ev::Timer {
+                    client: c,
+                    round: 0,
+                },
+            );
+        }
+        sim
+    }
+
+    pub fn faults(&self) -> bool {
+        self.now < FAULTS_END
+    }
+
+    pub fn push(&mut self, at: u64, ev: Ev) {
+        self.events.push(at, ev);
+    }
+
+    pub fn quorum(&self) -> usize {
+        self.nodes.len() / 2 + 1
+    }
+
+    /// Queues `msg` to every node on the client's connections: sometimes lost, usually fast,
+    /// sometimes slow (up to a TTL), never overtaking an earlier message on the same connection.
+    pub fn broadcast(&mut self, c: usize, msg: Msg) {
+        let round = self.clients[c].round;
+        for node in 0..self.nodes.len() {
+            if self.faults() && self.rng.chance(8) {
+                continue;
+            }
+            let delay = if self.faults() && self.rng.chance(5) {
+                self.rng.below(TTL)
+            } else {
+                1 + self.rng.below(3)
+            };
+            let last = self.channel.get(&(c, node)).copied().unwrap_or(0);
+            let at = (self.now + delay).max(last);
+            self.channel.insert((c, node), at);
+            self.push(
+                at,
+                Ev::AtNode {
+                    node,
+                    client: c,
+                    round,
+                    msg,
+                },
+            );
+        }
+    }
+
+    pub fn lose_place(&mut self, node: usize, value: u64) {
+        let now = self.now;
+        for p in self
+            .places
+            .iter_mut()
+            .filter(|p| p.value == value && p.lost_at.is_none())
+        {
+            if p.completed.is_some() && p.majority.contains(&node) {
+                p.lost_at = Some(now);
+            }
+        }
+    }
+
+    pub fn at_node(&mut self, n: usize, c: usize, round: u64, msg: Msg) {
+        let now = self.now;
+        let value = self.clients[c].value;
+        for w in self.nodes[n].prune(now) {
+            self.lose_place(n, w);
+        }
+        let step = self.nodes[n].step(now, value, msg, self.head_rule);
+        if step.lost_place {
+            self.lose_place(n, value);
+        }
+        let (answer, publish) = (step.answer, step.publish);
+        // Only the head is woken (if the message is not lost); the others wait out their pause.
+        if let Some(head) = self.nodes[n].head().filter(|_| publish) {
+            if !(self.faults() && self.rng.chance(10)) {
+                let at = now + 1 + self.rng.below(3);
+                self.push(at, Ev::Notify { value: head });
+                self.wakes += 1;
+            }
+        }
+        if let Some(answer) = answer {
+            if !(self.faults() && self.rng.chance(8)) {
+                let at = now + 1 + self.rng.below(3);
+                self.push(
+                    at,
+                    Ev::AtClient {
+                        client: c,
+                        round,
+                        node: n,
+                        answer,
+                    },
+                );
+            }
+        }
+    }
+
+    pub fn run(&mut self) {
+        while let Some((at, ev)) = self.events.pop() {
+            if at > END {
+                break;
+            }
+            self.now = at;
+            match ev {
+                Ev::AtNode {
+                    node,
+                    client,
+                    round,
+                    msg,
+                } => self.at_node(node, client, round, msg),
+                Ev::AtClient {
+                    client,
+                    round,
+                    node,
+                    answer,
+                } => {
+                    if !self.deferred(
+                        client,
+                        Ev::AtClient {
+                            client,
+                            round,
+                            node,
+                            answer,
+                        },
+                    ) {
+                        self.at_client(client, round, node, answer)
+                    }
+                }
+                Ev::Timer { client, round } => {
+                    if !self.deferred(client, Ev::Timer { client, round }) {
+                        self.timer(client, round)
+                    }
+                }
+                Ev::Notify { value } => {
+                    // The waiter that value belongs to, if it still waits with it (a finished
+                    // acquire has unsubscribed: its name wakes nobody).
+                    let Some(client) = self.clients.iter().position(|cl| {
+                        cl.value == value && !matches!(cl.phase, Phase::Idle | Phase::Holding)
+                    }) else {
+                        continue;
+                    };
+                    let cl = &mut self.clients[client];
+                    match cl.phase {
+                        Phase::Waiting => {
+                            let round = cl.round;
+                            self.start_round_if(client, round);
+                        }
+                        Phase::Attempt | Phase::Enqueue => cl.notified = true,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        self.now = END;
+    }
+}

@@ -1,0 +1,114 @@
+//! Metrics through the `metrics` facade and `tracing` events per round, with the recorder and the
+//! subscriber installed (for this test's thread) before the engine is built; the lock value never
+//! appears in the output.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::common::{dead_url, nodes, urls};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn rounds_are_counted_and_traced_without_the_lock_value() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    // This thread's recorder, not the process's: the other modules of this test binary build engines
+    // on their own threads at the same time, and must not count here. The engine registers its
+    // handles when it is built (below, on this thread: `#[tokio::test]` is a current-thread runtime),
+    // so its rounds record here wherever they run.
+    let _recorder = metrics::set_default_local_recorder(&recorder);
+    let logs = Captured::default();
+    let sink = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let cluster = nodes(2);
+    let mut node_urls = urls(&cluster);
+    node_urls.push(dead_url()); // node 2 is down: its failures are counted per node
+    let e = crate::common::builder()
+        .nodes(node_urls)
+        .build()
+        .await
+        .unwrap();
+    let mut lock = e
+        .acquire(b"observed", Duration::from_secs(5))
+        .await
+        .unwrap();
+    let value = cluster[0].cmd(&[b"GET", b"redlock:{observed}"]);
+    e.extend(&mut lock, Duration::from_secs(5)).await.unwrap();
+    e.release(lock).await.unwrap();
+
+    let snapshot = snapshotter.snapshot().into_vec();
+    let count = |name: &str, labels: &[(&str, &str)]| -> u64 {
+        snapshot
+            .iter()
+            .filter(|(key, ..)| {
+                key.key().name() == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| key.key().labels().any(|l| l.key() == *k && l.value() == *v))
+            })
+            .map(|(.., value)| match value {
+                DebugValue::Counter(c) => *c,
+                DebugValue::Histogram(h) => h.len() as u64,
+                DebugValue::Gauge(_) => 0,
+            })
+            .sum()
+    };
+    assert_eq!(
+        count(
+            "redlock_rounds_total",
+            &[("op", "acquire"), ("outcome", "won")]
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            "redlock_rounds_total",
+            &[("op", "extend"), ("outcome", "won")]
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            "redlock_rounds_total",
+            &[("op", "release"), ("outcome", "won")]
+        ),
+        1
+    );
+    assert_eq!(count("redlock_round_seconds", &[("op", "acquire")]), 1);
+    assert!(
+        count(
+            "redlock_node_failures_total",
+            &[("node", "2"), ("cause", "disconnected")]
+        ) >= 1
+    );
+
+    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(text.contains("redlock round"), "{text}");
+    assert!(
+        text.contains("op=\"acquire\"") || text.contains("op=acquire"),
+        "{text}"
+    );
+    assert!(
+        !value.is_empty() && !text.contains(&value),
+        "the lock value must never be logged"
+    );
+}

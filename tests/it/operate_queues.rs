@@ -1,0 +1,102 @@
+//! `inspect` on the kinds that keep more than one key's worth of holders: the fair lock's queue (its
+//! waiters, per node, the holder's own entry not counted) and the semaphore's live permits and K.
+//! The rest of `inspect` is in `tests/it/operate.rs`.
+
+use std::time::Duration;
+
+use crate::common::{engine, nodes, transports, urls};
+use redlock_engine::{KeyState, LockKind, Redlock, Verdict};
+
+const TTL: Duration = Duration::from_secs(10);
+
+async fn states(e: &Redlock, resource: &str) -> (Verdict, Vec<KeyState>) {
+    let seen = e.inspect(resource).await.unwrap();
+    let states = seen
+        .nodes
+        .iter()
+        .map(|n| n.state.clone().unwrap())
+        .collect();
+    (seen.verdict, states)
+}
+
+#[tokio::test]
+async fn inspect_counts_the_fair_queue_and_the_semaphore_permits() {
+    let n = nodes(3);
+    let e = engine(urls(&n), transports()[0]).await;
+    let waiter = crate::common::builder()
+        .nodes(urls(&n))
+        .acquire_timeout(Duration::from_secs(20))
+        .build()
+        .await
+        .unwrap();
+
+    let holder = e.acquire_fair("fq", TTL).await.unwrap();
+    let (verdict, s) = states(&e, "fq").await;
+    assert_eq!(verdict, Verdict::Held);
+    assert!(
+        s.iter()
+            .all(|s| s.kind.map(LockKind::name) == Some("fair") && s.ours),
+        "{s:?}"
+    );
+    assert!(
+        s.iter().all(|s| s.fair_waiters == 0),
+        "the holder is no waiter: {s:?}"
+    );
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let w = waiter.clone();
+        tasks.push(tokio::spawn(async move {
+            let lock = w.acquire_fair("fq", TTL).await.unwrap();
+            w.release(lock).await.unwrap();
+        }));
+    }
+    let two_waiting = crate::common::eventually(Duration::from_secs(3), || {
+        n.iter()
+            .filter(|x| {
+                x.cmd(&[b"ZCARD", b"redlock:{fq}:fair:q"])
+                    .parse::<u64>()
+                    .is_ok_and(|c| c == 3)
+            })
+            .count()
+            == 3
+    })
+    .await;
+    assert!(two_waiting);
+    let (_, s) = states(&e, "fq").await;
+    assert!(s.iter().all(|s| s.fair_waiters == 2), "{s:?}");
+    // Another engine sees the same queue, and a holder that is not its own.
+    let (_, theirs) = states(&waiter, "fq").await;
+    assert!(theirs.iter().all(|s| s.fair_waiters == 2 && !s.ours));
+    e.release(holder).await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let (verdict, s) = states(&e, "fq").await;
+    assert_eq!(verdict, Verdict::Free);
+    assert!(s.iter().all(|s| s.fair_waiters == 0 && s.kind.is_none()));
+
+    let a = e.acquire_permit("sem", 3, TTL).await.unwrap();
+    let b = e.acquire_permit("sem", 3, TTL).await.unwrap();
+    let (verdict, s) = states(&e, "sem").await;
+    assert_eq!(verdict, Verdict::Held);
+    assert!(
+        s.iter()
+            .filter(|s| s.kind.map(LockKind::name) == Some("semaphore"))
+            .count()
+            >= 2,
+        "{s:?}"
+    );
+    // Each permit is on at least floor(3·3/4)+1 = 3 nodes: all of them here.
+    assert!(
+        s.iter()
+            .all(|s| s.permits == 2 && s.permit_limit == Some(3) && s.remaining.is_some()),
+        "{s:?}"
+    );
+    e.release(a).await.unwrap();
+    let (_, s) = states(&e, "sem").await;
+    assert!(s.iter().all(|s| s.permits == 1), "{s:?}");
+    e.release(b).await.unwrap();
+    let (verdict, s) = states(&e, "sem").await;
+    assert_eq!(verdict, Verdict::Free);
+    assert!(s.iter().all(|s| s.permits == 0 && s.permit_limit.is_none()));
+}
