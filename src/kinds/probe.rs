@@ -48,7 +48,6 @@ fn acquire_probe(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
 
 #[cfg(test)]
 mod tests {
-    use std::process::{Child, Command, Stdio};
     use std::time::Duration;
 
     use super::*;
@@ -67,57 +66,13 @@ mod tests {
         assert!(catalog.forced().counted.contains(&&b":probe"[..]));
     }
 
-    /// A redis-server with a data directory of its own, killed and removed on drop.
-    struct Node(Child, u16, std::path::PathBuf);
-
-    impl Drop for Node {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-            let _ = std::fs::remove_dir_all(&self.2);
-        }
-    }
-
-    fn node() -> Node {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let dir = std::env::temp_dir().join(format!("redlock-probe-{port}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("data dir");
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args(["--appendonly", "no", "--dir"])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server on the PATH");
-        let node = Node(child, port, dir);
-        let until = std::time::Instant::now() + Duration::from_secs(5);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < until,
-                "redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        node
-    }
-
     /// On a real node: the probe is acquired through the engine's attempt loop, inspect names it,
     /// and force-release deletes and counts both of its keys.
     #[tokio::test]
     async fn inspect_and_force_release_handle_a_kind_they_never_name() {
-        let node = node();
+        let node = testkit::RedisNode::start();
         let redlock = Redlock::builder()
-            .nodes([format!("redis://127.0.0.1:{}", node.1)])
+            .nodes([node.url()])
             .quarantine(false)
             .build()
             .await

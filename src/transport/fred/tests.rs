@@ -6,58 +6,24 @@ use crate::protocol::cmd::Script;
 use crate::protocol::cmd::{Args, Keys};
 use crate::transport::test_scripts::RELEASE;
 use ::fred::interfaces::MetricsInterface;
-use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-/// A redis-server on a free loopback port, killed (by pid) on drop.
-struct Redis(Child, u16);
+/// A redis-server on a loopback port, from the test kit (its own data directory, killed and removed
+/// on drop), and the port it listens on.
+struct Redis(testkit::RedisNode, u16);
 
 impl Redis {
     fn start_on(port: u16) -> Self {
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args(["--appendonly", "no", "--daemonize", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server");
-        let until = Instant::now() + Duration::from_secs(5);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < until, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self(child, port)
+        let node = testkit::RedisNode::try_start_on(port, testkit::NodeSpec::default())
+            .expect("redis-server did not start");
+        Self(node, port)
     }
     fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.1.to_string()])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        self.0.cmd_str(args)
     }
 }
 
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use testkit::free_port;
 
 fn opts(connect_timeout_ms: u64) -> ConnectOptions {
     ConnectOptions {
@@ -173,8 +139,7 @@ async fn in_flight_command_fails_and_is_not_replayed() {
         LockValue::random().unwrap(),
     ));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    redis.0.kill().unwrap(); // mid-script
-    let _ = redis.0.wait();
+    redis.0.kill9(); // mid-script
     assert_eq!(pending.await, Err(NodeError::ConnectionLost));
     drop(redis);
     let redis = Redis::start_on(port);
@@ -187,25 +152,16 @@ async fn in_flight_command_fails_and_is_not_replayed() {
     assert_eq!(redis.cli(&["EXISTS", "replayed"]), "0");
 }
 
-fn signal(redis: &Redis, sig: &str) {
-    let pid = redis.0.id().to_string();
-    assert!(Command::new("kill")
-        .args([sig, &pid])
-        .status()
-        .unwrap()
-        .success());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frozen_node_times_out_scripts_too() {
     let redis = Redis::start_on(free_port());
     let n = node(redis.1, 300).await;
     let v = LockValue::random().unwrap();
     assert_eq!(n.send(&set(b"k", v)).await, Ok(Reply::Ok));
-    signal(&redis, "-STOP");
+    redis.0.freeze();
     let started = Instant::now();
     let (a, b) = tokio::join!(n.send(&script(&RELEASE, b"k", v)), n.send(&set(b"j", v)));
-    signal(&redis, "-CONT");
+    redis.0.thaw();
     assert_eq!((a, b), (Err(NodeError::Timeout), Err(NodeError::Timeout)));
     assert!(
         started.elapsed() < Duration::from_millis(1500),
