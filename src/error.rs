@@ -5,11 +5,11 @@ use std::time::Duration;
 
 /// Why a lock operation did not succeed.
 ///
-/// Every variant says what a caller can do about it: retry later ([`Contended`](Self::Contended),
-/// [`QuorumNotReached`](Self::QuorumNotReached), [`ValidityExpired`](Self::ValidityExpired),
-/// [`Timeout`](Self::Timeout), [`Overloaded`](Self::Overloaded)), stop using the lock ([`NotOwner`](Self::NotOwner),
-/// [`AlreadyExpired`](Self::AlreadyExpired)), or fix the call ([`InvalidConfig`](Self::InvalidConfig),
-/// [`InvalidInput`](Self::InvalidInput)).
+/// Sort it with [`class`](Self::class) without matching every variant: [`ErrorClass::Busy`]
+/// (another owner holds it: wait and retry), [`ErrorClass::Unavailable`] (nodes down, slow,
+/// quarantined, or this process overloaded: back off), [`ErrorClass::Lost`] (the lock is gone or
+/// someone else's: stop using it), [`ErrorClass::Invalid`] (fix the call or the configuration).
+/// [`is_retryable`](Self::is_retryable) is exactly "busy or unavailable".
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum LockError {
@@ -79,10 +79,14 @@ pub enum LockError {
         /// How long the round waited for its turn.
         waited: Duration,
     },
-    /// The overall acquire deadline passed before a lock was won.
+    /// The overall acquire deadline passed before a lock was won (the call's wait, or
+    /// `acquire_timeout`). Sorts as its last attempt's error did ([`class`](Self::class)).
     Timeout {
         /// Attempts made before the deadline.
         attempts: u32,
+        /// Why the last attempt failed (`None`: the call ran out of time before it could try, waiting
+        /// for its own process's other tasks).
+        last: Option<Box<LockError>>,
     },
     /// The operating system's random source failed to produce a lock value.
     Random(String),
@@ -92,17 +96,58 @@ pub enum LockError {
     InvalidInput(String),
 }
 
+/// What a caller does next about a [`LockError`]: [`LockError::class`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// Another owner holds the resource: wait and retry (a longer [`crate::Wait`]).
+    Busy,
+    /// The nodes could not decide in time: down, slow, quarantined, or this process past its own
+    /// capacity. Back off and retry.
+    Unavailable,
+    /// The lock is gone or someone else's: stop the work it protects.
+    Lost,
+    /// The call or the configuration is wrong: retrying does not help.
+    Invalid,
+}
+
 impl LockError {
-    /// Whether another attempt later may succeed (the error came from the nodes' state, not from the call).
+    /// What a caller does next (see [`ErrorClass`]).
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::Contended { .. } => ErrorClass::Busy,
+            Self::QuorumNotReached { .. }
+            | Self::ValidityExpired { .. }
+            | Self::FenceNotCommitted { .. }
+            | Self::Overloaded { .. }
+            | Self::Random(_) => ErrorClass::Unavailable,
+            // Out of time waiting behind this process's own tasks (no attempt lost): busy.
+            Self::Timeout { last: None, .. } => ErrorClass::Busy,
+            Self::Timeout {
+                last: Some(last), ..
+            } => last.class(),
+            Self::NotOwner | Self::AlreadyExpired | Self::Lost => ErrorClass::Lost,
+            Self::PermitsMismatch { .. }
+            | Self::Node { .. }
+            | Self::InvalidConfig(_)
+            | Self::InvalidInput(_) => ErrorClass::Invalid,
+        }
+    }
+
+    /// Whether another attempt later may succeed: [`ErrorClass::Busy`] or
+    /// [`ErrorClass::Unavailable`].
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Self::Contended { .. }
-                | Self::QuorumNotReached { .. }
-                | Self::ValidityExpired { .. }
-                | Self::FenceNotCommitted { .. }
-                | Self::Overloaded { .. }
-        )
+        matches!(self.class(), ErrorClass::Busy | ErrorClass::Unavailable)
+    }
+
+    /// Another owner holds it ([`ErrorClass::Busy`]).
+    pub fn is_busy(&self) -> bool {
+        self.class() == ErrorClass::Busy
+    }
+
+    /// The nodes could not decide ([`ErrorClass::Unavailable`]).
+    pub fn is_unavailable(&self) -> bool {
+        self.class() == ErrorClass::Unavailable
     }
 }
 
@@ -154,8 +199,12 @@ impl fmt::Display for LockError {
                 "overloaded: waited {waited:?} in this process's queue for a turn on the nodes \
                  (the nodes were not asked)"
             ),
-            Self::Timeout { attempts } => {
-                write!(f, "acquire deadline passed after {attempts} attempts")
+            Self::Timeout { attempts, last } => {
+                write!(f, "acquire deadline passed after {attempts} attempts")?;
+                match last {
+                    Some(last) => write!(f, "; the last: {last}"),
+                    None => f.write_str(" (waiting behind this process's own tasks)"),
+                }
             }
             Self::Random(why) => write!(f, "OS random source failed: {why}"),
             Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
@@ -168,6 +217,9 @@ impl std::error::Error for LockError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Node { source, .. } => Some(source),
+            Self::Timeout {
+                last: Some(last), ..
+            } => Some(last.as_ref()),
             _ => None,
         }
     }
@@ -211,7 +263,11 @@ impl fmt::Display for NodeError {
             Self::Server(msg) => write!(f, "server error: {msg}"),
             Self::Protocol(msg) => write!(f, "protocol error: {msg}"),
             Self::Connect(msg) => write!(f, "connect failed: {msg}"),
-            Self::Quarantined => f.write_str("quarantined after a restart"),
+            Self::Quarantined => f.write_str(
+                "not voting yet: up less than max_ttl, or restarted (it may have lost the keys it \
+                 granted); it votes once up for max_ttl — for a node you just started on purpose, \
+                 wait, lower max_ttl, or build with quarantine(false) if its restarts keep its data",
+            ),
             Self::ClockJump => f.write_str("its wall clock jumped forward: not voting for max_ttl"),
         }
     }

@@ -80,6 +80,7 @@ mod raw;
 mod transport;
 mod watchdog;
 
+pub use algo::retry::Wait;
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};
 pub use engine::report::{
@@ -87,10 +88,12 @@ pub use engine::report::{
     Verdict,
 };
 pub use engine::Redlock;
-pub use error::{LockError, NodeError};
+pub use error::{ErrorClass, LockError, NodeError};
 pub use kinds::fenced::COMMIT_ROUNDS;
+pub use kinds::guard::LockGuard;
 pub use kinds::owner::LockOwner;
 pub use kinds::renewed::{RenewPolicy, RenewedLock};
+pub use kinds::request::{LockRequest, RenewedRequest, DEFAULT_TTL};
 pub use kinds::scoped::LockContext;
 pub use kinds::semaphore::MAX_PERMITS;
 pub use lock::Lock;

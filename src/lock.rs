@@ -22,10 +22,12 @@ use crate::protocol::spec::{Kind, Target};
 /// A lock held on a majority of the nodes until [`valid_until`](Lock::valid_until).
 ///
 /// # Dropping a lock
-/// `Drop` cannot await, so dropping a `Lock` does **not** release it: its keys stay on the nodes until
-/// the TTL ends, and other clients wait until then. Call [`crate::Redlock::release`] when done.
+/// Dropping a plain `Lock` does **not** release it: its keys stay on the nodes until the TTL ends,
+/// and other clients wait until then. Call [`crate::Redlock::release`] when done, or take the lock
+/// as a [`crate::LockGuard`] ([`crate::Redlock::lock`]), which releases on drop.
 ///
 /// The lock's value (its ownership secret) is private and never printed by `Debug`.
+#[must_use = "a dropped Lock stays held until its TTL: release it, or take a LockGuard"]
 pub struct Lock {
     /// The resource's key (first; see `keys`), then the kind's other keys.
     keys: Keys,

@@ -5,6 +5,70 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
+/// How long one acquire waits for its lock: per call ([`crate::LockRequest::wait`]).
+///
+/// Default: [`Configured`](Self::Configured) — the engine's `acquire_timeout` if set, otherwise
+/// `retry_count` retries (default 10: about 1.1-1.65 s with the default pauses and node deadline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Wait {
+    /// As the engine is configured (`Config::acquire_timeout`, or `Config::retry_count` retries).
+    #[default]
+    Configured,
+    /// One attempt, no retry: fails at once when another owner holds the lock (here or elsewhere).
+    Once,
+    /// Retries until acquired or this long has passed since the call began.
+    UpTo(Duration),
+    /// Retries until acquired: only dropping the future stops it (which leaves nothing behind).
+    Forever,
+}
+
+impl Wait {
+    /// Whether a lost attempt is followed by another (and a local waiter queues).
+    pub(crate) fn retries(self) -> bool {
+        self != Self::Once
+    }
+
+    /// When the whole call must end, for a call that began at `began` (`None`: never).
+    pub(crate) fn deadline(
+        self,
+        began: Instant,
+        acquire_timeout: Option<Duration>,
+    ) -> Option<Instant> {
+        match self {
+            Self::Configured | Self::Once => acquire_timeout.and_then(|t| began.checked_add(t)),
+            // Past what an `Instant` can hold is as good as never.
+            Self::UpTo(limit) => began.checked_add(limit),
+            Self::Forever => None,
+        }
+    }
+
+    /// How many counted retries the call may make after its first attempt.
+    pub(crate) fn retry_count(self, configured: u32) -> u32 {
+        match self {
+            Self::Configured => configured,
+            Self::Once => 0,
+            Self::UpTo(_) | Self::Forever => u32::MAX,
+        }
+    }
+
+    /// The time the attempts may take from `now`: the deadline, or without one (as configured) the
+    /// time the counted retries would take (`budget`).
+    pub(crate) fn budget_end(
+        self,
+        deadline: Option<Instant>,
+        now: Instant,
+        budget: Duration,
+    ) -> Option<Instant> {
+        match self {
+            Self::Configured | Self::Once => deadline.or_else(|| now.checked_add(budget)),
+            Self::UpTo(_) | Self::Forever => deadline,
+        }
+    }
+}
+
 /// Validated retry knobs of [`crate::Config`].
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
@@ -69,6 +133,24 @@ mod tests {
         );
         let p = RetryPolicy::new(u32::MAX, Duration::from_secs(1), Duration::ZERO);
         assert_eq!(p.budget(Duration::ZERO), Duration::from_secs(1) * u32::MAX);
+    }
+
+    #[test]
+    fn a_wait_bounds_the_call_as_it_says() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        assert_eq!(Wait::Once.retry_count(10), 0);
+        assert!(!Wait::Once.retries());
+        assert_eq!(Wait::Configured.retry_count(10), 10);
+        assert_eq!(Wait::UpTo(s(3)).deadline(now, Some(s(1))), Some(now + s(3)));
+        assert_eq!(Wait::Configured.deadline(now, Some(s(1))), Some(now + s(1)));
+        assert_eq!(Wait::Forever.deadline(now, Some(s(1))), None);
+        assert_eq!(Wait::Forever.budget_end(None, now, s(2)), None);
+        assert_eq!(
+            Wait::Configured.budget_end(None, now, s(2)),
+            Some(now + s(2))
+        );
+        assert_eq!(Wait::UpTo(Duration::MAX).deadline(now, None), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use super::fanout::{fan_out_into, fire, Deadline};
 use super::release::HeldGuard;
 use super::waitq::LocalHold;
 use crate::algo::quorum::Vote;
+use crate::algo::retry::Wait;
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
 use crate::algo::verdict::acquire_error;
@@ -24,15 +25,15 @@ use crate::transport::subscriber::Subscription;
 use crate::transport::NodeClient;
 
 impl Core {
-    /// Acquires `target`: with `retry`, waits its turn in the local queue and retries as configured;
-    /// without, makes exactly one attempt (and fails at once if a local task holds it).
+    /// Acquires `target`, waiting as `wait` says: its turn in the local queue and retries, or with
+    /// [`Wait::Once`] exactly one attempt (failing at once if a local task holds it).
     pub(crate) async fn acquire(
         &self,
         target: Target,
         ttl: Duration,
-        retry: bool,
+        wait: Wait,
     ) -> Result<Lock, LockError> {
-        self.acquire_since(target, ttl, retry, Instant::now()).await
+        self.acquire_since(target, ttl, wait, Instant::now()).await
     }
 
     /// [`acquire`](Self::acquire) for a caller that began waiting at `began` (the semaphore's local
@@ -41,13 +42,13 @@ impl Core {
         &self,
         target: Target,
         ttl: Duration,
-        retry: bool,
+        wait: Wait,
         began: Instant,
     ) -> Result<Lock, LockError> {
         let s = self.settings();
         let ttl = self.check_ttl(ttl)?;
-        let deadline = s.acquire_timeout.map(|t| began + t);
-        let hold = self.enter_local(&target, ttl, retry, deadline).await?;
+        let deadline = wait.deadline(began, s.acquire_timeout);
+        let hold = self.enter_local(&target, ttl, wait, deadline).await?;
         if let Some(local) = hold.as_ref() {
             if let Some(lock) = self.take_over(local, &target, ttl).await {
                 return Ok(lock.with_local(hold));
@@ -61,8 +62,9 @@ impl Core {
         let mut counted = 0;
         // Without an acquire timeout, the retry budget counts from here: time in the local queue
         // (or the semaphore's gate) is waiting for our own tasks, not attempts lost to others.
-        let budget_end = deadline
-            .or_else(|| Instant::now().checked_add(s.retry.budget(s.timing.node_timeout(ttl))));
+        let budget = s.retry.budget(s.timing.node_timeout(ttl));
+        let budget_end = wait.budget_end(deadline, Instant::now(), budget);
+        let retries = wait.retry_count(s.retry.count);
         // A writer that gives up, or whose caller drops this future mid-wait, must not keep readers
         // out with its intent until the intent's TTL runs out.
         let give_up = GiveUpOnDrop {
@@ -96,12 +98,13 @@ impl Core {
             };
             counted += 1;
             let out_of_time = budget_end.is_some_and(|end| Instant::now() >= end);
-            if !retry || !err.is_retryable() || counted > s.retry.count || out_of_time {
+            if !wait.retries() || !err.is_retryable() || counted > retries || out_of_time {
                 break Err(err);
             }
             let pause = s.retry.next_delay();
             if deadline.is_some_and(|d| Instant::now() + pause >= d) {
-                break Err(LockError::Timeout { attempts });
+                let last = Some(Box::new(err));
+                break Err(LockError::Timeout { attempts, last });
             }
             let remote = matches!(err, LockError::Contended { local: false, .. });
             if remote && s.notify_releases && target.kind.queues_locally() {
@@ -164,7 +167,7 @@ impl Core {
         &self,
         target: &Target,
         ttl: Duration,
-        wait: bool,
+        wait: Wait,
         deadline: Option<Instant>,
     ) -> Result<Option<LocalHold<Lock>>, LockError> {
         let s = self.settings();
@@ -177,17 +180,22 @@ impl Core {
             nodes: self.nodes().len(),
             local: true,
         };
-        if !wait {
+        if !wait.retries() {
             return self.queues().try_enter(key).map_err(|()| local_contended());
         }
         // Waiting locally stands in for the attempts it saves, so it gets their budget.
         let budget = s
             .acquire_timeout
             .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
-        let until = deadline.unwrap_or_else(|| Instant::now() + budget);
+        let Some(until) = wait.budget_end(deadline, Instant::now(), budget) else {
+            return Ok(self.queues().enter(key).await);
+        };
         match tokio::time::timeout_at(until, self.queues().enter(key)).await {
             Ok(hold) => Ok(hold),
-            Err(_) if deadline.is_some() => Err(LockError::Timeout { attempts: 0 }),
+            Err(_) if deadline.is_some() => Err(LockError::Timeout {
+                attempts: 0,
+                last: None,
+            }),
             Err(_) => Err(local_contended()),
         }
     }

@@ -126,6 +126,20 @@ impl Core {
         lock.settle_extend(&self.settings().timing, ttl, (start, jumps_at), tally)
     }
 
+    /// Releases `lock` without waiting, as a guard's drop does: the owner-checked release (with the
+    /// notification when configured) queued on every node now, copies that do not land re-sent in
+    /// the background. Its place in the local queue is left after that, so a local waiter's `SET`
+    /// is written behind the release on every connection and finds the key gone. Needs no runtime.
+    pub(crate) fn release_on_drop(&self, mut lock: Lock) {
+        let local = lock.take_local();
+        let cmd = lock.release_cmd(self.settings().notify_releases);
+        self.release_retry()
+            .fire(self.nodes(), &cmd, Instant::now() + lock.ttl());
+        if let Some(hold) = local {
+            self.leave(hold);
+        }
+    }
+
     /// Queues `lock`'s release on every node without waiting (and without a notification); copies
     /// that do not land are sent again until the keys have expired (see `release_retry`).
     pub(crate) fn release_in_background(&self, lock: &Lock) {

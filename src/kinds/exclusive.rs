@@ -11,6 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::algo::quorum::Vote;
+use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
@@ -99,7 +100,7 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lock, LockError> {
         let target = self.core().target(exclusive(), resource.as_ref())?;
-        self.core().acquire(target, ttl, true).await
+        self.core().acquire(target, ttl, Wait::Configured).await
     }
 
     /// One acquire attempt, no retries. Same guarantees and errors as [`acquire`](Self::acquire).
@@ -109,7 +110,7 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lock, LockError> {
         let target = self.core().target(exclusive(), resource.as_ref())?;
-        self.core().acquire(target, ttl, false).await
+        self.core().acquire(target, ttl, Wait::Once).await
     }
 }
 

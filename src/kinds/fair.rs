@@ -70,6 +70,7 @@
 use std::time::Duration;
 
 use crate::algo::quorum::Vote;
+use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
@@ -172,8 +173,8 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lock, LockError> {
         let target = self.core().target(fair_kind(), resource.as_ref())?;
-        let wait = super::fair_wait::FairWait { core: self.core() };
-        wait.acquire_fair(target, ttl).await
+        let fair = super::fair_wait::FairWait { core: self.core() };
+        fair.acquire_fair(target, ttl, Wait::Configured).await
     }
 }
 

@@ -12,6 +12,7 @@ use super::fair::{
     attempt_cmd, enqueue_cmd, grant_vote, leave_cmd, ticket_cmd, ticket_vote, unlock_cmd, wake_name,
 };
 use crate::algo::quorum::{quorum, Tally};
+use crate::algo::retry::Wait;
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
 use crate::algo::verdict::acquire_error;
@@ -45,12 +46,21 @@ impl FairWait<'_> {
         &self,
         target: Target,
         ttl: Duration,
+        patience: Wait,
     ) -> Result<Lock, LockError> {
         let s = self.core.settings();
         let ttl = self.core.check_ttl(ttl)?;
-        let end = Instant::now()
-            + s.acquire_timeout
-                .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
+        let began = Instant::now();
+        let deadline = patience.deadline(began, s.acquire_timeout);
+        // One try: the enqueue and its first attempt (two rounds), each within a round's deadline.
+        let budget = match patience {
+            Wait::Once => self.core.round_timeout(ttl) * 2,
+            _ => s.retry.budget(s.timing.node_timeout(ttl)),
+        };
+        // Without any bound the loop's `end` is a year off: as good as never for a lock waiter.
+        let end = patience
+            .budget_end(deadline, began, budget)
+            .unwrap_or_else(|| began + Duration::from_secs(365 * 24 * 3600));
         let code = target.kind.spec().code;
         let value = LockValue::tagged(self.core.tag(), code)
             .map_err(|e| LockError::Random(e.to_string()))?;
@@ -123,7 +133,10 @@ impl FairWait<'_> {
                 needed,
                 failures,
             },
-            _ => LockError::Timeout { attempts },
+            other => LockError::Timeout {
+                attempts,
+                last: other.map(Box::new),
+            },
         })
     }
 
@@ -159,7 +172,10 @@ impl FairWait<'_> {
     ) -> Outcome {
         let s = self.core.settings();
         let Ok(_slot) = self.core.admit(Some(end)).await else {
-            return Outcome::Queued(LockError::Timeout { attempts: 0 });
+            return Outcome::Queued(LockError::Timeout {
+                attempts: 0,
+                last: None,
+            });
         };
         let jumps = self.core.jump_mark();
         let start = Instant::now();

@@ -39,6 +39,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 
 use crate::algo::quorum::Vote;
+use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::release::HeldGuard;
 use crate::engine::Redlock;
@@ -108,23 +109,18 @@ impl Redlock {
         resource: impl AsRef<[u8]>,
         ttl: Duration,
     ) -> Result<Lock, LockError> {
-        let target = self
-            .core()
-            .target(Kind::new(&FENCED, 0), resource.as_ref())?;
-        let lock = self.core().acquire(target, ttl, true).await?;
-        self.commit_fence(lock).await
+        self.fenced(resource.as_ref(), ttl, Wait::Configured).await
     }
 
-    /// One attempt of [`acquire_fenced`](Self::acquire_fenced).
-    pub async fn try_acquire_fenced(
+    /// A fenced lock, waiting as `wait` says (the request's `.fenced()`).
+    pub(crate) async fn fenced(
         &self,
-        resource: impl AsRef<[u8]>,
+        resource: &[u8],
         ttl: Duration,
+        wait: Wait,
     ) -> Result<Lock, LockError> {
-        let target = self
-            .core()
-            .target(Kind::new(&FENCED, 0), resource.as_ref())?;
-        let lock = self.core().acquire(target, ttl, false).await?;
+        let target = self.core().target(Kind::new(&FENCED, 0), resource)?;
+        let lock = self.core().acquire(target, ttl, wait).await?;
         self.commit_fence(lock).await
     }
 

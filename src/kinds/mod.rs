@@ -40,11 +40,13 @@ pub(crate) mod exclusive;
 pub(crate) mod fair;
 mod fair_wait;
 pub(crate) mod fenced;
+pub(crate) mod guard;
 pub(crate) mod multi;
 pub(crate) mod owner;
 #[cfg(test)]
 mod probe;
 pub(crate) mod renewed;
+pub(crate) mod request;
 pub(crate) mod rwlock;
 pub(crate) mod scoped;
 pub(crate) mod semaphore;

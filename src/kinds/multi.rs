@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::addr::Topology;
 use crate::algo::quorum::Vote;
+use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
@@ -73,20 +74,11 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lock, LockError> {
         let target = self.multi_target(resources)?;
-        self.core().acquire(target, ttl, true).await
+        self.core().acquire(target, ttl, Wait::Configured).await
     }
 
-    /// One attempt of [`acquire_many`](Self::acquire_many).
-    pub async fn try_acquire_many(
-        &self,
-        resources: &[&[u8]],
-        ttl: Duration,
-    ) -> Result<Lock, LockError> {
-        let target = self.multi_target(resources)?;
-        self.core().acquire(target, ttl, false).await
-    }
-
-    fn multi_target(&self, resources: &[&[u8]]) -> Result<Target, LockError> {
+    /// The target of a lock over every resource in `resources`.
+    pub(crate) fn multi_target(&self, resources: &[&[u8]]) -> Result<Target, LockError> {
         if resources.is_empty() {
             return Err(LockError::InvalidInput("the resource list is empty".into()));
         }

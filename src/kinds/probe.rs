@@ -3,6 +3,7 @@
 //! it and force-release deletes its extra key.
 
 use crate::algo::quorum::Vote;
+use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::protocol::cmd::{Args, Cmd, Keys, Script};
 use crate::protocol::scripts::{EXTEND, RELEASE};
@@ -79,8 +80,10 @@ mod tests {
             .expect("engine");
         let core = redlock.core();
         let target = core.target(Kind::new(&PROBE, 0), b"r").unwrap();
-        let lock = core.acquire(target, Duration::from_secs(10), false).await;
-        lock.expect("probe acquired");
+        let lock = core
+            .acquire(target, Duration::from_secs(10), Wait::Once)
+            .await;
+        let _held = lock.expect("probe acquired");
         let seen = redlock.inspect("r").await.unwrap();
         let state = seen.nodes[0].state.as_ref().expect("node answered");
         assert_eq!(state.kind.map(LockKind::name), Some("probe"));

@@ -55,6 +55,7 @@ impl RenewPolicy {
 /// Select on [`lost`](Self::lost) (or hand [`lost_token`](Self::lost_token) to the work) to stop as soon
 /// as the lock is no longer held. Dropping it stops renewal and releases the lock in the background.
 #[derive(Debug)]
+#[must_use = "dropping a RenewedLock stops renewing and releases it at once"]
 pub struct RenewedLock {
     engine: Redlock,
     entry: Arc<Entry>,
@@ -85,9 +86,7 @@ impl Redlock {
         ttl: Duration,
         policy: RenewPolicy,
     ) -> Result<RenewedLock, LockError> {
-        self.check_policy(&policy, self.core().check_ttl(ttl)?)?;
-        let lock = self.acquire(resource, ttl).await?;
-        self.renew(lock, policy)
+        self.lock(resource).ttl(ttl).renewed(policy).await
     }
 
     /// Hands an acquired lock of any kind (multi-resource, read, write) to the watchdog.
@@ -183,6 +182,47 @@ impl RenewedLock {
     /// Renewals done so far.
     pub fn renewals(&self) -> u32 {
         self.entry.renewals()
+    }
+
+    /// Reads the lock under the entry's lock (`None` once released).
+    fn read<T>(&self, f: impl FnOnce(&Lock) -> T) -> Option<T> {
+        self.entry.lock().lock.as_ref().map(f)
+    }
+
+    /// The resource this lock holds (the first of a multi-resource lock), as [`Lock::resource`].
+    pub fn resource(&self) -> Vec<u8> {
+        self.read(|l| l.resource().to_vec()).unwrap_or_default()
+    }
+
+    /// The fencing token of a fenced lock, as [`Lock::fencing_token`].
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.read(Lock::fencing_token).flatten()
+    }
+
+    /// Whether this is a reader's hold, as [`Lock::is_read`].
+    pub fn is_read(&self) -> bool {
+        self.read(Lock::is_read).unwrap_or(false)
+    }
+
+    /// The TTL the keys were last set with, as [`Lock::ttl`].
+    pub fn ttl(&self) -> Duration {
+        self.read(Lock::ttl).unwrap_or_default()
+    }
+
+    /// Attempts the acquire made, as [`Lock::attempts`].
+    pub fn attempts(&self) -> u32 {
+        self.read(Lock::attempts).unwrap_or(0)
+    }
+
+    /// Whether the lock is still held: not lost, validity left (as [`Lock::is_valid`]).
+    pub fn is_valid(&self) -> bool {
+        !self.is_lost() && self.read(Lock::is_valid).unwrap_or(false)
+    }
+
+    /// A token cancelled when the lock is lost (the same as [`lost_token`](Self::lost_token); the
+    /// name [`crate::LockContext::token`] has).
+    pub fn token(&self) -> CancellationToken {
+        self.lost_token()
     }
 
     /// Stops renewal and releases the lock on every node (also after it was lost: what is left of it

@@ -18,6 +18,7 @@
 use std::time::Duration;
 
 use crate::algo::quorum::Vote;
+use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
@@ -120,17 +121,7 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lock, LockError> {
         let target = self.core().target(self.read_kind(), resource.as_ref())?;
-        self.core().acquire(target, ttl, true).await
-    }
-
-    /// One attempt of [`acquire_read`](Self::acquire_read).
-    pub async fn try_acquire_read(
-        &self,
-        resource: impl AsRef<[u8]>,
-        ttl: Duration,
-    ) -> Result<Lock, LockError> {
-        let target = self.core().target(self.read_kind(), resource.as_ref())?;
-        self.core().acquire(target, ttl, false).await
+        self.core().acquire(target, ttl, Wait::Configured).await
     }
 
     /// Acquires the exclusive (writer) hold on `resource`, retrying like [`acquire`](Self::acquire).
@@ -142,25 +133,16 @@ impl Redlock {
         ttl: Duration,
     ) -> Result<Lock, LockError> {
         let target = self.core().target(write_kind(), resource.as_ref())?;
-        self.core().acquire(target, ttl, true).await
+        self.core().acquire(target, ttl, Wait::Configured).await
     }
 
-    /// One attempt of [`acquire_write`](Self::acquire_write). A refused attempt withdraws its intent.
-    pub async fn try_acquire_write(
-        &self,
-        resource: impl AsRef<[u8]>,
-        ttl: Duration,
-    ) -> Result<Lock, LockError> {
-        let target = self.core().target(write_kind(), resource.as_ref())?;
-        self.core().acquire(target, ttl, false).await
-    }
-
-    fn read_kind(&self) -> Kind {
+    /// The kind of a reader of this engine (its `max_readers` is the kind's number).
+    pub(crate) fn read_kind(&self) -> Kind {
         Kind::new(&READ, u64::from(self.core().settings().max_readers))
     }
 }
 
-fn write_kind() -> Kind {
+pub(crate) fn write_kind() -> Kind {
     // Any value unique among concurrent writers of one resource will do: it only names an intent.
     Kind::new(&WRITE, fastrand::u64(1..))
 }

@@ -62,6 +62,7 @@ use tokio::sync::Semaphore;
 use super::renewed::RenewPolicy;
 use super::scoped::{run_scoped, LockContext};
 use crate::algo::quorum::{permit_quorum, Vote};
+use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
@@ -134,54 +135,52 @@ impl Redlock {
         permits: u32,
         ttl: Duration,
     ) -> Result<Lock, LockError> {
-        let target = self
-            .core()
-            .target(permit_kind(permits)?, resource.as_ref())?;
+        self.permit(resource.as_ref(), permits, ttl, Wait::Configured)
+            .await
+    }
+
+    /// A permit, waiting as `wait` says (the request's `.permits(k)`).
+    pub(crate) async fn permit(
+        &self,
+        resource: &[u8],
+        permits: u32,
+        ttl: Duration,
+        wait: Wait,
+    ) -> Result<Lock, LockError> {
+        let target = self.core().target(permit_kind(permits)?, resource)?;
         let s = self.core().settings();
         let ttl = self.core().check_ttl(ttl)?;
         let began = tokio::time::Instant::now();
         let gate = gate(self, &target.keys.as_slice()[0], permits);
-        let budget = s
-            .acquire_timeout
-            .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
-        // Waiting for the gate spends the acquire's budget too; running out of it there is what
-        // the local queue of a plain lock says (`Timeout` only with an `acquire_timeout`).
-        let Ok(Ok(turn)) = tokio::time::timeout(budget, gate.acquire()).await else {
-            return Err(match s.acquire_timeout {
-                Some(_) => LockError::Timeout { attempts: 0 },
-                None => LockError::Contended {
-                    taken: 0,
-                    nodes: self.node_count(),
-                    local: true,
+        let local = || LockError::Contended {
+            taken: 0,
+            nodes: self.node_count(),
+            local: true,
+        };
+        let turn = if wait.retries() {
+            // Waiting for the gate spends the acquire's budget too; running out of it there is
+            // what the local queue of a plain lock says (`Timeout` only with a deadline).
+            let deadline = wait.deadline(began, s.acquire_timeout);
+            let budget = s.retry.budget(s.timing.node_timeout(ttl));
+            match wait.budget_end(deadline, began, budget) {
+                None => gate.acquire().await.map_err(|_| local())?,
+                Some(until) => match tokio::time::timeout_at(until, gate.acquire()).await {
+                    Ok(Ok(turn)) => turn,
+                    _ if deadline.is_some() => {
+                        return Err(LockError::Timeout {
+                            attempts: 0,
+                            last: None,
+                        })
+                    }
+                    _ => return Err(local()),
                 },
-            });
+            }
+        } else {
+            // K tasks of this engine are attempting already: one more would only split the votes.
+            gate.try_acquire().map_err(|_| local())?
         };
-        // One acquire timeout for the gate and the attempts together, not one each.
-        let result = self.core().acquire_since(target, ttl, true, began).await;
-        drop(turn);
-        result.map_err(|e| with_count(e, permits))
-    }
-
-    /// One attempt of [`acquire_permit`](Self::acquire_permit).
-    pub async fn try_acquire_permit(
-        &self,
-        resource: impl AsRef<[u8]>,
-        permits: u32,
-        ttl: Duration,
-    ) -> Result<Lock, LockError> {
-        let target = self
-            .core()
-            .target(permit_kind(permits)?, resource.as_ref())?;
-        let gate = gate(self, &target.keys.as_slice()[0], permits);
-        // K tasks of this engine are attempting already: one more would only split the votes.
-        let Ok(turn) = gate.try_acquire() else {
-            return Err(LockError::Contended {
-                taken: 0,
-                nodes: self.node_count(),
-                local: true,
-            });
-        };
-        let result = self.core().acquire(target, ttl, false).await;
+        // One deadline for the gate and the attempts together, not one each.
+        let result = self.core().acquire_since(target, ttl, wait, began).await;
         drop(turn);
         result.map_err(|e| with_count(e, permits))
     }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::exclusive::exclusive;
+use crate::algo::retry::Wait;
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
@@ -50,25 +51,18 @@ impl Redlock {
         slots: u32,
         ttl: Duration,
     ) -> Result<Lock, LockError> {
-        self.slot(resource.as_ref(), slots, ttl, true).await
+        self.slot(resource.as_ref(), slots, ttl, Wait::Configured)
+            .await
     }
 
-    /// One pass over the slots of [`acquire_slot`](Self::acquire_slot): each tried once.
-    pub async fn try_acquire_slot(
-        &self,
-        resource: impl AsRef<[u8]>,
-        slots: u32,
-        ttl: Duration,
-    ) -> Result<Lock, LockError> {
-        self.slot(resource.as_ref(), slots, ttl, false).await
-    }
-
-    async fn slot(
+    /// Slot semaphore with `slots` slots, waiting as `wait` says (the request's `.slots(k)`); with
+    /// [`Wait::Once`] one pass over the slots, each tried once.
+    pub(crate) async fn slot(
         &self,
         resource: &[u8],
         slots: u32,
         ttl: Duration,
-        retry: bool,
+        wait: Wait,
     ) -> Result<Lock, LockError> {
         if slots == 0 || slots > MAX_SLOTS {
             return Err(LockError::InvalidInput(format!(
@@ -81,9 +75,9 @@ impl Redlock {
             .map(|i| core.target(exclusive(), &slot_name(resource, i)))
             .collect::<Result<Vec<_>, _>>()?;
         let s = core.settings();
-        let end = Instant::now()
-            + s.acquire_timeout
-                .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
+        let began = Instant::now();
+        let deadline = wait.deadline(began, s.acquire_timeout);
+        let end = wait.budget_end(deadline, began, s.retry.budget(s.timing.node_timeout(ttl)));
         let mut attempts = 0;
         loop {
             // From a random slot on, so contenders spread over the slots instead of all trying 0.
@@ -91,7 +85,7 @@ impl Redlock {
             let mut last = None;
             for j in 0..targets.len() {
                 let target = targets[(first + j) % targets.len()].clone();
-                match core.acquire(target, ttl, false).await {
+                match core.acquire(target, ttl, Wait::Once).await {
                     Ok(mut lock) => {
                         attempts += lock.attempts();
                         lock.set_attempts(attempts);
@@ -107,13 +101,19 @@ impl Redlock {
                 }
             }
             let pause = s.retry.next_delay();
-            let last = last.unwrap_or(LockError::Timeout { attempts });
-            if !retry {
+            let last = last.unwrap_or(LockError::Timeout {
+                attempts,
+                last: None,
+            });
+            if !wait.retries() {
                 return Err(last);
             }
-            if Instant::now() + pause >= end {
-                return Err(match s.acquire_timeout {
-                    Some(_) => LockError::Timeout { attempts },
+            if end.is_some_and(|end| Instant::now() + pause >= end) {
+                return Err(match deadline {
+                    Some(_) => LockError::Timeout {
+                        attempts,
+                        last: Some(Box::new(last)),
+                    },
                     None => last,
                 });
             }

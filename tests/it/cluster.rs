@@ -69,8 +69,11 @@ async fn every_lock_kind_keeps_its_keys_in_one_slot() {
         .unwrap();
     e.release(both).await.unwrap();
     match e
-        .try_acquire_many(&[b"order:8:items", b"order:9:payment"], TTL)
+        .lock_many([&b"order:8:items"[..], b"order:9:payment"])
+        .ttl(TTL)
+        .once()
         .await
+        .map(redlock_engine::LockGuard::into_lock)
     {
         Err(LockError::InvalidInput(why)) => assert!(why.contains("hash tag"), "{why}"),
         other => panic!("{other:?}"),
@@ -78,7 +81,14 @@ async fn every_lock_kind_keeps_its_keys_in_one_slot() {
     // Read-write: reader set and writer intent beside the lock key.
     let r1 = e.acquire_read(b"doc", TTL).await.unwrap();
     let r2 = e.acquire_read(b"doc", TTL).await.unwrap();
-    assert!(e.try_acquire_write(b"doc", TTL).await.is_err());
+    assert!(e
+        .lock(b"doc")
+        .write()
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .is_err());
     e.release(r1).await.unwrap();
     e.release(r2).await.unwrap();
     let w = e.acquire_write(b"doc", TTL).await.unwrap();

@@ -207,14 +207,27 @@ async fn wrong_types_to_scripts_are_failures() {
         let bad = Hostile::on("EVALSHA", Action::Send(reply.to_vec()));
         let e = engine(vec![healthy[0].url(), bad.url()]).await;
         // Multi-resource acquire is a script: refused without the hostile node's vote.
-        match e.try_acquire_many(&[&b"m1"[..], b"m2"], TTL).await {
+        match e
+            .lock_many([&b"m1"[..], b"m2"])
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+        {
             Err(LockError::QuorumNotReached { failures, .. }) => {
                 assert!(failures[0].1.to_string().contains(phrase), "{failures:?}");
             }
             other => panic!("multi acquire: {other:?}"),
         }
         // Fenced acquire expects a bulk `+<counter>`: an integer or status is not one.
-        match e.try_acquire_fenced(b"f", TTL).await {
+        match e
+            .lock(b"f")
+            .fenced()
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+        {
             Err(LockError::QuorumNotReached { failures, .. }) => {
                 assert!(
                     failures[0].1.to_string().contains("fenced acquire"),

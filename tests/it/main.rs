@@ -21,6 +21,7 @@ mod fair_ticket_window;
 mod fair_wake;
 mod faults;
 mod fencing;
+mod guards;
 mod hostile_fred;
 mod hostile_node;
 mod model;

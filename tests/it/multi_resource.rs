@@ -22,8 +22,11 @@ async fn all_or_none_on_every_node() {
         }
         // overlapping sets and singles are refused, and leave nothing behind
         let err = e
-            .try_acquire_many(&[b"acct:2", b"acct:3"], TTL)
+            .lock_many([b"acct:2", b"acct:3"])
+            .ttl(TTL)
+            .once()
             .await
+            .map(redlock_engine::LockGuard::into_lock)
             .unwrap_err();
         assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
         assert!(e.try_acquire(b"acct:1", TTL).await.is_err());

@@ -96,7 +96,14 @@ async fn inspect_names_each_kind_with_its_keys() {
     let other = engine(urls(&n), transports()[0]).await;
     let r2 = other.acquire_read("k-rw", TTL).await.unwrap();
     // A writer that finds readers records its intent (and is refused).
-    assert!(other.try_acquire_write("k-rw", TTL).await.is_err());
+    assert!(other
+        .lock("k-rw")
+        .write()
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .is_err());
     let seen = e.inspect("k-rw").await.unwrap();
     assert_eq!(seen.verdict, Verdict::Held);
     let s = seen.nodes[0].state.clone().unwrap();

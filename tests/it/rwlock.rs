@@ -16,10 +16,24 @@ async fn readers_share_writers_exclude() {
         let mut r2 = e.acquire_read(b"doc", TTL).await.unwrap();
         assert!(r1.is_read());
         // a writer is refused while readers hold it
-        let err = e.try_acquire_write(b"doc", TTL).await.unwrap_err();
+        let err = e
+            .lock(b"doc")
+            .write()
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .unwrap_err();
         assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
         // the refused try withdrew its intent: readers still get in
-        let r3 = e.try_acquire_read(b"doc", TTL).await.unwrap();
+        let r3 = e
+            .lock(b"doc")
+            .read()
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .unwrap();
         e.extend(&mut r2, Duration::from_secs(10)).await.unwrap();
         for lock in [r1, r2, r3] {
             e.release(lock).await.unwrap();
@@ -27,11 +41,23 @@ async fn readers_share_writers_exclude() {
         let mut w = e.acquire_write(b"doc", TTL).await.unwrap();
         assert!(!w.is_read());
         assert!(
-            e.try_acquire_read(b"doc", TTL).await.is_err(),
+            e.lock(b"doc")
+                .read()
+                .ttl(TTL)
+                .once()
+                .await
+                .map(redlock_engine::LockGuard::into_lock)
+                .is_err(),
             "no reader while a writer holds it"
         );
         assert!(
-            e.try_acquire_write(b"doc", TTL).await.is_err(),
+            e.lock(b"doc")
+                .write()
+                .ttl(TTL)
+                .once()
+                .await
+                .map(redlock_engine::LockGuard::into_lock)
+                .is_err(),
             "no second writer"
         );
         e.extend(&mut w, Duration::from_secs(10)).await.unwrap();
@@ -58,7 +84,14 @@ async fn a_waiting_writer_is_not_starved_by_new_readers() {
             let mut held = std::collections::VecDeque::new();
             let mut refused = 0;
             for _ in 0..200 {
-                match e.try_acquire_read(b"busy", TTL).await {
+                match e
+                    .lock(b"busy")
+                    .read()
+                    .ttl(TTL)
+                    .once()
+                    .await
+                    .map(redlock_engine::LockGuard::into_lock)
+                {
                     Ok(lock) => held.push_back(lock),
                     Err(_) => refused += 1,
                 }
@@ -103,11 +136,39 @@ async fn a_reader_limit_is_enforced_and_zero_is_rejected() {
         Err(LockError::InvalidConfig(_))
     ));
     let e = Redlock::new(config(2)).await.unwrap();
-    let a = e.try_acquire_read(b"limited", TTL).await.unwrap();
-    let b = e.try_acquire_read(b"limited", TTL).await.unwrap();
-    assert!(e.try_acquire_read(b"limited", TTL).await.is_err());
+    let a = e
+        .lock(b"limited")
+        .read()
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap();
+    let b = e
+        .lock(b"limited")
+        .read()
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap();
+    assert!(e
+        .lock(b"limited")
+        .read()
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .is_err());
     e.release(a).await.unwrap();
-    let c = e.try_acquire_read(b"limited", TTL).await.unwrap();
+    let c = e
+        .lock(b"limited")
+        .read()
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap();
     e.release(b).await.unwrap();
     e.release(c).await.unwrap();
 }
@@ -129,8 +190,12 @@ async fn expired_readers_do_not_block_a_writer_and_a_frozen_node_does_not_block_
     std::mem::forget(crashed_reader); // never released: must expire on its own
     tokio::time::sleep(Duration::from_millis(300)).await;
     let w = e
-        .try_acquire_write(b"rw", TTL)
+        .lock(b"rw")
+        .write()
+        .ttl(TTL)
+        .once()
         .await
+        .map(redlock_engine::LockGuard::into_lock)
         .expect("expired reader entries do not count");
     let mut lock = w;
     e.extend(&mut lock, TTL).await.unwrap();
@@ -161,7 +226,14 @@ async fn a_cancelled_writer_withdraws_its_intent() {
                 .all(|n| n.exists(b"redlock:{cancel}:rw:intent")))
             .await
         );
-        assert!(e.try_acquire_read(b"cancel", TTL).await.is_err());
+        assert!(e
+            .lock(b"cancel")
+            .read()
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .is_err());
         // ...until its caller gives up on it, not until the intent's TTL (5 s) runs out.
         writer.abort();
         assert!(writer.await.unwrap_err().is_cancelled());
@@ -172,7 +244,14 @@ async fn a_cancelled_writer_withdraws_its_intent() {
             .await,
             "{transport:?}: intent withdrawn"
         );
-        let second = e.try_acquire_read(b"cancel", TTL).await.unwrap();
+        let second = e
+            .lock(b"cancel")
+            .read()
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .unwrap();
         e.release(second).await.unwrap();
         e.release(reader).await.unwrap();
     }

@@ -23,10 +23,31 @@ async fn k_permits_are_granted_the_next_is_refused_and_a_release_lets_it_in() {
     for transport in transports() {
         let e = engine(urls(&cluster), transport).await;
         let res = format!("basic-{transport:?}");
-        let a = e.try_acquire_permit(&res, 2, TTL).await.unwrap();
-        let mut b = e.try_acquire_permit(&res, 2, TTL).await.unwrap();
+        let a = e
+            .lock(&res)
+            .permits(2)
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .unwrap();
+        let mut b = e
+            .lock(&res)
+            .permits(2)
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .unwrap();
         assert!(a.is_valid() && a.remaining() <= TTL);
-        let err = e.try_acquire_permit(&res, 2, TTL).await.unwrap_err();
+        let err = e
+            .lock(&res)
+            .permits(2)
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .unwrap_err();
         assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
         // The refused attempt left nothing behind on any node.
         assert!(
@@ -38,7 +59,14 @@ async fn k_permits_are_granted_the_next_is_refused_and_a_release_lets_it_in() {
         e.extend(&mut b, Duration::from_secs(10)).await.unwrap();
         assert!(b.remaining() > TTL);
         e.release(a).await.unwrap();
-        let c = e.try_acquire_permit(&res, 2, TTL).await.unwrap();
+        let c = e
+            .lock(&res)
+            .permits(2)
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .unwrap();
         e.release(b).await.unwrap();
         e.release(c).await.unwrap();
         // The last permit out removes the marker: the resource is free for any count, and as a lock.
@@ -55,7 +83,14 @@ async fn bad_counts_are_refused_and_callers_that_disagree_on_k_are_detected() {
     let cluster = nodes(3);
     let e = engine(urls(&cluster), Transport::Pipeline).await;
     for bad in [0, MAX_PERMITS + 1, u32::MAX] {
-        let err = e.try_acquire_permit("k", bad, TTL).await.unwrap_err();
+        let err = e
+            .lock("k")
+            .permits(bad)
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .unwrap_err();
         assert!(matches!(err, LockError::InvalidInput(_)), "{bad}: {err:?}");
         let err = e.acquire_permit("k", bad, TTL).await.unwrap_err();
         assert!(matches!(err, LockError::InvalidInput(_)), "{bad}: {err:?}");
@@ -85,20 +120,44 @@ async fn bad_counts_are_refused_and_callers_that_disagree_on_k_are_detected() {
         "no lock over permits"
     );
     let lock = e.try_acquire("x", TTL).await.unwrap();
-    let err = e.try_acquire_permit("x", 2, TTL).await.unwrap_err();
+    let err = e
+        .lock("x")
+        .permits(2)
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap_err();
     assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
     e.release(lock).await.unwrap();
     // Once the last permit is gone, a new count is fine.
     e.release(held).await.unwrap();
-    let p = e.try_acquire_permit("k", 3, TTL).await.unwrap();
+    let p = e
+        .lock("k")
+        .permits(3)
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap();
     e.release(p).await.unwrap();
     // A resource name that is not usable is InvalidInput, as for every kind.
     assert!(matches!(
-        e.try_acquire_permit("", 2, TTL).await,
+        e.lock("")
+            .permits(2)
+            .ttl(TTL)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock),
         Err(LockError::InvalidInput(_))
     ));
     assert!(matches!(
-        e.try_acquire_permit("k", 2, Duration::ZERO).await,
+        e.lock("k")
+            .permits(2)
+            .ttl(Duration::ZERO)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock),
         Err(LockError::InvalidInput(_))
     ));
 }
@@ -121,7 +180,14 @@ async fn granted_iff_the_permit_quorum_is_up_on_every_subset_of_five() {
             let e = engine(urls, Transport::Pipeline).await;
             let up = 5 - mask.count_ones() as usize;
             let res = format!("subset-{k}-{mask}");
-            match e.try_acquire_permit(&res, k, TTL).await {
+            match e
+                .lock(&res)
+                .permits(k)
+                .ttl(TTL)
+                .once()
+                .await
+                .map(redlock_engine::LockGuard::into_lock)
+            {
                 Ok(p) => {
                     assert!(up >= needed, "K={k} mask {mask:05b}: granted with {up} up");
                     e.release(p).await.unwrap();
@@ -172,7 +238,14 @@ async fn a_third_holder_is_refused_on_every_spread_of_two() {
                     node.cmd(&[b"PEXPIRE", set.as_bytes(), b"60000"]);
                 }
             }
-            let err = e.try_acquire_permit(&res, 2, TTL).await.unwrap_err();
+            let err = e
+                .lock(&res)
+                .permits(2)
+                .ttl(TTL)
+                .once()
+                .await
+                .map(redlock_engine::LockGuard::into_lock)
+                .unwrap_err();
             assert!(
                 matches!(err, LockError::Contended { .. }),
                 "{a:05b} {b:05b}: {err:?}"
@@ -304,8 +377,12 @@ async fn never_more_than_k_holders_with_a_node_frozen() {
     while started.elapsed() < frozen_for {
         let t = Instant::now();
         if let Ok(p) = probe
-            .try_acquire_permit("frozen", 2, Duration::from_millis(500))
+            .lock("frozen")
+            .permits(2)
+            .ttl(Duration::from_millis(500))
+            .once()
             .await
+            .map(redlock_engine::LockGuard::into_lock)
         {
             granted = Some(t.elapsed());
             let _ = probe.release(p).await;
@@ -415,7 +492,13 @@ async fn permits_renew_run_scoped_and_a_dead_holders_permit_expires() {
     tokio::time::sleep(Duration::from_millis(1400)).await;
     assert!(!renewed.is_lost() && renewed.renewals() >= 2);
     assert!(
-        e.try_acquire_permit("renew", 1, ttl).await.is_err(),
+        e.lock("renew")
+            .permits(1)
+            .ttl(ttl)
+            .once()
+            .await
+            .map(redlock_engine::LockGuard::into_lock)
+            .is_err(),
         "still held"
     );
     renewed.release().await.unwrap();
@@ -445,11 +528,22 @@ async fn permits_renew_run_scoped_and_a_dead_holders_permit_expires() {
     assert!(matches!(lost, Err(LockError::Lost)), "{lost:?}");
     // A holder that dies (never releases) frees its permit at its TTL.
     std::mem::forget(e.acquire_permit("dead", 1, ttl).await.unwrap());
-    assert!(e.try_acquire_permit("dead", 1, ttl).await.is_err());
+    assert!(e
+        .lock("dead")
+        .permits(1)
+        .ttl(ttl)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .is_err());
     tokio::time::sleep(ttl + Duration::from_millis(50)).await;
     let p = e
-        .try_acquire_permit("dead", 1, ttl)
+        .lock("dead")
+        .permits(1)
+        .ttl(ttl)
+        .once()
         .await
+        .map(redlock_engine::LockGuard::into_lock)
         .expect("the dead holder's permit expired");
     // Release after expiry says so.
     tokio::time::sleep(ttl + Duration::from_millis(50)).await;
@@ -460,11 +554,32 @@ async fn permits_renew_run_scoped_and_a_dead_holders_permit_expires() {
 async fn slot_semaphores_keep_k_with_a_majority_and_refuse_bad_counts() {
     let cluster = nodes(5);
     let e = engine(urls(&cluster), Transport::Pipeline).await;
-    let a = e.try_acquire_slot("slots", 2, TTL).await.unwrap();
-    let b = e.try_acquire_slot("slots", 2, TTL).await.unwrap();
+    let a = e
+        .lock("slots")
+        .slots(2)
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap();
+    let b = e
+        .lock("slots")
+        .slots(2)
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap();
     assert_ne!(a.resource(), b.resource());
     assert!(a.resource().starts_with(b"{slots}:slot:"));
-    let err = e.try_acquire_slot("slots", 2, TTL).await.unwrap_err();
+    let err = e
+        .lock("slots")
+        .slots(2)
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap_err();
     assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
     e.release(a).await.unwrap();
     let c = e.acquire_slot("slots", 2, TTL).await.unwrap();
@@ -472,7 +587,12 @@ async fn slot_semaphores_keep_k_with_a_majority_and_refuse_bad_counts() {
     e.release(c).await.unwrap();
     for bad in [0, 65] {
         assert!(matches!(
-            e.try_acquire_slot("slots", bad, TTL).await,
+            e.lock("slots")
+                .slots(bad)
+                .ttl(TTL)
+                .once()
+                .await
+                .map(redlock_engine::LockGuard::into_lock),
             Err(LockError::InvalidInput(_))
         ));
     }
@@ -481,8 +601,22 @@ async fn slot_semaphores_keep_k_with_a_majority_and_refuse_bad_counts() {
     list[0] = dead_url();
     list[1] = dead_url();
     let half = engine(list, Transport::Pipeline).await;
-    assert!(half.try_acquire_permit("avail", 4, TTL).await.is_err());
-    let slot = half.try_acquire_slot("avail", 4, TTL).await.unwrap();
+    assert!(half
+        .lock("avail")
+        .permits(4)
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .is_err());
+    let slot = half
+        .lock("avail")
+        .slots(4)
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap();
     half.release(slot).await.unwrap();
     // Never more than K under contention.
     let es = engines(urls(&cluster), 3).await;

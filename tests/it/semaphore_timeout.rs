@@ -15,7 +15,14 @@ const TIMEOUT: Duration = Duration::from_millis(1500);
 async fn a_task_queued_at_the_gate_times_out_within_one_acquire_timeout() {
     let cluster = nodes(3);
     let holder = crate::common::engine(urls(&cluster), Transport::Pipeline).await;
-    let permit = holder.try_acquire_permit("gated", 1, TTL).await.unwrap();
+    let permit = holder
+        .lock("gated")
+        .permits(1)
+        .ttl(TTL)
+        .once()
+        .await
+        .map(redlock_engine::LockGuard::into_lock)
+        .unwrap();
     let e = builder()
         .nodes(urls(&cluster))
         .retry(1000, Duration::from_millis(20), Duration::from_millis(20))

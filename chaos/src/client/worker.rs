@@ -102,7 +102,11 @@ async fn acquire(ctx: &Ctx, fenced: bool) -> Call {
         LockMode::Exclusive => {
             // Fenced when there is a store to fence: every grant then carries a token.
             let (result, fp) = if fenced {
-                with_first_poll(ctx.redlock.try_acquire_fenced(r, ttl)).await
+                with_first_poll(async {
+                    let request = ctx.redlock.lock(r).fenced().ttl(ttl).once();
+                    request.await.map(redlock_engine::LockGuard::into_lock)
+                })
+                .await
             } else {
                 with_first_poll(ctx.redlock.try_acquire(r, ttl)).await
             };

@@ -57,7 +57,13 @@ mod tests {
         assert_eq!(variant_name("Random(\"x\")"), "Random");
         assert_eq!(variant_name("NotOwner"), "NotOwner");
         assert_eq!(variant_name("Overloaded"), "Overloaded");
-        assert_eq!(of(&LockError::Timeout { attempts: 2 }), "Timeout");
+        assert_eq!(
+            of(&LockError::Timeout {
+                attempts: 2,
+                last: None,
+            }),
+            "Timeout"
+        );
         assert_eq!(of(&LockError::NotOwner), "NotOwner");
         assert_eq!(
             of(&LockError::Contended {

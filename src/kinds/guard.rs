@@ -1,0 +1,119 @@
+//! [`LockGuard`]: a held lock that releases itself when dropped — what a [`crate::LockRequest`]
+//! gives. It derefs to the [`Lock`], so every accessor of a plain lock is there.
+//!
+//! Dropping it queues the owner-checked release on every node at once, without waiting and without
+//! a runtime (the engine's connections take the commands synchronously; copies that do not land are
+//! re-sent in the background until the keys' TTL): never blocking, safe in `Drop`. A guard dropped
+//! while its runtime shuts down does not panic, but its release cannot reach the nodes (the
+//! connections' tasks end with the runtime): the lock then expires at its TTL, so release guards
+//! before shutting down. [`LockGuard::release`] is the awaited form, with its result and the local
+//! hand-off to a waiting task of this process.
+
+use std::fmt;
+use std::ops::Deref;
+use std::time::Duration;
+
+use super::renewed::{RenewPolicy, RenewedLock};
+use crate::engine::Redlock;
+use crate::error::LockError;
+use crate::lock::Lock;
+
+/// A lock held until this guard is released or dropped. Derefs to the [`Lock`].
+///
+/// ```no_run
+/// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+/// use std::time::Duration;
+/// let guard = redlock.lock("orders:42").ttl(Duration::from_secs(10)).await?;
+/// assert!(guard.is_valid());
+/// // ... the work the lock protects ...
+/// guard.release().await?; // or let it drop: released in the background
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct LockGuard {
+    engine: Redlock,
+    /// `None` only after it was released, kept or renewed (never while the guard is usable).
+    lock: Option<Lock>,
+}
+
+impl LockGuard {
+    pub(crate) fn new(engine: Redlock, lock: Lock) -> Self {
+        Self {
+            engine,
+            lock: Some(lock),
+        }
+    }
+
+    fn take(&mut self) -> Lock {
+        self.lock
+            .take()
+            .expect("a guard holds its lock until consumed")
+    }
+
+    /// Releases the lock on every node (or hands it to a task of this process waiting for it) and
+    /// says how it went.
+    ///
+    /// # Errors
+    /// As [`Redlock::release`]: [`LockError::NotOwner`], [`LockError::AlreadyExpired`],
+    /// [`LockError::QuorumNotReached`] (copies are re-sent in the background), [`LockError::Overloaded`].
+    pub async fn release(mut self) -> Result<(), LockError> {
+        let lock = self.take();
+        self.engine.release(lock).await
+    }
+
+    /// Extends the lock to `ttl` from now (see [`Redlock::extend`]).
+    ///
+    /// # Errors
+    /// As [`Redlock::extend`].
+    pub async fn extend(&mut self, ttl: Duration) -> Result<(), LockError> {
+        let lock = self
+            .lock
+            .as_mut()
+            .expect("a guard holds its lock until consumed");
+        self.engine.extend(lock, ttl).await
+    }
+
+    /// Hands the lock to the watchdog, which renews it until it is released or dropped.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidInput`] if `policy.every` is not below the lock's TTL (the lock is then
+    /// released in the background).
+    pub fn renew(mut self, policy: RenewPolicy) -> Result<RenewedLock, LockError> {
+        let lock = self.take();
+        self.engine.renew(lock, policy)
+    }
+
+    /// The lock, no longer released on drop: release it with [`Redlock::release`], or it stays held
+    /// until its TTL ends.
+    pub fn into_lock(mut self) -> Lock {
+        self.take()
+    }
+}
+
+impl Deref for LockGuard {
+    type Target = Lock;
+
+    fn deref(&self) -> &Lock {
+        self.lock
+            .as_ref()
+            .expect("a guard holds its lock until consumed")
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            metrics::counter!("redlock_guard_drop_releases_total").increment(1);
+            self.engine.core().release_on_drop(lock);
+        }
+    }
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.lock {
+            Some(lock) => f.debug_tuple("LockGuard").field(lock).finish(),
+            None => f.write_str("LockGuard(released)"),
+        }
+    }
+}
