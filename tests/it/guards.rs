@@ -10,6 +10,9 @@ use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_secs(30);
 
+/// A request's kind, set on a fresh request.
+type Shape = fn(redlock_engine::LockRequest<'_>) -> redlock_engine::LockRequest<'_>;
+
 /// Whether no node holds anything for `resource` (its key, readers, intent, permits, queue).
 async fn free(e: &redlock_engine::Redlock, resource: &str) -> bool {
     let seen = e.inspect(resource).await.unwrap();
@@ -26,10 +29,7 @@ async fn a_dropped_guard_releases_at_once_for_every_kind() {
     for transport in transports() {
         let a = engine(urls(&cluster), transport).await;
         let b = engine(urls(&cluster), transport).await;
-        let kinds: [(
-            &str,
-            fn(redlock_engine::LockRequest<'_>) -> redlock_engine::LockRequest<'_>,
-        ); 6] = [
+        let kinds: [(&str, Shape); 6] = [
             ("exclusive", |r| r),
             ("fenced", |r| r.fenced()),
             ("write", |r| r.write()),
