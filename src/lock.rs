@@ -16,6 +16,7 @@ use crate::algo::value::LockValue;
 use crate::algo::verdict::owner_error;
 use crate::engine::waitq::LocalHold;
 use crate::error::LockError;
+use crate::observe::Held;
 use crate::protocol::cmd::{Cmd, Keys};
 use crate::protocol::spec::{Kind, Target};
 
@@ -52,6 +53,8 @@ pub struct Lock {
     /// The nodes' clock jumps since the last won round started: a node in `held` that jumped has
     /// dropped its key.
     jumps: JumpMark,
+    /// Counted in `redlock_locks_held` while it lives.
+    _held: Held,
 }
 
 /// What a won acquire round establishes about a new lock.
@@ -83,6 +86,7 @@ impl Lock {
             held: grant.tally.yes_mask,
             attempts: 1,
             jumps: grant.jumps,
+            _held: Held::new(),
         }
     }
 

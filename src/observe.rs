@@ -15,6 +15,14 @@
 //!   so they are looked up by name there instead of registered up front.
 //! - `redlock_release_retries_total{outcome}` — background re-sends of releases that did not reach a
 //!   node (outcome: sent | done | expired).
+//! - `redlock_locks_held` (gauge) — locks this process holds: `Lock` values alive, guards and
+//!   renewed locks included (released or dropped: gone).
+//! - `redlock_locks_lost_total{cause}` — renewed locks declared lost (cause: expired | taken | gone
+//!   | unreachable), each also a warn event (`crate::watchdog::entry`).
+//! - `redlock_guard_drop_releases_total` — guards dropped without an awaited release (released in
+//!   the background).
+//! - `redlock_nodes_connected`, `redlock_nodes_voting`, `redlock_background_releases_pending`
+//!   (gauges) — sampled every 250 ms with the node events (`crate::engine::signals`).
 
 use std::time::Duration;
 
@@ -22,6 +30,30 @@ use metrics::{counter, histogram, Counter, Histogram};
 
 use crate::algo::quorum::Tally;
 use crate::error::NodeError;
+
+/// Locks alive in this process (every engine's), behind `redlock_locks_held`.
+static HELD: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Counts a lock this process holds in `redlock_locks_held` for as long as it lives (a field of
+/// every `Lock`): the count is kept here and the gauge set to it, so the gauge is right whatever
+/// the recorder does with increments; one atomic add and one gauge set at the grant and the drop.
+#[derive(Debug)]
+pub(crate) struct Held(());
+
+impl Held {
+    pub(crate) fn new() -> Self {
+        let now = HELD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        metrics::gauge!("redlock_locks_held").set(now as f64);
+        Self(())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let now = HELD.fetch_sub(1, std::sync::atomic::Ordering::Relaxed) - 1;
+        metrics::gauge!("redlock_locks_held").set(now as f64);
+    }
+}
 
 /// What a round was for.
 #[derive(Debug, Clone, Copy)]

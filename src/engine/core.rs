@@ -93,6 +93,7 @@ impl Core {
         });
         // A lock handed to local waiters that all gave up is released, not left to its TTL. Weak: the
         // queues must not keep the engine alive.
+        super::signals::start(Arc::downgrade(&core));
         let weak = Arc::downgrade(&core);
         core.queues.on_orphan(Box::new(move |lock: Lock| {
             if let Some(core) = weak.upgrade() {

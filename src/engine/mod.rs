@@ -12,6 +12,8 @@
 //! - `release_retry`: releases are not dropped — re-sent in the background where they did not land.
 //! - `waitq`: the in-process FIFO queue per resource and bounded local hand-off (cohorting); a leaf,
 //!   generic over what it hands off.
+//! - `signals`: one task per engine sampling the nodes' links: node down/up, quarantine in/out,
+//!   clock jumps as events; the nodes and background-release gauges.
 //! - `inspect`: [`Redlock::inspect`] and the wait-for-every-node fan-out the operator's calls share;
 //!   `force`: [`Redlock::force_release`]; `status`: [`Redlock::nodes_status`]; `report`: the public
 //!   types these return.
@@ -33,6 +35,7 @@ mod inspect;
 pub(crate) mod release;
 pub(crate) mod release_retry;
 pub(crate) mod report;
+mod signals;
 mod start;
 mod status;
 pub(crate) mod waitq;

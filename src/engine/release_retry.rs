@@ -16,6 +16,7 @@
 //! dropped acquire or lock) hand over their reply futures, a release round hands over the nodes it
 //! could not confirm. The task holds the node handles until its last job ends (at most one TTL).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +39,8 @@ const MAX_BACKOFF: Duration = Duration::from_millis(250);
 #[derive(Debug)]
 pub(crate) struct ReleaseRetry {
     jobs: mpsc::UnboundedSender<Job>,
+    /// Copies submitted and not yet settled (`redlock_background_releases_pending`).
+    pending: Arc<AtomicUsize>,
 }
 
 struct Job {
@@ -53,8 +56,14 @@ impl ReleaseRetry {
     /// Starts the task (on the current runtime).
     pub(crate) fn start() -> Self {
         let (jobs, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(rx));
-        Self { jobs }
+        let pending = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(run(rx, pending.clone()));
+        Self { jobs, pending }
+    }
+
+    /// Release copies submitted and not yet settled (landed, or given up at the keys' expiry).
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.load(Ordering::Relaxed)
     }
 
     /// Queues `cmd` (a release) on every node now, and makes sure each copy lands.
@@ -91,7 +100,9 @@ impl ReleaseRetry {
     fn submit(&self, job: Job) {
         // The task lives as long as this sender: a send can only fail while the runtime shuts down,
         // and then nothing could be sent anyway.
-        let _ = self.jobs.send(job);
+        if self.jobs.send(job).is_ok() {
+            self.pending.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -107,7 +118,7 @@ fn transient(cause: &NodeError) -> bool {
     )
 }
 
-async fn run(mut rx: mpsc::UnboundedReceiver<Job>) {
+async fn run(mut rx: mpsc::UnboundedReceiver<Job>, pending: Arc<AtomicUsize>) {
     let mut jobs = FuturesUnordered::new();
     loop {
         tokio::select! {
@@ -115,7 +126,9 @@ async fn run(mut rx: mpsc::UnboundedReceiver<Job>) {
                 Some(job) => jobs.push(settle(job)),
                 None => break,
             },
-            Some(()) = jobs.next(), if !jobs.is_empty() => {}
+            Some(()) = jobs.next(), if !jobs.is_empty() => {
+                pending.fetch_sub(1, Ordering::Relaxed);
+            }
         }
     }
     // The engine is gone; finish what is in flight (each job ends by its `until`).

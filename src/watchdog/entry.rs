@@ -103,6 +103,26 @@ impl Entry {
         }
     }
 
+    /// Declares the lock lost (the holder's token fires at once), said at warn level with its cause
+    /// and counted in `redlock_locks_lost_total{cause}`: `expired` (its validity ended unrenewed),
+    /// `taken` (a renewal found another owner's value), `gone` (the keys had expired on the nodes),
+    /// `unreachable` (a majority could no longer confirm it). Never the lock value.
+    /// Called with the entry's state locked (`st`: its lock and renewals), so it takes no lock.
+    pub(crate) fn declare_lost(&self, st: &EntryState, cause: &'static str) {
+        if self.lost.is_cancelled() {
+            return;
+        }
+        metrics::counter!("redlock_locks_lost_total", "cause" => cause).increment(1);
+        let resource = st.lock.as_ref().map(|l| l.resource()).unwrap_or_default();
+        tracing::warn!(
+            resource = %String::from_utf8_lossy(resource),
+            cause,
+            renewals = st.renewals,
+            "renewed lock lost: the work it protects must stop"
+        );
+        self.lost.cancel();
+    }
+
     /// Takes the lock out (release or drop); the watchdog forgets the entry.
     pub(crate) fn take(&self) -> Option<Lock> {
         let lock = self.lock().lock.take();

@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::entry::{next_renewal, Entry};
+use super::entry::{next_renewal, Entry, EntryState};
 use crate::algo::quorum::{Decision, Tally, Vote};
 use crate::algo::timing::millis;
 use crate::engine::core::Core;
 use crate::engine::fanout::{fan_out_into, run, Count};
-use crate::error::NodeError;
+use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
 use crate::observe::Op;
 use crate::protocol::cmd::{Cmd, Extend, NodeResult, Reply};
@@ -75,9 +75,10 @@ struct Due {
 
 /// Checks a due entry: `Err(next)` when it needs no round (lost: `None`; capped: look again at the
 /// end of its validity, to declare it lost then).
-fn check(entry: &Entry, lock: &Lock, renews: bool) -> Result<Due, Option<Instant>> {
+fn check(entry: &Entry, st: &EntryState, lock: &Lock) -> Result<Due, Option<Instant>> {
+    let renews = entry.renews(st);
     if Instant::now() >= lock.valid_until() {
-        entry.lost.cancel();
+        entry.declare_lost(st, "expired");
         return Err(None);
     }
     if !renews {
@@ -93,7 +94,7 @@ async fn renew_one(engine: &Core, entry: &Entry) -> Option<Instant> {
     let (cmd, due, kind) = {
         let st = entry.lock();
         let lock = st.lock.as_ref()?;
-        let due = match check(entry, lock, entry.renews(&st)) {
+        let due = match check(entry, &st, lock) {
             Ok(due) => due,
             Err(next) => return next,
         };
@@ -125,7 +126,7 @@ async fn renew_many(engine: &Core, entries: Vec<Arc<Entry>>) -> Vec<Next> {
             let st = entry.lock();
             match st.lock.as_ref() {
                 None => Err(None),
-                Some(lock) => check(&entry, lock, entry.renews(&st)).map(|due| {
+                Some(lock) => check(&entry, &st, lock).map(|due| {
                     let extend = Extend {
                         key: lock.keys().as_slice()[0].clone(),
                         value: lock.value(),
@@ -196,9 +197,13 @@ fn settle(
             st.next_renewal = next_renewal(start, entry.every, valid_until, timeout);
             Some(st.next_renewal)
         }
-        Err(_) if hopeless => {
-            drop(st);
-            entry.lost.cancel();
+        Err(err) if hopeless => {
+            let cause = match err {
+                LockError::NotOwner => "taken",
+                LockError::AlreadyExpired => "gone",
+                _ => "unreachable",
+            };
+            entry.declare_lost(&st, cause);
             None
         }
         Err(_) => {

@@ -1,0 +1,127 @@
+//! The on-call signals on real nodes: a lost renewed lock says so at warn level and is counted by
+//! cause, a killed node leaves the voting gauge and says so, held locks are a gauge. The recorder and
+//! the subscriber are this test thread's (see `observe`), so other modules do not count here.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::common::{builder, nodes, urls};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use redlock_engine::RenewPolicy;
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// A metric's value now: a counter's count or a gauge's value (summed over matching label sets).
+fn value(snapshotter: &Snapshotter, name: &str, labels: &[(&str, &str)]) -> f64 {
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .iter()
+        .filter(|(key, ..)| {
+            key.key().name() == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| key.key().labels().any(|l| l.key() == *k && l.value() == *v))
+        })
+        .map(|(.., value)| match value {
+            DebugValue::Counter(c) => *c as f64,
+            DebugValue::Gauge(g) => g.into_inner(),
+            DebugValue::Histogram(h) => h.len() as f64,
+        })
+        .sum()
+}
+
+async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    crate::common::eventually(within, &mut check).await
+}
+
+#[tokio::test]
+async fn lost_locks_and_node_outages_are_signalled() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _recorder = metrics::set_default_local_recorder(&recorder);
+    let logs = Captured::default();
+    let sink = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let mut cluster = nodes(3);
+    let e = builder().nodes(urls(&cluster)).build().await.unwrap();
+
+    // Held locks: a gauge that follows the locks alive (process-wide: other modules' locks, taken
+    // on other threads at the same time, count too, so only bounds are checked).
+    let held = || value(&snapshotter, "redlock_locks_held", &[]);
+    let guard = e.lock("signals-held").await.unwrap();
+    let with = held();
+    guard.release().await.unwrap();
+    let without = held();
+    assert!(with >= 1.0 && without >= 0.0, "{with} then {without}");
+
+    // A renewed lock whose key another owner took: lost, said and counted as "taken".
+    let renewed = e
+        .lock("signals-lost")
+        .ttl(Duration::from_millis(600))
+        .renewed(RenewPolicy::default())
+        .await
+        .unwrap();
+    for node in &cluster {
+        node.cmd(&[b"SET", b"redlock:{signals-lost}", b"someone-else"]);
+    }
+    tokio::time::timeout(Duration::from_secs(3), renewed.lost())
+        .await
+        .expect("the watchdog declares it lost");
+    let lost = || {
+        value(
+            &snapshotter,
+            "redlock_locks_lost_total",
+            &[("cause", "taken")],
+        )
+    };
+    assert_eq!(lost(), 1.0);
+    let text = logs.text();
+    assert!(
+        text.contains("WARN") && text.contains("renewed lock lost"),
+        "{text}"
+    );
+    assert!(
+        text.contains("signals-lost") && text.contains("taken"),
+        "{text}"
+    );
+    drop(renewed);
+
+    // Every node voting, then one killed: the gauge drops and the node is named.
+    let voting = || value(&snapshotter, "redlock_nodes_voting", &[]);
+    assert!(eventually(Duration::from_secs(2), || voting() == 3.0).await);
+    cluster[1].kill9();
+    assert!(
+        eventually(Duration::from_secs(3), || voting() == 2.0).await,
+        "voting gauge: {}",
+        voting()
+    );
+    let text = logs.text();
+    assert!(text.contains("node disconnected"), "{text}");
+    cluster[1].restart();
+    assert!(eventually(Duration::from_secs(5), || voting() == 3.0).await);
+    assert!(logs.text().contains("node votes again"));
+}
