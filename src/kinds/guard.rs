@@ -29,6 +29,43 @@ use crate::lock::Lock;
 /// guard.release().await?; // or let it drop: released in the background
 /// # Ok(()) }
 /// ```
+///
+/// A guard (and a plain [`Lock`], and a request) must be used: left unbound it would release at
+/// once, so the compiler says so.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+///     redlock.lock("orders:42").await?; // the guard is dropped here: error
+///     Ok(())
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+///     redlock.acquire("orders:42", std::time::Duration::from_secs(5)).await?; // error
+///     Ok(())
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// fn build(redlock: &redlock_engine::Redlock) {
+///     redlock.lock("orders:42").fair(); // a request never awaited: error
+/// }
+/// ```
+///
+/// The same bindings compile (the control for the three above):
+///
+/// ```
+/// #![deny(unused_must_use)]
+/// async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+///     let _guard = redlock.lock("orders:42").await?;
+///     let lock = redlock.acquire("orders:43", std::time::Duration::from_secs(5)).await?;
+///     redlock.release(lock).await
+/// }
+/// ```
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct LockGuard {
     engine: Redlock,

@@ -16,9 +16,10 @@ use crate::protocol::cmd::{NodeResult, Reply};
 
 /// The longest a connection goes without reading its node's clock. Acquires read it anyway; this is
 /// for an engine that holds plain locks and acquires nothing for a while, whose locks could otherwise
-/// not learn that a node they counted jumped (`Lock::is_valid`). Two `TIME`s a second per idle node
-/// cost nothing noticeable, and a lock learns of a jump at most this late.
-pub(super) const IDLE_SAMPLE: Duration = Duration::from_millis(500);
+/// not learn that a node they counted jumped (`Lock::is_valid`): a holder learns of a jump at most
+/// this long plus a round trip late, under 100 ms on a local network. About twelve `TIME`s a second
+/// per idle node; a busy connection sends its `TIME` with its writes and none of these.
+pub(super) const IDLE_SAMPLE: Duration = Duration::from_millis(80);
 
 /// Queues a `TIME` for the clock guard (see `Slot::clock`).
 pub(super) fn queue_sample(st: &mut State) {

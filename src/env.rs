@@ -1,0 +1,173 @@
+//! [`Config::from_env`]: the configuration from `REDLOCK_*` environment variables, for services
+//! configured the twelve-factor way. Durations are human-readable: `500ms`, `2s`, `1.5s`, `1m`,
+//! `1h` (also `us`, `ns`; a bare number is seconds).
+//!
+//! | variable | field | example |
+//! |---|---|---|
+//! | `REDLOCK_NODES` | [`Config::nodes`] (comma-separated, required) | `redis://10.0.0.1:6379,redis://10.0.0.2:6379` |
+//! | `REDLOCK_KEY_PREFIX` | [`Config::key_prefix`] | `locks:` |
+//! | `REDLOCK_MAX_TTL` | [`Config::max_ttl`] | `60s` |
+//! | `REDLOCK_NODE_TIMEOUT` | [`Config::node_timeout`] | `50ms` |
+//! | `REDLOCK_ACQUIRE_TIMEOUT` | [`Config::acquire_timeout`] | `5s` |
+//! | `REDLOCK_CONNECT_TIMEOUT` | [`Config::connect_timeout`] | `2s` |
+//! | `REDLOCK_RETRY_COUNT` | [`Config::retry_count`] | `10` |
+//! | `REDLOCK_RETRY_DELAY` | [`Config::retry_delay`] | `100ms` |
+//! | `REDLOCK_RETRY_JITTER` | [`Config::retry_jitter`] | `50ms` |
+//! | `REDLOCK_DRIFT_FACTOR` | [`Config::drift_factor`] | `0.01` |
+//! | `REDLOCK_MAX_IN_FLIGHT` | [`Config::max_in_flight`] | `1024` |
+//! | `REDLOCK_QUARANTINE` | [`Config::quarantine`] | `true` / `false` |
+//! | `REDLOCK_CLOCK_GUARD` | [`Config::clock_guard`] | `true` / `false` |
+//! | `REDLOCK_HOLDER_LABEL` | [`Config::holder_label`] | `orders-api@host-3` |
+//! | `REDLOCK_TLS_CA_FILE` | [`Config::tls_ca_file`] | `/etc/ssl/redis-ca.pem` |
+//!
+//! A variable not set keeps the default; one set to something unusable is a
+//! [`LockError::InvalidConfig`] naming it (never silently the default).
+
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::error::LockError;
+
+impl Config {
+    /// The defaults, overridden by every `REDLOCK_*` variable that is set (see the table in this
+    /// module's docs, `crate::env`); then build with `Redlock::builder().config(config)` or
+    /// `Redlock::new(config)`.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidConfig`] when `REDLOCK_NODES` is missing or a variable cannot be read.
+    pub fn from_env() -> Result<Self, LockError> {
+        Self::from_vars(std::env::vars())
+    }
+
+    /// [`from_env`](Self::from_env) over the given `(name, value)` pairs instead of the process's
+    /// environment (for tests, or a file of such lines read by the caller).
+    ///
+    /// # Errors
+    /// As [`from_env`](Self::from_env).
+    pub fn from_vars<I, K, V>(vars: I) -> Result<Self, LockError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut config = Config::default();
+        let mut nodes = false;
+        for (name, value) in vars {
+            let (name, value) = (name.as_ref(), value.as_ref().trim());
+            let bad = |why: &str| LockError::InvalidConfig(format!("{name}={value:?}: {why}"));
+            let duration =
+                || parse_duration(value).ok_or_else(|| bad("not a duration (500ms, 2s, 1m)"));
+            let number = || value.parse::<u64>().map_err(|_| bad("not a whole number"));
+            let flag = || match value {
+                "1" | "true" | "yes" | "on" => Ok(true),
+                "0" | "false" | "no" | "off" => Ok(false),
+                _ => Err(bad("not true or false")),
+            };
+            match name {
+                "REDLOCK_NODES" => {
+                    config.nodes = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|url| !url.is_empty())
+                        .map(String::from)
+                        .collect();
+                    nodes = true;
+                }
+                "REDLOCK_KEY_PREFIX" => config.key_prefix = value.as_bytes().to_vec(),
+                "REDLOCK_MAX_TTL" => config.max_ttl = duration()?,
+                "REDLOCK_NODE_TIMEOUT" => config.node_timeout = Some(duration()?),
+                "REDLOCK_ACQUIRE_TIMEOUT" => config.acquire_timeout = Some(duration()?),
+                "REDLOCK_CONNECT_TIMEOUT" => config.connect_timeout = duration()?,
+                "REDLOCK_RETRY_COUNT" => {
+                    config.retry_count = u32::try_from(number()?).map_err(|_| bad("too large"))?
+                }
+                "REDLOCK_RETRY_DELAY" => config.retry_delay = duration()?,
+                "REDLOCK_RETRY_JITTER" => config.retry_jitter = duration()?,
+                "REDLOCK_DRIFT_FACTOR" => {
+                    config.drift_factor = value.parse().map_err(|_| bad("not a number"))?
+                }
+                "REDLOCK_MAX_IN_FLIGHT" => {
+                    config.max_in_flight =
+                        usize::try_from(number()?).map_err(|_| bad("too large"))?
+                }
+                "REDLOCK_QUARANTINE" => config.quarantine = flag()?,
+                "REDLOCK_CLOCK_GUARD" => config.clock_guard = flag()?,
+                "REDLOCK_HOLDER_LABEL" => config.holder_label = Some(value.to_string()),
+                "REDLOCK_TLS_CA_FILE" => config.tls_ca_file = Some(value.into()),
+                _ => {}
+            }
+        }
+        if !nodes {
+            return Err(LockError::InvalidConfig(
+                "REDLOCK_NODES is not set (comma-separated redis:// URLs)".into(),
+            ));
+        }
+        Ok(config)
+    }
+}
+
+/// `500ms`, `2s`, `1.5s`, `1m`, `1h`, `250us`, `10ns`; a bare number is seconds.
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(number * seconds).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        let ms = Duration::from_millis;
+        assert_eq!(parse_duration("500ms"), Some(ms(500)));
+        assert_eq!(parse_duration("2s"), Some(ms(2000)));
+        assert_eq!(parse_duration("1.5s"), Some(ms(1500)));
+        assert_eq!(parse_duration("1m"), Some(ms(60_000)));
+        assert_eq!(parse_duration("3"), Some(ms(3000)));
+        assert_eq!(parse_duration("250us"), Some(Duration::from_micros(250)));
+        for bad in ["", "s", "2 parsecs", "-1s", "1e99h", "ms5"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn variables_override_the_defaults_and_bad_ones_are_named() {
+        let config = Config::from_vars([
+            ("REDLOCK_NODES", "redis://a:1, redis://b:2,"),
+            ("REDLOCK_MAX_TTL", "90s"),
+            ("REDLOCK_QUARANTINE", "false"),
+            ("REDLOCK_ACQUIRE_TIMEOUT", "250ms"),
+            ("PATH", "/usr/bin"),
+        ])
+        .unwrap();
+        assert_eq!(config.nodes, ["redis://a:1", "redis://b:2"]);
+        assert_eq!(config.max_ttl, Duration::from_secs(90));
+        assert!(!config.quarantine);
+        assert_eq!(config.acquire_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(config.retry_count, Config::default().retry_count);
+        let err = Config::from_vars([
+            ("REDLOCK_NODES", "redis://a:1"),
+            ("REDLOCK_MAX_TTL", "soon"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("REDLOCK_MAX_TTL"), "{err}");
+        assert!(
+            Config::from_vars([("REDLOCK_MAX_TTL", "1s")]).is_err(),
+            "no nodes"
+        );
+    }
+}
