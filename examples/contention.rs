@@ -21,12 +21,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (redlock, counter) = (redlock.clone(), counter.clone());
         tasks.push(tokio::spawn(async move {
             for _ in 0..20 {
-                let lock = redlock.acquire(b"counter", Duration::from_secs(5)).await?;
+                // Waits up to 30 s: behind 31 others, each holding briefly.
+                let request = redlock.lock("counter").ttl(Duration::from_secs(5));
+                let guard = request.wait_up_to(Duration::from_secs(30)).await?;
                 // A read-modify-write that would lose updates without mutual exclusion.
                 let seen = counter.load(Ordering::SeqCst);
                 tokio::task::yield_now().await;
                 counter.store(seen + 1, Ordering::SeqCst);
-                redlock.release(lock).await?;
+                // The awaited release hands the lock to the next task here without a round trip.
+                guard.release().await?;
             }
             Ok::<_, redlock_engine::LockError>(())
         }));
@@ -36,10 +39,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // 2. Every increment survived: 32 x 20.
+    let total = counter.load(Ordering::SeqCst);
     println!(
-        "counter = {} (expected 640) in {:?}",
-        counter.load(Ordering::SeqCst),
+        "counter = {total} (expected 640) in {:?}",
         started.elapsed()
     );
+    if total != 640 {
+        return Err("lost updates".into());
+    }
     Ok(())
 }

@@ -31,22 +31,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 1. Client 1 takes the lock with a short TTL, then "pauses" past it (GC, SIGSTOP, swap...).
     let old = redlock
-        .acquire_fenced(b"ledger", Duration::from_millis(200))
+        .lock("ledger")
+        .fenced()
+        .ttl(Duration::from_millis(200))
         .await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // 2. Client 2 takes the lock meanwhile and writes with its (larger) token.
     let new = redlock
-        .acquire_fenced(b"ledger", Duration::from_secs(5))
+        .lock("ledger")
+        .fenced()
+        .ttl(Duration::from_secs(5))
         .await?;
     store.write(new.fencing_token().unwrap(), "from client 2")?;
 
     // 3. Client 1 wakes up and tries to write: the store refuses its stale token.
     match store.write(old.fencing_token().unwrap(), "from client 1") {
         Err(why) => println!("stale write {why}"),
-        Ok(()) => println!("BUG: stale write accepted"),
+        Ok(()) => return Err("stale write accepted".into()),
     }
     println!("store holds {:?}", store.value);
-    redlock.release(new).await?;
+    new.release().await?;
+    // Client 1's guard releases when dropped: owner-checked, it leaves client 2's lock alone.
+    drop(old);
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! Measures the two ways to let at most K holders in, under contention, on five nodes it starts:
-//! - **counting**: `acquire_permit(resource, K, ttl)`, one round per attempt on `floor(5K/(K+1)) + 1`
+//! - **counting**: `lock(resource).permits(K)`, one round per attempt on `floor(5K/(K+1)) + 1`
 //!   nodes (4 for K = 2, all 5 for K = 4);
 //!   at most K tasks per engine attempting at once (its local gate);
-//! - **slots**: `acquire_slot(resource, K, ttl)`, K exclusive locks on a majority, tried from a random
+//! - **slots**: `lock(resource).slots(K)`, K exclusive locks on a majority, tried from a random
 //!   one on, one round each, with a pause when all are busy.
 //!
 //! Both with W workers over 4 engines (each its own connections), holding 2 ms, the same retry pause
@@ -56,6 +56,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 } else {
                     "slots"
                 };
+                if run.max_holders > k {
+                    return Err(
+                        format!("{name}: {} holders at once, K = {k}", run.max_holders).into(),
+                    );
+                }
                 println!(
                     "| {name} | {k} | {down} | {:.0} | {:.2} ms | {:.2} ms | {:.2} | {} |",
                     run.grants as f64 / secs as f64,
@@ -118,35 +123,19 @@ async fn measure(
             // From the end of the previous hold: a failed acquire's wait counts into the next grant's.
             let mut asked = Instant::now();
             while Instant::now() < stop {
-                let lock = match design {
-                    Design::Counting => {
-                        let got = tokio::time::timeout_at(
-                            tokio::time::Instant::from_std(stop),
-                            e.acquire_permit(&resource, k as u32, TTL),
-                        )
-                        .await;
-                        match got {
-                            Ok(Ok(p)) => {
-                                rounds += p.attempts() as usize;
-                                Some(p)
-                            }
-                            _ => None,
-                        }
+                // The same request, two kinds; it waits until the run ends.
+                let request = e.lock(&resource).ttl(TTL);
+                let request = match design {
+                    Design::Counting => request.permits(k as u32),
+                    Design::Slots => request.slots(k as u32),
+                };
+                let until = tokio::time::Instant::from_std(stop);
+                let lock = match tokio::time::timeout_at(until, request).await {
+                    Ok(Ok(guard)) => {
+                        rounds += guard.attempts() as usize;
+                        Some(guard)
                     }
-                    Design::Slots => {
-                        let got = tokio::time::timeout_at(
-                            tokio::time::Instant::from_std(stop),
-                            e.acquire_slot(&resource, k as u32, TTL),
-                        )
-                        .await;
-                        match got {
-                            Ok(Ok(p)) => {
-                                rounds += p.attempts() as usize;
-                                Some(p)
-                            }
-                            _ => None,
-                        }
-                    }
+                    _ => None,
                 };
                 let Some(lock) = lock else { continue };
                 waits.push(asked.elapsed().as_secs_f64() * 1e3);
@@ -155,7 +144,7 @@ async fn measure(
                 tokio::time::sleep(HOLD).await;
                 holders.fetch_sub(1, Ordering::SeqCst);
                 grants += 1;
-                let _ = e.release(lock).await;
+                let _ = lock.release().await;
                 asked = Instant::now();
             }
             (grants, rounds, waits)

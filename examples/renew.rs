@@ -14,16 +14,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 1. A 900 ms TTL, renewed every 300 ms by the engine's watchdog (one batched write per node).
     let lock = redlock
-        .acquire_renewed(
-            b"report:2026-11",
-            Duration::from_millis(900),
-            RenewPolicy::default(),
-        )
+        .lock("report:2026-11")
+        .ttl(Duration::from_millis(900))
+        .renewed(RenewPolicy::default())
         .await?;
 
     // 2. Work for 3 s — three times the TTL — stopping at once if a renewal ever fails.
     tokio::select! {
-        _ = lock.lost() => println!("lock lost: stop writing"),
+        _ = lock.lost() => return Err("lock lost: stop writing".into()),
         _ = tokio::time::sleep(Duration::from_secs(3)) => println!("done after {} renewals", lock.renewals()),
     }
 
