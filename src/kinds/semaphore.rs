@@ -15,8 +15,8 @@
 //! **Availability cost**: a permit needs `q` answering nodes, so `N - q` nodes may be down. For N = 5:
 //! K = 1 → 3 (2 may fail), K = 2 or 3 → 4 (1 may fail), K >= 4 → 5 (none may fail); every K >= N needs
 //! every node. The alternative that keeps a majority — K named slots, each an exclusive lock — keeps
-//! the Redlock availability but costs up to K attempts when most slots are busy; the README compares
-//! both, measured.
+//! the Redlock availability but costs up to K attempts when most slots are busy; `docs/guide.md` compares
+//! both, and `results/README.md` has the measurements.
 //!
 //! # Keys per node, and why every time comparison is safe
 //! `prefix{resource}` holds the marker `permits:<K>` and `prefix{resource}:sem` a sorted set of the

@@ -6,8 +6,8 @@
 //! 5 from K = 4 on), and each slot queues locally like any exclusive lock, which keeps its votes from
 //! splitting under contention. The price: up to K attempts (round trips) when most slots are busy,
 //! and no check that callers agree on K — a caller with a larger K simply uses more slots, so K is
-//! the application's contract. `examples/permits_vs_slots.rs` measures both; the README has the
-//! figures.
+//! the application's contract. `examples/permits_vs_slots.rs` measures both; the repository's
+//! `results/README.md` has the figures.
 
 use std::time::Duration;
 

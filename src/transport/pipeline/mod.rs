@@ -2,7 +2,7 @@
 //! replies matched to requests in FIFO order.
 //!
 //! Why not a general client: a lock needs semantics general clients get wrong by default, and throughput
-//! needs batching they do not do for scripts (see the README's transport table).
+//! needs batching they do not do for scripts (see `ARCHITECTURE.md`, "Transport").
 //! - **Batching.** Callers encode their command straight into one shared buffer under a short std mutex;
 //!   the writer task swaps the whole buffer out and writes it with one `write_all`, so 64 concurrent lock
 //!   cycles cost the node a handful of reads, not 64 packets.
