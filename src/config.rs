@@ -18,8 +18,8 @@ pub struct Config {
     /// Node URLs, one per independent vote (1..=9): `redis://[user:password@]host:port[/db]` for a
     /// standalone master (`rediss://` for TLS), `redis-cluster://host:port[?node=host:port...]` for a
     /// Redis Cluster, `redis-sentinel://host:port[/db]?sentinelServiceName=name[&node=host:port...]`
-    /// for a Sentinel-managed master (both need the `fred` feature; see the README on when they are
-    /// safe). Default: empty (must be set).
+    /// for a Sentinel-managed master (both need the `fred` feature; see `docs/guide.md`, "Node sets",
+    /// on when they are safe). Default: empty (must be set).
     pub nodes: Vec<String>,
     /// Which connection carries the commands. Default: [`Transport::Pipeline`].
     pub transport: Transport,
@@ -88,7 +88,8 @@ pub struct Config {
     /// Clock-jump guard: every acquire round first reads each node's `TIME` in the same pipeline, and a
     /// node whose wall clock moved faster than this process's monotonic clock by more than
     /// `drift_factor` (it expires keys early: an operator's step, an NTP step, a VM resumed from a
-    /// snapshot) does not vote for `max_ttl`. See the README's clock-jump section for what it assumes.
+    /// snapshot) does not vote for `max_ttl`. See the clock-jump guard in `docs/guide.md` for what it
+    /// assumes.
     /// Default: `true`.
     pub clock_guard: bool,
     /// With `local_queue`: how many times in a row a lock may be handed to a waiting task of this
@@ -98,8 +99,8 @@ pub struct Config {
     /// handshake, release notifications), and so the most one connection buffers for an incomplete
     /// reply. A node that declares or sends more (or nests arrays deeper than 8 levels) has its
     /// connection closed: a [`NodeError::Protocol`](crate::NodeError::Protocol) naming the node and the
-    /// bound. Not applied by the `fred` transport (see the README). Must be in 16 KiB..=1 GiB: the
-    /// largest reply the engine asks for is `INFO server`, a few KiB. Default: 4 MiB.
+    /// bound. Not applied by the `fred` transport (see `docs/guide.md`, "Guarantees"). Must be in
+    /// 16 KiB..=1 GiB: the largest reply the engine asks for is `INFO server`, a few KiB. Default: 4 MiB.
     pub max_reply_size: usize,
     /// Holder label: who holds a lock, for operators ([`crate::Redlock::inspect`] shows it). When set,
     /// an exclusive acquire (`acquire`, `try_acquire`, renewed, scoped and owner holds) sends a small
