@@ -1,90 +1,81 @@
-//! `acquire RESOURCE --ttl T [--wait W] -- COMMAND...`: takes the lock (renewed every third of its
-//! TTL, labeled for `inspect`), runs the command, releases the lock when it ends and exits with its
-//! code.
+//! `acquire RESOURCE [--ttl T] [-n | --wait W] [KIND] -- COMMAND...`: takes the lock (renewed every
+//! third of its TTL, labeled for `inspect`), runs the command, releases the lock when it ends and
+//! exits with its code — `flock(1)` and `etcdctl lock` for a Redlock.
 //!
-//! If the lock is lost while the command runs (a renewal could not win a majority), the command gets
-//! SIGTERM at once — it no longer holds what it was promised — then SIGKILL after `--kill-after`,
-//! and `redlock` exits with [`LOST`]. Ctrl-C and SIGTERM to `redlock` are passed on to the command
-//! (a terminal's Ctrl-C reaches it anyway), and the lock is released once it has exited.
+//! - **Waiting**: until the lock is granted by default ([`Wait::Forever`]), at most `--wait`
+//!   ([`Wait::UpTo`]), or one attempt with `-n` ([`Wait::Once`]). A refusal exits by its
+//!   [`ErrorClass`](redlock_engine::ErrorClass) (`exit::not_locked`): busy 75, unavailable 3,
+//!   invalid 2. SIGINT, SIGTERM or SIGHUP while waiting drop the request — the library then withdraws
+//!   whatever an attempt set (keys, a fair waiter's place, a writer's intent) — and exit 128 + N once
+//!   the nodes have taken those commands (see [`interrupted`]).
+//! - **The command** gets `REDLOCK_RESOURCE` and, with `--fenced`, `REDLOCK_FENCING_TOKEN`, and runs
+//!   in a process group of its own (`command`). Signals to `redlock` are passed on to the group.
+//! - **A lost lock** (a renewal could not win a majority, or its validity ended): the group gets
+//!   SIGTERM at once — it no longer holds what it was promised — then SIGKILL after `--kill-after`,
+//!   and `redlock` exits with [`LOST`].
 
-use std::process::ExitStatus;
+use std::future::IntoFuture;
 use std::time::Duration;
 
-use redlock_engine::{LockError, RenewPolicy};
-use tokio::process::{Child, Command};
-use tokio::signal::unix::{signal, SignalKind};
+use redlock_engine::{LockRequest, Redlock, RenewPolicy, Wait};
 
-use crate::args::{Command as Sub, Options};
-use crate::exit::{Failure, FAILED, LOST, NOT_ACQUIRED, USAGE};
+use crate::args::{Acquire, Options};
+use crate::command::{self, exit_code};
+use crate::exit::{not_locked, Failure, LOST, SIGNALLED};
+use crate::signals::Signals;
 
-pub async fn run(opts: &Options) -> Result<u8, Failure> {
-    let Sub::Acquire {
-        resource,
-        ttl,
-        wait,
-        label,
-        kill_after,
-        command,
-    } = &opts.command
-    else {
-        unreachable!("dispatched on Acquire")
+pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
+    // Before anything is taken: a signal that arrives while the lock is being acquired or the
+    // command started is then seen below instead of killing this process with the lock held.
+    let mut signals = Signals::install()?;
+    let label = args
+        .label
+        .clone()
+        .unwrap_or_else(|| default_label(&args.command));
+    let engine = crate::connect::engine(opts, Some(clean(&label))).await?;
+    let taken = request(&engine, args)
+        .renewed(RenewPolicy::default())
+        .into_future();
+    let lock = tokio::select! {
+        taken = taken => taken.map_err(|e| not_locked(&args.resource, &e))?,
+        // `select!` has dropped the request by now: its clean-up is queued on the connections.
+        sig = signals.recv() => return Err(interrupted(&engine, opts, args, sig).await),
     };
-    // Before anything is taken: a SIGINT or SIGTERM that arrives while the lock is being acquired or
-    // the command started is then kept for the loop below (passed on, then the lock released) instead
-    // of killing this process with the lock still held until its TTL.
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| Failure::new(FAILED, e.to_string()))?;
-    let mut int =
-        signal(SignalKind::interrupt()).map_err(|e| Failure::new(FAILED, e.to_string()))?;
-    let label = label.clone().unwrap_or_else(|| default_label(command));
-    // One attempt, or retries until --wait: the engine's own acquire, with its deadline.
-    let until = (!wait.is_zero()).then_some(*wait);
-    let engine = crate::connect::engine(opts, Some(clean(&label)), until).await?;
-    let lock = if wait.is_zero() {
-        engine.try_acquire(resource, *ttl).await
-    } else {
-        engine.acquire(resource, *ttl).await
-    };
-    let lock = match lock {
-        Ok(lock) => lock,
-        Err(e @ LockError::InvalidInput(_)) => return Err(Failure::new(USAGE, e.to_string())),
-        Err(e) => return Err(Failure::new(NOT_ACQUIRED, format!("not acquired: {e}"))),
-    };
-    let lock = engine
-        .renew(lock, RenewPolicy::default())
-        .map_err(|e| Failure::new(USAGE, e.to_string()))?;
-    let mut child = match Command::new(&command[0]).args(&command[1..]).spawn() {
-        Ok(child) => child,
-        Err(e) => {
+    let mut env = vec![("REDLOCK_RESOURCE", args.resource.clone())];
+    if let Some(token) = lock.fencing_token() {
+        env.push(("REDLOCK_FENCING_TOKEN", token.to_string()));
+    }
+    let mut running = match command::spawn(&args.command, &env) {
+        Ok(running) => running,
+        Err(f) => {
             let _ = lock.release().await;
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            return Err(Failure::new(
-                code,
-                format!("cannot run {:?}: {e}", command[0]),
-            ));
+            return Err(f);
         }
     };
     let status = loop {
         tokio::select! {
-            status = child.wait() => break status,
+            status = running.wait() => break status,
             _ = lock.lost() => {
-                eprintln!("redlock: lock on {resource:?} lost while the command ran; sending it SIGTERM");
-                let _ = stop(&mut child, *kill_after).await;
-                return Err(Failure::new(LOST, format!("lock on {resource:?} lost; the command was stopped")));
+                let resource = &args.resource;
+                eprintln!(
+                    "redlock: lock on {resource:?} lost while the command ran; sending its process \
+                     group SIGTERM"
+                );
+                let _ = running.stop(args.kill_after).await;
+                // Owner-checked: cleans up what is left of ours, never touches a new holder's keys.
+                let _ = lock.release().await;
+                return Err(Failure::new(
+                    LOST,
+                    format!("lock on {resource:?} lost; the command was stopped"),
+                ));
             }
-            _ = term.recv() => send(&child, libc::SIGTERM),
-            // The terminal sent it to the command too; only a SIGINT sent to redlock alone needs
-            // passing on, and a second copy is harmless.
-            _ = int.recv() => send(&child, libc::SIGINT),
+            // A terminal's Ctrl-C reaches only this process (the command's group is not the
+            // terminal's foreground group): pass every one on.
+            sig = signals.recv() => running.signal(sig),
         }
     };
     let released = lock.release().await;
-    let status =
-        status.map_err(|e| Failure::new(FAILED, format!("waiting for the command: {e}")))?;
+    let status = status?;
     if let Err(e) = released {
         // The command finished under the lock; the release failing is worth a word, not its code.
         eprintln!("redlock: release after the command: {e}");
@@ -92,35 +83,54 @@ pub async fn run(opts: &Options) -> Result<u8, Failure> {
     Ok(exit_code(status))
 }
 
-/// SIGTERM, then SIGKILL if the command is still there after `grace`.
-async fn stop(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
-    send(child, libc::SIGTERM);
-    match tokio::time::timeout(grace, child.wait()).await {
-        Ok(status) => status,
-        Err(_) => {
-            child.start_kill()?;
-            child.wait().await
-        }
+/// The request `args` describe: its kind, TTL and wait.
+fn request<'a>(engine: &'a Redlock, args: &Acquire) -> LockRequest<'a> {
+    let request = engine.lock(&args.resource).ttl(args.ttl).wait(wait(args));
+    // At most one of them: clap's `kind` group.
+    match args.permits {
+        Some(k) => request.permits(k),
+        None if args.shared => request.read(),
+        None if args.write => request.write(),
+        None if args.fenced => request.fenced(),
+        None if args.fair => request.fair(),
+        None => request,
     }
 }
 
-fn send(child: &Child, sig: i32) {
-    if let Some(pid) = child.id() {
-        // SAFETY: kill(2) has no memory-safety preconditions; the pid is our own child, not reaped
-        // yet (`id()` is `None` once it has been waited for).
-        unsafe {
-            libc::kill(pid as i32, sig);
-        }
+/// `-n` or `--wait 0`: one attempt; `--wait D`: up to D; neither: until granted.
+fn wait(args: &Acquire) -> Wait {
+    match args.wait {
+        _ if args.nonblock => Wait::Once,
+        Some(d) if d.is_zero() => Wait::Once,
+        Some(d) => Wait::UpTo(d),
+        None => Wait::Forever,
     }
 }
 
-/// The shell's convention: the code, or 128 + the signal that ended the command.
-fn exit_code(status: ExitStatus) -> u8 {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => code as u8,
-        (None, Some(sig)) => (128 + sig) as u8,
-        _ => FAILED,
+/// A signal stopped the wait. The dropped request's clean-up (a release of keys a round may have
+/// set, a fair waiter leaving its queue, a writer withdrawing its intent) was queued on every node's
+/// connection; exiting now could end the connections' tasks before it is written. One more round
+/// trip on the same connections — an inspect, queued after it, answered after it — shows it has
+/// been served. Bounded: a node that does not answer has the library's re-sends and the keys' TTL.
+async fn interrupted(engine: &Redlock, opts: &Options, args: &Acquire, sig: i32) -> Failure {
+    let bound = opts.connect_timeout.max(Duration::from_millis(100)) * 2;
+    let _ = tokio::time::timeout(bound, engine.inspect(&args.resource)).await;
+    Failure::new(
+        SIGNALLED + sig as u8,
+        format!(
+            "{} while waiting for the lock on {:?}: nothing is held",
+            signal_name(sig),
+            args.resource
+        ),
+    )
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
     }
 }
 

@@ -1,14 +1,7 @@
 //! One invocation: options → runtime → engine → the subcommand → exit code.
 //!
-//! Exit codes (`crate::exit`; also in `--help` and the README):
-//! - 0: done;
-//! - 1: the operation failed (a forced release no majority answered, refused at the prompt);
-//! - 2: bad usage — options, URLs, durations, a release without `--force`;
-//! - 3: no node reachable;
-//! - 75 (`EX_TEMPFAIL`): `acquire` did not get the lock within `--wait`;
-//! - 113: `acquire` lost the lock while the command ran; the command got SIGTERM;
-//! - otherwise `acquire` exits with the command's own code (128+N when signal N ended it, 127 when it
-//!   could not be started).
+//! The exit codes are listed once, in `crate::exit` (`exit::HELP` is what `--help` shows); a
+//! subcommand's `Ok` is its code (`inspect`: the verdict; `acquire`: the command's).
 
 use std::process::ExitCode;
 
@@ -16,7 +9,7 @@ use clap::error::ErrorKind;
 use clap::Parser;
 
 use crate::args::{one_line, scrub, Command, Options};
-use crate::exit::{usage, Failure, FAILED, USAGE};
+use crate::exit::{self, usage, Failure, FAILED, USAGE};
 use crate::show;
 
 pub fn main() -> ExitCode {
@@ -62,13 +55,13 @@ async fn run(opts: &Options) -> Result<u8, Failure> {
     }
     match &opts.command {
         Command::Inspect { resource } => {
-            let engine = crate::connect::engine(opts, None, None).await?;
+            let engine = crate::connect::engine(opts, None).await?;
             let seen = engine.inspect(resource).await.map_err(usage)?;
             show::inspection(&seen, opts.json);
-            Ok(0)
+            Ok(exit::verdict(seen.verdict))
         }
         Command::Nodes => {
-            let engine = crate::connect::engine(opts, None, None).await?;
+            let engine = crate::connect::engine(opts, None).await?;
             show::nodes(&engine.nodes_status(), opts.json);
             Ok(0)
         }
@@ -82,6 +75,6 @@ async fn run(opts: &Options) -> Result<u8, Failure> {
             every,
             count,
         } => crate::watch::run(opts, resource, *every, *count).await,
-        Command::Acquire { .. } => crate::acquire::run(opts).await,
+        Command::Acquire(args) => crate::acquire::run(opts, args).await,
     }
 }

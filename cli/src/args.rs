@@ -7,14 +7,9 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 /// Inspect, watch, break and hold redlock-engine locks.
-///
-/// Exit codes: 0 done; 1 the operation failed (no majority answered, refused at the prompt);
-/// 2 bad usage (options, URLs, durations); 3 no node reachable; 75 `acquire` did not get the lock
-/// within --wait; 113 `acquire` lost the lock while the command ran (the command got SIGTERM);
-/// otherwise `acquire` exits with the command's own code (128+N if a signal N ended it, 127 if it
-/// could not be started).
+// The exit codes are `crate::exit::HELP`, after the options.
 #[derive(Parser, Debug)]
-#[command(name = "redlock", version)]
+#[command(name = "redlock", version, after_help = crate::exit::HELP)]
 pub struct Options {
     /// The lock nodes, comma-separated URLs as the library takes them (`redis://[user:password@]host:port`,
     /// `rediss://`, `redis-cluster://`, `redis-sentinel://`). Never printed with their password.
@@ -53,7 +48,9 @@ pub struct Options {
 /// What to do.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// What every node holds for RESOURCE, and the verdict of the majority.
+    /// What every node holds for RESOURCE, and the verdict of the majority; exit 0 held, 1 free,
+    /// 3 undecided (as `grep`: scripts can test it).
+    #[command(after_help = crate::exit::HELP)]
     Inspect {
         /// The resource, as the services name it (`orders:42`).
         resource: String,
@@ -83,25 +80,57 @@ pub enum Command {
         count: Option<u64>,
     },
     /// Hold RESOURCE (renewed) while COMMAND runs; release it when the command ends.
-    Acquire {
-        /// The resource.
-        resource: String,
-        /// Lock TTL; renewed every third of it.
-        #[arg(long, value_parser = parse_duration, value_name = "TIME")]
-        ttl: Duration,
-        /// How long to wait for the lock (default: one attempt).
-        #[arg(long, default_value = "0", value_parser = parse_duration, value_name = "TIME")]
-        wait: Duration,
-        /// Holder label shown by `inspect` (default: `redlock acquire` with host, pid and command).
-        #[arg(long, value_name = "TEXT")]
-        label: Option<String>,
-        /// Grace between SIGTERM and SIGKILL for a command whose lock was lost.
-        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "TIME")]
-        kill_after: Duration,
-        /// The command and its arguments, after `--`.
-        #[arg(last = true, required = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
+    ///
+    /// Waits for the lock (as `flock` and `etcdctl lock` do) unless -n or --wait bound it; Ctrl-C,
+    /// SIGTERM or SIGHUP stop the wait and leave nothing on the nodes. The command gets
+    /// REDLOCK_RESOURCE (and with --fenced REDLOCK_FENCING_TOKEN) in its environment and runs in a
+    /// process group of its own: if the lock is lost, the whole group gets SIGTERM, then SIGKILL
+    /// after --kill-after; signals to redlock are passed on to the group.
+    #[command(after_help = crate::exit::HELP)]
+    Acquire(Acquire),
+}
+
+/// `acquire`'s options.
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("kind").multiple(false)))]
+pub struct Acquire {
+    /// The resource.
+    pub resource: String,
+    /// Lock TTL; renewed every third of it. At most --max-ttl.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "TIME")]
+    pub ttl: Duration,
+    /// Wait at most this long for the lock (default: until it is granted; 0: one attempt).
+    #[arg(long, short = 'w', value_parser = parse_duration, value_name = "TIME")]
+    pub wait: Option<Duration>,
+    /// One attempt: exit 75 at once if another owner holds it.
+    #[arg(long, short = 'n', conflicts_with = "wait")]
+    pub nonblock: bool,
+    /// A shared (reader) hold of a read-write lock: many --shared holders at once, no --write one.
+    #[arg(long, short = 's', group = "kind")]
+    pub shared: bool,
+    /// The writer's hold of a read-write lock: excludes --shared holders and other writers (a plain
+    /// acquire does not wait for readers).
+    #[arg(long, group = "kind")]
+    pub write: bool,
+    /// An exclusive lock with a fencing token, passed as REDLOCK_FENCING_TOKEN.
+    #[arg(long, group = "kind")]
+    pub fenced: bool,
+    /// An exclusive lock granted in arrival order.
+    #[arg(long, group = "kind")]
+    pub fair: bool,
+    /// One of K permits of a semaphore (every holder of the resource must give the same K).
+    #[arg(long, value_name = "K", group = "kind")]
+    pub permits: Option<u32>,
+    /// Holder label shown by `inspect` (default: `redlock acquire` with host, pid and command;
+    /// exclusive locks only).
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Grace between SIGTERM and SIGKILL for the command's group when the lock was lost.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "TIME")]
+    pub kill_after: Duration,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// `10s`, `250ms`, `1.5s`, `2m`, `1h`; `0` alone. Errors say what was wrong.

@@ -1,32 +1,23 @@
 //! The engine every subcommand works through, built from the global options.
 
-use std::time::Duration;
-
 use redlock_engine::{Builder, Redlock};
 
 use crate::args::Options;
-use crate::exit::{Failure, NO_NODE, USAGE};
+use crate::exit::{Failure, UNAVAILABLE, USAGE};
 
 /// Builds the engine and checks that at least one node answered: with none, every subcommand would
-/// only report timeouts, so it is one clear error instead.
-/// `wait`: retry acquires until then (`acquire --wait`) instead of the default retry count.
-pub async fn engine(
-    opts: &Options,
-    label: Option<String>,
-    wait: Option<Duration>,
-) -> Result<Redlock, Failure> {
-    let mut builder = Builder::new()
+/// only report timeouts, so it is one clear error instead (also for a blocking `acquire`: a node
+/// list that reaches nothing is far likelier a typo than an outage worth waiting out).
+/// How long an acquire waits is its own request's (`acquire.rs`), not the engine's.
+pub async fn engine(opts: &Options, label: Option<String>) -> Result<Redlock, Failure> {
+    let engine = Builder::new()
         .nodes(opts.nodes.iter().map(|n| n.trim().to_string()))
         .key_prefix(opts.prefix.as_bytes().to_vec())
         .connect_timeout(opts.connect_timeout)
         .max_ttl(opts.max_ttl)
         .quarantine(!opts.no_quarantine)
         .tls_ca_file(opts.tls_ca.clone())
-        .holder_label(label);
-    if let Some(wait) = wait {
-        builder = builder.retry_count(u32::MAX).acquire_timeout(wait);
-    }
-    let engine = builder
+        .holder_label(label)
         .build()
         .await
         .map_err(|e| Failure::new(USAGE, e.to_string()))?;
@@ -40,7 +31,10 @@ pub async fn engine(
             })
             .collect::<Vec<_>>()
             .join("; ");
-        return Err(Failure::new(NO_NODE, format!("no node reachable ({why})")));
+        return Err(Failure::new(
+            UNAVAILABLE,
+            format!("no node reachable ({why})"),
+        ));
     }
     Ok(engine)
 }

@@ -2,10 +2,13 @@
 //!
 //! # Layout
 //! - `args`: the options (clap derive), durations, clap's errors on one line with passwords scrubbed.
-//! - `app`: the invocation — options → engine → one subcommand → exit code (the codes are listed
-//!   there and in the README); `exit`: the codes and the `Failure` every subcommand returns.
+//! - `app`: the invocation — options → engine → one subcommand → exit code; `exit`: the codes (the
+//!   one list, also `--help`'s), how a refused lock and `inspect`'s verdict map to them, and the
+//!   `Failure` every subcommand returns.
 //! - `connect`: the engine the subcommands share, built from the options.
-//! - `acquire`: `acquire RESOURCE -- COMMAND`: hold the lock (renewed) while a command runs.
+//! - `acquire`: `acquire RESOURCE -- COMMAND`: wait for the lock, hold it (renewed) while a command
+//!   runs; `command`: that command, in a process group of its own (signalled as one, stopped when the
+//!   lock is lost); `signals`: SIGINT, SIGTERM and SIGHUP as `acquire` handles them.
 //! - `release`: `release --force`, with its confirmation.
 //! - `watch`: `watch RESOURCE`, a refreshing view.
 //! - `show/`: what is printed — `table` (human tables), `json` (`--json`, serde types of its own),
@@ -14,10 +17,12 @@
 mod acquire;
 mod app;
 mod args;
+mod command;
 mod connect;
 mod exit;
 mod release;
 mod show;
+mod signals;
 mod watch;
 
 fn main() -> std::process::ExitCode {

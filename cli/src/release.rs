@@ -13,7 +13,7 @@ pub async fn run(opts: &Options, resource: &str, force: bool, yes: bool) -> Resu
             "release breaks the current holder's mutual exclusion; say so with --force",
         ));
     }
-    let engine = crate::connect::engine(opts, None, None).await?;
+    let engine = crate::connect::engine(opts, None).await?;
     if !yes {
         if !std::io::stdin().is_terminal() {
             return Err(Failure::new(

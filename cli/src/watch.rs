@@ -14,7 +14,7 @@ pub async fn run(
     every: Duration,
     count: Option<u64>,
 ) -> Result<u8, Failure> {
-    let engine = crate::connect::engine(opts, None, None).await?;
+    let engine = crate::connect::engine(opts, None).await?;
     let redraw = std::io::stdout().is_terminal() && !opts.json;
     let mut ticker = tokio::time::interval(every.max(Duration::from_millis(10)));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -1,0 +1,112 @@
+//! Signals to `redlock acquire`: while it waits, SIGINT or SIGTERM stop the wait (exit 128 + N)
+//! without running the command and leave nothing on the nodes — no fair waiter's place, no writer's
+//! intent; while the command runs, they are passed on to the command's whole process group and the
+//! lock is released once it exits.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{acquire, alive, eventually, held_on, nodes, Bg, Pids};
+
+/// The number of entries in `key`'s sorted set on each node.
+fn zcards(n: &[support::RedisNode], key: &str) -> Vec<String> {
+    n.iter().map(|x| x.cmd_str(&["ZCARD", key])).collect()
+}
+
+#[test]
+fn a_signal_while_waiting_withdraws_a_fair_waiters_place() {
+    let n = nodes(3);
+    let pids = Pids::new();
+    let holder = Bg::spawn(acquire(&n, "fq").args(["--fair", "--", "sleep", "3"]));
+    assert!(eventually(Duration::from_secs(3), || held_on(
+        &n,
+        "redlock:{fq}"
+    ) == 3));
+    let mark = pids.path("ran");
+    let script = format!("echo ran > {}", mark.display());
+    let waiter = Bg::spawn_piped(acquire(&n, "fq").args(["--fair", "--", "sh", "-c", &script]));
+    assert!(
+        eventually(Duration::from_secs(3), || zcards(&n, "redlock:{fq}:fair:q")
+            .iter()
+            .all(|c| c == "2")),
+        "the waiter is queued behind the holder: {:?}",
+        zcards(&n, "redlock:{fq}:fair:q")
+    );
+    waiter.signal(libc::SIGTERM);
+    let (code, _, err) = waiter.output();
+    assert_eq!(code, 128 + libc::SIGTERM, "{err}");
+    assert!(
+        err.contains("SIGTERM while waiting") && err.contains("nothing is held"),
+        "{err}"
+    );
+    assert_eq!(
+        zcards(&n, "redlock:{fq}:fair:q"),
+        ["1", "1", "1"],
+        "its place is gone the moment redlock exits"
+    );
+    assert!(!mark.exists(), "the command never ran");
+    assert!(holder.wait().success());
+}
+
+#[test]
+fn ctrl_c_while_waiting_withdraws_a_writers_intent() {
+    let n = nodes(3);
+    let reader = Bg::spawn(acquire(&n, "rw").args(["--shared", "--", "sleep", "3"]));
+    assert!(eventually(Duration::from_secs(3), || {
+        held_on(&n, "redlock:{rw}:rw:readers") == 3
+    }));
+    let writer = Bg::spawn_piped(acquire(&n, "rw").args(["--write", "--", "true"]));
+    assert!(
+        eventually(Duration::from_secs(3), || held_on(
+            &n,
+            "redlock:{rw}:rw:intent"
+        ) >= 2),
+        "the writer's intent holds new readers back"
+    );
+    writer.signal(libc::SIGINT);
+    let (code, _, err) = writer.output();
+    assert_eq!(code, 128 + libc::SIGINT, "{err}");
+    assert_eq!(held_on(&n, "redlock:{rw}:rw:intent"), 0, "withdrawn");
+    // Nothing left to hold readers back.
+    let (code, _, err) = support::run(acquire(&n, "rw").args(["--shared", "-n", "--", "true"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(reader.wait().success());
+}
+
+#[test]
+fn ctrl_c_reaches_the_command_and_the_lock_is_released() {
+    let n = nodes(1);
+    let child = Bg::spawn(acquire(&n, "int").args(["--ttl", "10s", "--", "sleep", "20"]));
+    assert!(eventually(Duration::from_secs(3), || n[0].exists(b"redlock:{int}")));
+    // As a terminal's Ctrl-C: to redlock only (the command's group is not the foreground one).
+    child.signal(libc::SIGINT);
+    let status = child.wait();
+    assert_eq!(status.code(), Some(130), "128 + SIGINT from the command");
+    assert!(!n[0].exists(b"redlock:{int}"), "released");
+}
+
+#[test]
+fn sigterm_reaches_everything_the_command_started() {
+    let n = nodes(1);
+    let pids = Pids::new();
+    let script = format!(
+        "sleep 100 & echo $! > {}; wait",
+        pids.path("worker").display()
+    );
+    let child = Bg::spawn(acquire(&n, "term").args(["--", "sh", "-c", &script]));
+    let worker = pids.read("worker");
+    assert!(alive(worker));
+    child.signal(libc::SIGTERM);
+    let status = child.wait();
+    assert_eq!(
+        status.code(),
+        Some(128 + libc::SIGTERM),
+        "the shell's own end"
+    );
+    assert!(
+        eventually(Duration::from_secs(2), || !alive(worker)),
+        "the shell's worker got it too"
+    );
+    assert!(!n[0].exists(b"redlock:{term}"), "released");
+}
