@@ -14,6 +14,8 @@ pub const MAX_NODES: usize = 9;
 /// Lock engine configuration. Build one with `..Default::default()` or through [`crate::Builder`]
 /// (which can also start from one: `Builder::from(config)`).
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct Config {
     /// Node URLs, one per independent vote (1..=9): `redis://[user:password@]host:port[/db]` for a
     /// standalone master (`rediss://` for TLS), `redis-cluster://host:port[?node=host:port...]` for a
@@ -27,6 +29,7 @@ pub struct Config {
     /// or `prefix + resource` when the resource already has a hash tag (`{...}`), so a lock's keys
     /// (its value, waiter mark, fence counter, reader set) share one Cluster hash slot.
     /// Default: `"redlock:"`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::env::text"))]
     pub key_prefix: Vec<u8>,
     /// Clock drift allowance as a fraction of the TTL; the engine also adds 2 ms for timer granularity.
     /// Must be in `[0, 1)`. Default: `0.01`.
@@ -36,6 +39,7 @@ pub struct Config {
     /// RTT + 4 x its variation, as TCP computes its retransmission timeout), but never more than the TTL
     /// allows (the lock must still leave `min_validity_factor` of it). An explicit value is used as it
     /// is. Must be below the TTL. Default: `None`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::env::maybe_duration"))]
     pub node_timeout: Option<Duration>,
     /// A lock is granted only if at least this fraction of the TTL is left as validity (a lock with 2 ms
     /// left is a trap). Must be in `[0, 1)`. Default: `0.1`.
@@ -45,18 +49,23 @@ pub struct Config {
     /// `retry_count` pauses would take has passed (or at `acquire_timeout`). Default: `10`.
     pub retry_count: u32,
     /// Base delay between attempts. Default: 50 ms.
+    #[cfg_attr(feature = "serde", serde(with = "crate::env::duration"))]
     pub retry_delay: Duration,
     /// Random extra delay, uniform in `[0, retry_jitter]`, so contenders do not retry in lockstep.
     /// Default: 50 ms.
+    #[cfg_attr(feature = "serde", serde(with = "crate::env::duration"))]
     pub retry_jitter: Duration,
     /// Overall bound on one `acquire` across retries. Default: `None` (bounded by `retry_count`).
+    #[cfg_attr(feature = "serde", serde(with = "crate::env::maybe_duration"))]
     pub acquire_timeout: Option<Duration>,
     /// Largest TTL accepted by acquire and extend: the maximum lock lifetime, which is also how long a
     /// restarted node stays quarantined. Use renewal for longer work. Default: 60 s.
+    #[cfg_attr(feature = "serde", serde(with = "crate::env::duration"))]
     pub max_ttl: Duration,
     /// Longest resource name in bytes. Default: 1024.
     pub max_resource_len: usize,
     /// Bound on connecting to one node (TCP + AUTH + SELECT). Default: 1 s.
+    #[cfg_attr(feature = "serde", serde(with = "crate::env::duration"))]
     pub connect_timeout: Duration,
     /// Requests queued or in flight per node before new ones fail fast with backpressure (a last
     /// resort: admission control keeps the queues below it, admitting at most `max_pending / 4`

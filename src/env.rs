@@ -22,6 +22,11 @@
 //!
 //! A variable not set keeps the default; one set to something unusable is a
 //! [`LockError::InvalidConfig`] naming it (never silently the default).
+//!
+//! With the `serde` feature, [`Config`] also reads from (and writes to) any serde format — a TOML
+//! or JSON file, say — with the same names as its fields, durations written as here
+//! (`max_ttl = "60s"`), the key prefix as text, missing fields at their defaults and unknown ones
+//! refused.
 
 use std::time::Duration;
 
@@ -126,6 +131,66 @@ pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(number * seconds).ok()
 }
 
+/// Serde of a `Duration` as `"1500ms"`, read back by [`parse_duration`] (any of its forms).
+#[cfg(feature = "serde")]
+pub(crate) mod duration {
+    use std::time::Duration;
+
+    pub(crate) fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{}ms", d.as_millis()))
+    }
+
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Duration, D::Error> {
+        let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+        super::parse_duration(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not a duration (500ms, 2s)"))
+        })
+    }
+}
+
+/// [`duration`] for an `Option<Duration>` (`null` or absent: `None`).
+#[cfg(feature = "serde")]
+pub(crate) mod maybe_duration {
+    use std::time::Duration;
+
+    pub(crate) fn serialize<S: serde::Serializer>(
+        d: &Option<Duration>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::duration::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let text = <Option<std::borrow::Cow<'de, str>> as serde::Deserialize>::deserialize(d)?;
+        text.map(|text| {
+            super::parse_duration(&text).ok_or_else(|| {
+                serde::de::Error::custom(format!("{text:?} is not a duration (500ms, 2s)"))
+            })
+        })
+        .transpose()
+    }
+}
+
+/// Serde of the key prefix as text (it is bytes; a prefix that is not UTF-8 is written lossily).
+#[cfg(feature = "serde")]
+pub(crate) mod text {
+    pub(crate) fn serialize<S: serde::Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&String::from_utf8_lossy(b))
+    }
+
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(d)?;
+        Ok(text.into_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +233,27 @@ mod tests {
         assert!(
             Config::from_vars([("REDLOCK_MAX_TTL", "1s")]).is_err(),
             "no nodes"
+        );
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn a_config_file_reads_with_human_durations() {
+        let json = r#"{"nodes": ["redis://a:1"], "max_ttl": "90s", "node_timeout": "50ms",
+            "key_prefix": "locks:", "transport": "pipeline", "quarantine": false}"#;
+        let config: Config = serde_json::from_str(json).unwrap();
+        assert_eq!(config.max_ttl, Duration::from_secs(90));
+        assert_eq!(config.node_timeout, Some(Duration::from_millis(50)));
+        assert_eq!(config.key_prefix, b"locks:");
+        assert!(!config.quarantine);
+        assert_eq!(config.retry_delay, Config::default().retry_delay);
+        let back: Config = serde_json::from_str(&serde_json::to_string(&config).unwrap()).unwrap();
+        assert_eq!(back.max_ttl, config.max_ttl);
+        let err = serde_json::from_str::<Config>(r#"{"max_ttl": "soon"}"#).unwrap_err();
+        assert!(err.to_string().contains("soon"), "{err}");
+        assert!(
+            serde_json::from_str::<Config>(r#"{"max_tll": "1s"}"#).is_err(),
+            "typo refused"
         );
     }
 }

@@ -40,6 +40,8 @@ pub(crate) fn encode(out: &mut bytes::BytesMut, cmd: &Cmd, profile: Profile) {
 
 /// Which implementation carries the node connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[non_exhaustive]
 pub enum Transport {
     /// The engine's own pipelined connection per node (the fast path). Default.
