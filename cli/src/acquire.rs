@@ -5,9 +5,9 @@
 //! - **Waiting**: until the lock is granted by default ([`Wait::Forever`]), at most `--wait`
 //!   ([`Wait::UpTo`]), or one attempt with `-n` ([`Wait::Once`]). A refusal exits by its
 //!   [`ErrorClass`](redlock_engine::ErrorClass) (`exit::not_locked`): busy 75, unavailable 3,
-//!   invalid 2. SIGINT, SIGTERM or SIGHUP while waiting drop the request — the library then withdraws
-//!   whatever an attempt set (keys, a fair waiter's place, a writer's intent) — and exit 128 + N once
-//!   the nodes have taken those commands (see [`interrupted`]).
+//!   invalid 2. SIGINT, SIGTERM or SIGHUP while waiting drop the request and exit 128 + N. Either
+//!   way the library withdraws whatever the attempts set (keys, a fair waiter's place, a writer's
+//!   intent), and `redlock` exits only once the nodes have taken those commands ([`settle`]).
 //! - **The command** gets `REDLOCK_RESOURCE` and, with `--fenced`, `REDLOCK_FENCING_TOKEN`, and runs
 //!   in a process group of its own (`command`). Signals to `redlock` are passed on to the group.
 //! - **A lost lock** (a renewal could not win a majority, or its validity ended): the group gets
@@ -36,10 +36,17 @@ pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
     let taken = request(&engine, args)
         .renewed(RenewPolicy::default())
         .into_future();
-    let lock = tokio::select! {
-        taken = taken => taken.map_err(|e| not_locked(&args.resource, &e))?,
+    let taken = tokio::select! {
+        taken = taken => taken.map_err(|e| not_locked(&args.resource, &e)),
         // `select!` has dropped the request by now: its clean-up is queued on the connections.
-        sig = signals.recv() => return Err(interrupted(&engine, opts, args, sig).await),
+        sig = signals.recv() => Err(interrupted(&args.resource, sig)),
+    };
+    let lock = match taken {
+        Ok(lock) => lock,
+        Err(failure) => {
+            settle(&engine, opts, &args.resource).await;
+            return Err(failure);
+        }
     };
     let mut env = vec![("REDLOCK_RESOURCE", args.resource.clone())];
     if let Some(token) = lock.fencing_token() {
@@ -107,20 +114,25 @@ fn wait(args: &Acquire) -> Wait {
     }
 }
 
-/// A signal stopped the wait. The dropped request's clean-up (a release of keys a round may have
-/// set, a fair waiter leaving its queue, a writer withdrawing its intent) was queued on every node's
-/// connection; exiting now could end the connections' tasks before it is written. One more round
-/// trip on the same connections — an inspect, queued after it, answered after it — shows it has
-/// been served. Bounded: a node that does not answer has the library's re-sends and the keys' TTL.
-async fn interrupted(engine: &Redlock, opts: &Options, args: &Acquire, sig: i32) -> Failure {
+/// Waits until the nodes have taken what a request that ended without the lock queued for them —
+/// a release of keys a round set, a fair waiter leaving its queue, a writer withdrawing its intent
+/// (the library fires these without waiting). Exiting at once could end the connections' tasks
+/// before they are written, and a writer's intent left behind would hold readers back for a TTL.
+/// One more round trip on the same connections — an inspect, queued after them, so answered after
+/// them — shows they have been served. Bounded: a node that does not answer has the library's
+/// re-sends and the keys' TTL.
+async fn settle(engine: &Redlock, opts: &Options, resource: &str) {
     let bound = opts.connect_timeout.max(Duration::from_millis(100)) * 2;
-    let _ = tokio::time::timeout(bound, engine.inspect(&args.resource)).await;
+    let _ = tokio::time::timeout(bound, engine.inspect(resource)).await;
+}
+
+/// A signal stopped the wait (`sig`: its number): exit 128 + N, as a shell would report it.
+fn interrupted(resource: &str, sig: i32) -> Failure {
     Failure::new(
         SIGNALLED + sig as u8,
         format!(
-            "{} while waiting for the lock on {:?}: nothing is held",
-            signal_name(sig),
-            args.resource
+            "{} while waiting for the lock on {resource:?}: nothing is held",
+            signal_name(sig)
         ),
     )
 }

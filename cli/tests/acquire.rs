@@ -115,13 +115,22 @@ fn shared_holders_share_and_a_writer_waits_for_them() {
     assert_eq!(code, 0, "a second reader gets in at once: {err}");
     let (code, _, err) = run(acquire(&n, "cat").args(["--write", "-n", "--", "true"]));
     assert_eq!(code, 75, "the writer is busy while a reader holds: {err}");
+    assert_eq!(
+        held_on(&n, "redlock:{cat}:rw:intent"),
+        0,
+        "a writer that gave up left no intent to hold readers back"
+    );
     let (code, out, _) = run(redlock(&urls(&n)).args(["--no-quarantine", "inspect", "cat"]));
     assert!(code == 0 && out.contains("read"), "{out}");
     let started = Instant::now();
     let (code, _, err) = run(acquire(&n, "cat").args(["--write", "--", "true"]));
     assert_eq!(code, 0, "{err}");
     assert!(reader.wait().success());
-    assert!(started.elapsed() >= Duration::from_millis(500), "it waited");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500) && waited < Duration::from_secs(5),
+        "it waited for the reader, and no longer: {waited:?}"
+    );
     let (code, _, err) = run(acquire(&n, "cat").args(["--shared", "--fair", "--", "true"]));
     assert_eq!(code, 2, "one kind at a time: {err}");
 }
