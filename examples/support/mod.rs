@@ -3,7 +3,7 @@
 //! with the example if it is killed), or your own nodes from `REDLOCK_NODES` (comma-separated
 //! `redis://` URLs).
 //!
-//! `REDLOCK_QUARANTINE=off` says the nodes in `REDLOCK_NODES` were started for this run and hold no
+//! `REDLOCK_QUARANTINE=off` (or `false`, as `Config::from_env` reads it) says the nodes in `REDLOCK_NODES` were started for this run and hold no
 //! lock anyone could lose (what `tests/examples.rs` does): the crashed-node quarantine is then off
 //! for them too. Never set it for real nodes.
 #![allow(dead_code)]
@@ -50,7 +50,9 @@ impl Servers {
     /// `REDLOCK_QUARANTINE=off`, hold no lock anyone could lose, so it can be off for them; keep it
     /// on for real nodes.
     pub fn quarantine(&self) -> bool {
-        let fresh = std::env::var("REDLOCK_QUARANTINE").is_ok_and(|v| v == "off");
+        // The values `Config::from_env` reads as false.
+        let fresh = std::env::var("REDLOCK_QUARANTINE")
+            .is_ok_and(|v| matches!(v.as_str(), "0" | "false" | "no" | "off"));
         !(self.started_here() || fresh)
     }
 }
