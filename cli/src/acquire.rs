@@ -22,7 +22,7 @@ use redlock_engine::{LockRequest, Redlock, RenewPolicy, Wait};
 use crate::args::{Acquire, Options};
 use crate::command::{self, exit_code};
 use crate::exit::{not_locked, Failure, LOST, SIGNALLED};
-use crate::signals::Signals;
+use crate::signals::{self, Signals};
 
 pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
     // Before anything is taken: a signal that arrives while the lock is being acquired or the
@@ -52,6 +52,10 @@ pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
     if let Some(token) = lock.fencing_token() {
         env.push(("REDLOCK_FENCING_TOKEN", token.to_string()));
     }
+    if let Err(f) = signals.job_control() {
+        let _ = lock.release().await;
+        return Err(f);
+    }
     let mut running = match command::spawn(&args.command, &env) {
         Ok(running) => running,
         Err(f) => {
@@ -76,9 +80,14 @@ pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
                     format!("lock on {resource:?} lost; the command was stopped"),
                 ));
             }
-            // A terminal's Ctrl-C reaches only this process (the command's group is not the
-            // terminal's foreground group): pass every one on.
-            sig = signals.recv() => running.signal(sig),
+            // A terminal's Ctrl-C and Ctrl-Z reach only this process (the command's group is not
+            // the terminal's foreground group): pass every one on; Ctrl-Z then stops us too.
+            sig = signals.recv() => {
+                running.signal(sig);
+                if sig == libc::SIGTSTP {
+                    signals::stop_self();
+                }
+            }
         }
     };
     let released = lock.release().await;

@@ -122,7 +122,7 @@ pub struct Acquire {
     #[arg(long, value_name = "K", group = "kind")]
     pub permits: Option<u32>,
     /// Holder label shown by `inspect` (default: `redlock acquire` with host, pid and command;
-    /// exclusive locks only).
+    /// plain locks only, not with the kinds above).
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
     /// Grace between SIGTERM and SIGKILL for the command's group when the lock was lost.

@@ -110,3 +110,40 @@ fn sigterm_reaches_everything_the_command_started() {
     );
     assert!(!n[0].exists(b"redlock:{term}"), "released");
 }
+
+/// The state letter of `pid` (`S` sleeping, `T` stopped, ...), from `/proc`.
+fn state(pid: i32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next())
+        .unwrap_or('?')
+}
+
+#[test]
+fn ctrl_z_stops_the_command_and_redlock_and_fg_resumes_both() {
+    let n = nodes(1);
+    let pids = Pids::new();
+    let script = format!(
+        "sleep 100 & echo $! > {}; wait",
+        pids.path("worker").display()
+    );
+    let child = Bg::spawn(acquire(&n, "tstp").args(["--", "sh", "-c", &script]));
+    let worker = pids.read("worker");
+    child.signal(libc::SIGTSTP);
+    assert!(
+        eventually(Duration::from_secs(2), || state(worker) == 'T'
+            && state(child.pid()) == 'T'),
+        "worker {}, redlock {}",
+        state(worker),
+        state(child.pid())
+    );
+    child.signal(libc::SIGCONT);
+    assert!(
+        eventually(Duration::from_secs(2), || state(worker) == 'S'),
+        "worker {}",
+        state(worker)
+    );
+    child.signal(libc::SIGTERM);
+    assert_eq!(child.wait().code(), Some(128 + libc::SIGTERM));
+    assert!(eventually(Duration::from_secs(2), || !alive(worker)));
+}
