@@ -39,6 +39,15 @@ pub(crate) struct GuardSettings {
 /// Slack for the node's clock: Redis expires keys by a millisecond clock cached per command.
 pub(crate) const SLACK: Duration = Duration::from_millis(2);
 
+/// The shortest span the drift bound is applied over, and how long a baseline sample is kept: a new
+/// sample is judged against a baseline up to this old (then becomes the baseline), with the drift
+/// allowed over at least this span. So samples may come as often as the transport likes (a holder
+/// learns of a big jump at the next one) while a small step or a slightly fast clock is judged as
+/// over half-second gaps: a 5 ms step, harmless next to a lock's drift margin, is not a jump
+/// because samples happen to be 80 ms apart, and a clock that runs fast is still caught within a
+/// window.
+pub(crate) const WINDOW: Duration = Duration::from_millis(500);
+
 /// One node's clock, as its connection has seen it.
 #[derive(Debug)]
 pub(crate) struct ClockWatch {
@@ -54,6 +63,7 @@ pub(crate) struct ClockWatch {
 
 #[derive(Debug, Default)]
 struct WatchState {
+    /// The baseline new samples are judged against (see [`WINDOW`]).
     last: Option<Sample>,
     /// No vote until then: the node's clock jumped forward.
     held_until: Option<Instant>,
@@ -79,15 +89,16 @@ impl ClockWatch {
         self.settings.is_some()
     }
 
-    /// Judges a new sample against the previous one (kept across reconnects: the server's clock is the
-    /// same); a forward jump stops the node's votes for the hold.
+    /// Judges a new sample against the baseline (an earlier sample at most about [`WINDOW`] old, kept
+    /// across reconnects: the server's clock is the same); a forward jump stops the node's votes for
+    /// the hold.
     pub(crate) fn observe(&self, sample: Sample) -> Verdict {
         let Some(settings) = self.settings else {
             return Verdict::Steady;
         };
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let verdict = st.last.map_or(Verdict::Steady, |last| {
-            judge(last, sample, settings.drift, settings.slack)
+        let verdict = st.last.map_or(Verdict::Steady, |base| {
+            judge_over(base, sample, settings.drift, settings.slack, WINDOW)
         });
         if let Verdict::Forward(_) = verdict {
             st.held_until = Some(sample.received + settings.hold);
@@ -96,7 +107,14 @@ impl ClockWatch {
                 log.record(*index);
             }
         }
-        st.last = Some(sample);
+        // A new baseline after a jump (judged from there on), once the window is spent, or when
+        // there was none; otherwise later samples are still judged against the older one.
+        let spent = st
+            .last
+            .is_none_or(|base| sample.sent.saturating_duration_since(base.received) >= WINDOW);
+        if spent || verdict != Verdict::Steady {
+            st.last = Some(sample);
+        }
         verdict
     }
 
@@ -227,12 +245,24 @@ pub(crate) enum Verdict {
 }
 
 /// Judges `second` against `first` (taken earlier on the same connection).
+#[cfg(test)]
 pub(crate) fn judge(first: Sample, second: Sample, drift: f64, slack: Duration) -> Verdict {
+    judge_over(first, second, drift, slack, Duration::ZERO)
+}
+
+/// [`judge`], with the drift allowed over at least `span` however close the samples are.
+pub(crate) fn judge_over(
+    first: Sample,
+    second: Sample,
+    drift: f64,
+    slack: Duration,
+    span: Duration,
+) -> Verdict {
     let node = second.node_us.saturating_sub(first.node_us);
     let widest = second.received.saturating_duration_since(first.sent);
     let narrowest = second.sent.saturating_duration_since(first.received);
-    let most = micros(widest.mul_f64(1.0 + drift) + slack);
-    let least = micros(narrowest.mul_f64((1.0 - drift).max(0.0))) - micros(slack);
+    let most = micros(widest + widest.max(span).mul_f64(drift) + slack);
+    let least = micros(narrowest) - micros(narrowest.max(span).mul_f64(drift.min(1.0)) + slack);
     if node > most {
         Verdict::Forward(Duration::from_micros((node - most) as u64))
     } else if node < least {
@@ -260,6 +290,41 @@ mod tests {
             sent: at(base, sent),
             received: at(base, received),
         }
+    }
+
+    /// Samples every 80 ms through a watch: what the pipelined connection feeds it when idle.
+    fn watch_over(steps: &[(u64, i64)]) -> Vec<Verdict> {
+        let watch = ClockWatch::new(Some(GuardSettings {
+            drift: 0.01,
+            slack: SLACK,
+            hold: Duration::from_secs(60),
+        }));
+        let t = Instant::now();
+        steps
+            .iter()
+            .map(|&(local_ms, node_ms)| watch.observe(sample(t, node_ms, local_ms, local_ms + 1)))
+            .collect()
+    }
+
+    #[test]
+    fn frequent_samples_catch_a_big_jump_at_once_but_not_a_small_step() {
+        // A 5 ms step between samples 80 ms apart: within what half a second's drift allows.
+        let small = watch_over(&[(0, 0), (80, 80), (160, 165), (240, 245), (600, 605)]);
+        assert!(small.iter().all(|v| *v == Verdict::Steady), "{small:?}");
+        // A 100 s step: caught by the very next sample, 80 ms later.
+        let big = watch_over(&[(0, 0), (80, 80), (160, 100_160)]);
+        assert!(matches!(big[2], Verdict::Forward(d) if d > Duration::from_secs(99)));
+    }
+
+    #[test]
+    fn a_fast_clock_is_caught_within_a_window_of_frequent_samples() {
+        // 5 % fast: 4 ms ahead per 80 ms, each step alone below the allowance, together above it.
+        let steps: Vec<(u64, i64)> = (0..10).map(|i| (i * 80, (i * 84) as i64)).collect();
+        let verdicts = watch_over(&steps);
+        let first = verdicts
+            .iter()
+            .position(|v| matches!(v, Verdict::Forward(_)));
+        assert!(first.is_some_and(|i| i <= 8), "{verdicts:?}");
     }
 
     #[test]

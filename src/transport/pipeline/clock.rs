@@ -17,12 +17,11 @@ use crate::protocol::cmd::{NodeResult, Reply};
 /// The longest a connection goes without reading its node's clock. Acquires read it anyway; this is
 /// for an engine that holds plain locks and acquires nothing for a while, whose locks could otherwise
 /// not learn that a node they counted jumped (`Lock::is_valid`): a holder learns of a jump at most
-/// this long plus a round trip late. Two `TIME`s a second per idle node cost nothing noticeable.
-/// Not shorter: the rule judges a sample against the one before it, and its tolerance is a fraction
-/// of the time between them (`crate::algo::clock`), so samples 80 ms apart would read a 5 ms step —
-/// harmless next to the validity's drift margin — as a jump and silence the node (the test
-/// `a_backward_step_or_a_slow_skew_does_not_silence_a_node` caught it).
-pub(super) const IDLE_SAMPLE: Duration = Duration::from_millis(500);
+/// this long plus a round trip late, under 100 ms on a local network. About twelve `TIME`s a second
+/// per idle node; a busy connection sends its `TIME` with its writes and none of these. Samples this
+/// close are judged against a baseline up to half a second old (`crate::algo::clock::WINDOW`), so a
+/// small step is not read as a jump for coming soon after the last sample.
+pub(super) const IDLE_SAMPLE: Duration = Duration::from_millis(80);
 
 /// Queues a `TIME` for the clock guard (see `Slot::clock`).
 pub(super) fn queue_sample(st: &mut State) {
