@@ -29,7 +29,7 @@ use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::connect::{open, Stream};
-use super::resp::encode_cmd;
+use super::resp::{encode_cmd, encode_native};
 use super::ConnectOptions;
 use crate::addr::NodeAddr;
 use crate::algo::clock::ClockWatch;
@@ -37,6 +37,7 @@ use crate::algo::quarantine::Quarantine;
 use crate::algo::rtt::RttEstimate;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
+use crate::protocol::native::Native;
 use crate::protocol::server::{Info, Profile};
 use tokio::time::Instant;
 
@@ -189,6 +190,43 @@ struct Slot {
     /// For scripts: the command again, to resend as `EVAL` if the node answers `NOSCRIPT`. The reader
     /// does this, not the waiter, so fire-and-forget releases recover too.
     script: Option<Cmd>,
+    /// A native form's reply reading: on its last command's slot (the reader hands the form every
+    /// reply of its commands, see `crate::protocol::native`); the slots before it have `held`.
+    native: Option<Native>,
+    /// One of a native form's commands but its last: the reader keeps the reply for the last.
+    held: bool,
+}
+
+impl Slot {
+    /// A slot for a plain request (`tx` its waiter, `script` its command if it may be resent).
+    fn plain(tx: Option<oneshot::Sender<NodeResult>>, script: Option<Cmd>) -> Self {
+        Self {
+            tx,
+            group: Vec::new(),
+            clock: None,
+            script,
+            native: None,
+            held: false,
+        }
+    }
+}
+
+/// Registers the slots of a native form already encoded into `st.out`: one per command, the last
+/// one reading them all.
+fn push_native(st: &mut State, native: Native, tx: Option<oneshot::Sender<NodeResult>>) {
+    let parts = native.parts();
+    for _ in 1..parts {
+        st.pending.push_back(Slot {
+            held: true,
+            ..Slot::plain(None, None)
+        });
+    }
+    st.pending.push_back(Slot {
+        native: Some(native),
+        ..Slot::plain(tx, None)
+    });
+    st.queued += parts as u64;
+    st.unsent += parts;
 }
 
 impl Slot {
@@ -250,9 +288,16 @@ impl Shared {
             .then(|| coalesce::member(&self.opts, cmd))
             .flatten();
         // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
-        let script =
+        let mut script =
             (member.is_none() && !eval_source && cmd.script().is_some()).then(|| cmd.clone());
         let mut st = self.lock();
+        // This connection's server may take the operation as native commands (never a resend's
+        // `EVAL`: that is a script the node lost).
+        let native = (!eval_source).then(|| st.profile.native(cmd)).flatten();
+        let member = member.filter(|_| native.is_none() && st.profile.coalesces_releases());
+        if native.is_some() {
+            script = None;
+        }
         if !st.connected {
             return Err(st.last_error.clone().unwrap_or(NodeError::Disconnected));
         }
@@ -278,21 +323,20 @@ impl Shared {
             }
             // A frame rendered for another profile (the node reconnected to another server since
             // the round read it) is rendered again for this connection's.
-            match encoded {
-                Some((frame, profile)) if profile == st.profile => st.out.extend_from_slice(frame),
-                _ => {
-                    let profile = st.profile;
-                    encode_cmd(&mut st.out, profile.render(cmd), eval_source)
+            let profile = st.profile;
+            match (encoded, &native) {
+                (Some((frame, at)), _) if at == profile => st.out.extend_from_slice(frame),
+                (_, Some(native)) => encode_native(&mut st.out, native),
+                (_, None) => encode_cmd(&mut st.out, cmd, eval_source),
+            }
+            match native {
+                Some(native) => push_native(&mut st, native, Some(tx)),
+                None => {
+                    st.pending.push_back(Slot::plain(Some(tx), script));
+                    st.queued += 1;
+                    st.unsent += 1;
                 }
             }
-            st.pending.push_back(Slot {
-                tx: Some(tx),
-                group: Vec::new(),
-                script,
-                clock: None,
-            });
-            st.queued += 1;
-            st.unsent += 1;
         }
         self.backlog.store(st.pending.len(), Ordering::Relaxed);
         drop(st);
@@ -304,12 +348,40 @@ impl Shared {
         Ok(())
     }
 
+    /// Queues a native form's follow-up (`crate::protocol::native::Answer`) on connection
+    /// `generation` only: a new command, never one sent again. If that connection is gone, `tx`
+    /// fails with [`NodeError::ConnectionLost`], like any request lost with its connection.
+    fn enqueue_native(
+        &self,
+        generation: u64,
+        native: Native,
+        tx: Option<oneshot::Sender<NodeResult>>,
+    ) {
+        let mut st = self.lock();
+        if !st.connected || st.generation != generation {
+            drop(st);
+            if let Some(tx) = tx {
+                let _ = tx.send(Err(NodeError::ConnectionLost));
+            }
+            return;
+        }
+        let wake = st.out.is_empty() && st.group.is_none();
+        coalesce::close(&mut st);
+        encode_native(&mut st.out, &native);
+        push_native(&mut st, native, tx);
+        self.backlog.store(st.pending.len(), Ordering::Relaxed);
+        drop(st);
+        if wake {
+            self.wake_writer.notify_one();
+        }
+    }
+
     fn install(self: &Arc<Self>, stream: Stream, info: Option<Info>) {
         // Before the connection is usable: a restarted node must not vote even once.
         if let Some(info) = &info {
             self.quarantine.on_connect(&info.identity);
         }
-        let profile = Profile::of(info.as_ref().map(|i| &i.server));
+        let profile = Profile::of(info.as_ref().map(|i| &i.server), self.opts.native);
         let token = self.shutdown.child_token();
         let generation = {
             let mut st = self.lock();
