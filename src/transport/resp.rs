@@ -13,7 +13,7 @@ use crate::protocol::cmd::{Cmd, MAX_SCRIPT_KEYS};
 use crate::protocol::native::Native;
 
 /// Appends the commands of a native form (`crate::protocol::native`) to `out`, back to back.
-pub(super) fn encode_native(out: &mut BytesMut, native: &Native) {
+pub(crate) fn encode_native(out: &mut BytesMut, native: &Native) {
     native.commands(|args| encode_args(out, args));
 }
 

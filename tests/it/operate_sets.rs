@@ -153,6 +153,12 @@ async fn an_operator_user_can_also_force_release_but_not_take_locks() {
 
 #[tokio::test]
 async fn inspect_over_tls() {
+    if !testkit::server::skip_unless(
+        "operate_sets::inspect_over_tls",
+        testkit::server::Needs::Tls,
+    ) {
+        return;
+    }
     let (_dir, ca, cert, key) = tls_material();
     let node = RedisNode::start_tls_only(&[
         "--tls-cert-file",
