@@ -125,6 +125,12 @@ async fn a_read_only_user_can_inspect_and_nothing_more() {
 
 #[tokio::test]
 async fn an_operator_user_can_also_force_release_but_not_take_locks() {
+    if !testkit::server::skip_unless(
+        "operate_sets::an_operator_user_can_also_force_release_but_not_take_locks",
+        testkit::server::Needs::Acl7,
+    ) {
+        return;
+    }
     let mut args = vec!["--user", "breaker", "on", ">pw", "~redlock:*", "&redlock:*"];
     args.extend(INSPECT_COMMANDS);
     args.extend(["+del", "+exists", "+publish"]);
