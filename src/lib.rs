@@ -34,7 +34,9 @@
 //!   its extra keys, the public [`LockKind`]), `catalog` (the list of kinds as the engine gets it,
 //!   and every mapping derived from it), `scripts` (the single-key kinds' shared scripts),
 //!   `operator` (inspect and forced release, keys by suffix), `server` (what a handshake learns of a
-//!   server, and the `Profile` each connection renders operations with: the per-node command seam).
+//!   server, and the `Profile` each connection renders operations with: the per-node command seam),
+//!   `native` (Valkey 9's `DELIFEQ` and `SET ... IFEQ ... GET` for the shared release and extend,
+//!   read back as the scripts' answers, and the argument why that keeps every tally and error).
 //! - `kinds/`: one file per kind of lock, holding its `Spec`, Lua scripts and public methods, and
 //!   in `kinds/mod.rs` the one list of kinds (`KINDS`) and [`Redlock::new`] — `exclusive`
 //!   ([`Redlock::acquire`], and its labeled form), `fenced` ([`Redlock::acquire_fenced`]), `multi`
@@ -53,7 +55,8 @@
 //!   it reports, the connect options), `transport/mod.rs` (which implementation, `connect`,
 //!   `encode` as a node's profile renders), `pending` (a command's reply future); `pipeline` (the
 //!   engine's own pipelined connection per node: `node` (its `NodeClient` side), `read`, `write`,
-//!   `clock`, `coalesce` (releases queued back to back sent as one call)), `fred` (feature `fred`; also every Cluster and Sentinel node set:
+//!   `clock`, `coalesce` (releases queued back to back sent as one call), `slot` (a request's place
+//!   in the queue; a native form's follow-ups)), `fred` (feature `fred`; also every Cluster and Sentinel node set:
 //!   `settings`, `identity`, `scripts`), `subscriber` (release notifications), `connect` (TCP + TLS +
 //!   handshake), `resp` (command encoding), `bounded` (reply framing with depth and size bounds, so a
 //!   hostile node cannot abort the process or exhaust its memory; its tests in `bounded_tests`),
