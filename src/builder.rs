@@ -168,6 +168,12 @@ impl Builder {
         self
     }
 
+    /// See [`Config::native_commands`].
+    pub fn native_commands(mut self, on: bool) -> Self {
+        self.config.native_commands = on;
+        self
+    }
+
     /// See [`Config::max_local_handoffs`].
     pub fn max_local_handoffs(mut self, max: u32) -> Self {
         self.config.max_local_handoffs = max;

@@ -119,6 +119,12 @@ pub struct Config {
     /// kinds carry no label. At most 256 bytes, no control characters. Default: `None` (plain
     /// `SET NX PX`).
     pub holder_label: Option<String>,
+    /// Native lock commands where a node's server has them: on Valkey 9.0 and later an exclusive
+    /// (also fenced, write) lock's release is `DELIFEQ` and its extend and renewal
+    /// `SET ... IFEQ ... GET PX`, read back exactly as the scripts answer; other servers and
+    /// kinds keep the scripts. `false` sends the scripts everywhere (to compare, or to pin
+    /// behaviour). Pipelined transport only. Default: `true`.
+    pub native_commands: bool,
 }
 
 impl Default for Config {
@@ -148,6 +154,7 @@ impl Default for Config {
             max_local_handoffs: 4,
             max_reply_size: crate::transport::bounded::DEFAULT_MAX_SIZE,
             holder_label: None,
+            native_commands: true,
         }
     }
 }
@@ -342,6 +349,7 @@ impl Config {
                 // Set by the engine: the list is the lock kinds' (`crate::kinds::scripts`).
                 scripts: &[],
                 coalesce: &[],
+                native: self.native_commands,
             },
         })
     }

@@ -7,6 +7,7 @@
 //! - `retry`: the random pause between attempts, and the time budget of an acquire's retries.
 //! - `rtt`: a node's round-trip estimate (smoothed RTT + 4 x variation, as TCP).
 //! - `clock`: the clock-jump guard's rule — does a node's wall clock move with our monotonic clock?
+//!   (its unit tests in `clock_tests`)
 //! - `quarantine`: crashed-node quarantine — no vote from a node younger than `max_ttl` (its unit
 //!   tests in `quarantine_tests`).
 //! - `keys`: the key layout — `prefix{resource}`, so a lock's keys share one Cluster hash slot.

@@ -12,9 +12,12 @@
 //! - `operator`: inspect and forced release, which take their keys by suffix, not by position.
 //! - `server`: what a handshake learns of a node's server ([`server::Server`]) and the rendering
 //!   [`server::Profile`] each connection encodes its commands with: the per-node command seam.
+//! - `native`: the shared single-key scripts' operations as native commands (`DELIFEQ`,
+//!   `SET ... IFEQ ... GET`) and how their replies read as the scripts' answers (the argument).
 
 pub(crate) mod catalog;
 pub(crate) mod cmd;
+pub(crate) mod native;
 pub(crate) mod operator;
 pub(crate) mod scripts;
 pub(crate) mod server;

@@ -2,12 +2,13 @@
 //! from `INFO server`), and the [`Profile`] the connection renders every operation with: the
 //! per-node command seam. A kind names an operation (a [`Cmd`]: its release, its extend, ...); each
 //! connection turns it into the command its server takes, so servers that offer a native form of an
-//! operation can get it while the others keep the script. Today every profile renders the scripts,
-//! so every node gets the same bytes as before the seam.
+//! operation get it (`crate::protocol::native`: Valkey 9's `DELIFEQ` and `SET ... IFEQ ... GET`,
+//! read back as the scripts' answers) while the others keep the script.
 
 use std::time::Duration;
 
 use super::cmd::Cmd;
+use super::native::Native;
 use crate::algo::quarantine::ServerIdentity;
 
 /// Which server a node runs, as `INFO server` says.
@@ -37,23 +38,28 @@ pub(crate) struct Info {
     pub(crate) server: Server,
 }
 
-/// How a connection renders operations into commands. One value today (every server gets the
-/// scripts); a server with native lock commands will get its own. Small and `Copy`: the fan-out
-/// compares nodes' profiles to encode a round once per profile, not once per node.
+/// How a connection renders operations into commands. Small and `Copy`: the fan-out compares
+/// nodes' profiles to encode a round once per profile, not once per node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(u8)]
 pub(crate) enum Profile {
-    /// Every operation as today's scripts (`EVALSHA`, `SET NX PX`).
+    /// Every operation as the scripts (`EVALSHA`, `SET NX PX`).
     #[default]
     Scripts = 0,
+    /// The shared single-key release, extend, waiter mark and coalesced extend as native commands
+    /// (`DELIFEQ`, `SET ... IFEQ ... GET PX`; see `crate::protocol::native`), everything else as
+    /// scripts. Valkey 9.0 and later. Releases are not coalesced into `RELEASE_MANY` on it: the
+    /// native commands cost the server less per lock (measured, `results/2026-12-01/native/`).
+    Native = 1,
 }
 
 impl Profile {
     /// The profile stored as `code` (see [`Self::code`]); an unknown code is the scripts'.
     pub(crate) fn from_code(code: u8) -> Self {
-        // One profile today; each new one gets its arm here.
-        let _ = code;
-        Self::Scripts
+        match code {
+            1 => Self::Native,
+            _ => Self::Scripts,
+        }
     }
 
     /// This profile as one byte, for connections that keep it in an atomic.
@@ -61,16 +67,34 @@ impl Profile {
         self as u8
     }
 
-    /// The profile for a connection whose server is `server` (`None`: the handshake did not ask).
-    pub(crate) fn of(server: Option<&Server>) -> Self {
-        // Every server renders the scripts until a native form is chosen per server.
-        let _ = server;
-        Self::default()
+    /// The profile for a connection whose server is `server` (`None`: the handshake did not ask);
+    /// `native: false` keeps every server on the scripts (`Config::native_commands`).
+    ///
+    /// Valkey got `SET ... IFEQ` in 8.1 and `DELIFEQ` in 9.0; only servers with both get native
+    /// commands (a Valkey 8.1 node keeps the scripts). Redis 8.4's `DELEX ... IFEQ` is not used
+    /// yet: no such server is tested here.
+    pub(crate) fn of(server: Option<&Server>, native: bool) -> Self {
+        match server {
+            Some(Server {
+                name: ServerName::Valkey,
+                version: Some(version),
+            }) if native && *version >= (9, 0, 0) => Self::Native,
+            _ => Self::Scripts,
+        }
     }
 
-    /// The command this profile sends for operation `op`.
-    pub(crate) fn render<'a>(&self, op: &'a Cmd) -> &'a Cmd {
-        op
+    /// Operation `op`'s native form on this profile, if it has one; `None`: `op` is sent as it is.
+    pub(crate) fn native(&self, op: &Cmd) -> Option<Native> {
+        match self {
+            Self::Scripts => None,
+            Self::Native => Native::of(op),
+        }
+    }
+
+    /// Whether releases queued back to back on a connection of this profile are coalesced into one
+    /// `RELEASE_MANY` call: on the scripts only (see [`Self::Native`]).
+    pub(crate) fn coalesces_releases(&self) -> bool {
+        *self == Self::Scripts
     }
 }
 
@@ -128,6 +152,25 @@ run_id:x\r\nuptime_in_seconds:1\r\n";
             parse_info(b"redis_version:7.0.0\r\n").is_none(),
             "no run_id"
         );
+    }
+
+    #[test]
+    fn only_valkey_9_gets_native_commands() {
+        let server = |name, version| Server {
+            name,
+            version: Some(version),
+        };
+        let valkey9 = server(ServerName::Valkey, (9, 1, 2));
+        assert_eq!(Profile::of(Some(&valkey9), true), Profile::Native);
+        assert_eq!(Profile::of(Some(&valkey9), false), Profile::Scripts);
+        let valkey8 = server(ServerName::Valkey, (8, 1, 0));
+        assert_eq!(Profile::of(Some(&valkey8), true), Profile::Scripts);
+        let redis = server(ServerName::Redis, (9, 0, 0));
+        assert_eq!(Profile::of(Some(&redis), true), Profile::Scripts);
+        assert_eq!(Profile::of(None, true), Profile::Scripts);
+        for p in [Profile::Scripts, Profile::Native] {
+            assert_eq!(Profile::from_code(p.code()), p);
+        }
     }
 
     #[test]

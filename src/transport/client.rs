@@ -123,4 +123,6 @@ pub(crate) struct ConnectOptions {
     pub(crate) scripts: &'static [&'static Script],
     /// The scripts whose calls may be coalesced when queued back to back (pipelined transport).
     pub(crate) coalesce: &'static [Coalesced],
+    /// Whether servers with native lock commands get them (`Config::native_commands`).
+    pub(crate) native: bool,
 }

@@ -81,7 +81,8 @@ pub(super) async fn open(
 ) -> Result<(Stream, Option<Info>), NodeError> {
     let fail =
         |what: &str, e: &dyn std::fmt::Display| NodeError::Connect(format!("{addr}: {what}{e}"));
-    let read_identity = opts.quarantine.is_some();
+    // Always on the lock connection: its server decides how operations are rendered (`Profile`).
+    let read_identity = load_scripts || opts.quarantine.is_some();
     let hello = Hello {
         load_scripts,
         read_identity,

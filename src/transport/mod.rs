@@ -35,7 +35,10 @@ use crate::protocol::server::Profile;
 
 /// Encodes `cmd` as `profile` renders it, once for every node of a round that has that profile.
 pub(crate) fn encode(out: &mut bytes::BytesMut, cmd: &Cmd, profile: Profile) {
-    resp::encode_cmd(out, profile.render(cmd), false);
+    match profile.native(cmd) {
+        Some(native) => resp::encode_native(out, &native),
+        None => resp::encode_cmd(out, cmd, false),
+    }
 }
 
 /// Which implementation carries the node connections.

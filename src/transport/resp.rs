@@ -10,6 +10,12 @@ use bytes::{BufMut, BytesMut};
 
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, MAX_SCRIPT_KEYS};
+use crate::protocol::native::Native;
+
+/// Appends the commands of a native form (`crate::protocol::native`) to `out`, back to back.
+pub(crate) fn encode_native(out: &mut BytesMut, native: &Native) {
+    native.commands(|args| encode_args(out, args));
+}
 
 /// Appends `cmd` to `out`. `eval_source` sends a script with `EVAL <source>` instead of `EVALSHA <sha>`.
 pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {

@@ -13,6 +13,9 @@
 //! - `clock`: [`SteppableNode`], a server under the `scripts/clockshim` preload whose wall clock can
 //!   be stepped at runtime, and the pieces chaos builds its own from ([`clock::build_shim`],
 //!   [`clock::OffsetFile`]).
+//! - `server`: which server the kit starts ([`server::current`], from `redis-server --version`),
+//!   another server of the matrix by name ([`server::binary`]), and [`server::skip_unless`] for the
+//!   tests a server cannot run (they say so and skip).
 //! - `resp`: the smallest RESP client, one command per connection, replies as text.
 //! - `dir`: [`TempDir`], removed when dropped. `signal`: kill(2).
 //!
@@ -27,6 +30,7 @@ pub mod node;
 pub mod proxy;
 pub mod resp;
 pub mod sentinel;
+pub mod server;
 pub mod signal;
 
 pub use clock::SteppableNode;

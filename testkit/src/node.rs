@@ -31,6 +31,8 @@ pub struct NodeSpec {
     /// `kill -9` of the owner takes its servers with it. For a long-lived starter thread (chaos's main
     /// thread); not for tests, whose nodes may be started on short-lived threads. Default: off.
     pub die_with_parent: bool,
+    /// The server binary. Default: `None`, `redis-server` from the PATH (see `crate::server`).
+    pub server: Option<PathBuf>,
 }
 
 impl NodeSpec {
@@ -50,6 +52,13 @@ impl NodeSpec {
             dir: Some(dir),
             ..Self::with_args(&["--appendonly", "yes", "--appendfsync", "always"])
         }
+    }
+
+    /// The same spec on the server binary at `path` (see [`crate::server::binary`]).
+    #[must_use]
+    pub fn on(mut self, path: PathBuf) -> Self {
+        self.server = Some(path);
+        self
     }
 
     /// The same spec with [`NodeSpec::die_with_parent`] on.
@@ -143,7 +152,11 @@ impl RedisNode {
         if let Err(e) = std::fs::create_dir_all(&dir) {
             panic!("node directory {}: {e}", dir.display());
         }
-        let mut cmd = Command::new("redis-server");
+        let mut cmd = Command::new(
+            spec.server
+                .as_deref()
+                .unwrap_or_else(|| Path::new("redis-server")),
+        );
         // No persistence unless the spec asks: a restart comes back empty. The spec's arguments come
         // later, so they win.
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])

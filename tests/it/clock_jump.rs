@@ -56,6 +56,12 @@ async fn engine(nodes: &Nodes, guard: bool) -> Redlock {
 
 #[tokio::test]
 async fn a_node_whose_clock_jumps_forward_does_not_vote() {
+    if !testkit::server::skip_unless(
+        "clock_jump::a_node_whose_clock_jumps_forward_does_not_vote",
+        testkit::server::Needs::ImmediateClock,
+    ) {
+        return;
+    }
     for guard in [false, true] {
         let nodes = Nodes::start();
         let a = engine(&nodes, guard).await;
@@ -149,6 +155,12 @@ fn is_quarantined(result: &Result<redlock_engine::Lock, LockError>) -> bool {
 
 #[tokio::test]
 async fn a_node_whose_clock_is_behind_its_start_connects_and_waits_out_its_quarantine() {
+    if !testkit::server::skip_unless(
+        "clock_jump::a_node_whose_clock_is_behind_its_start_connects_and_waits_out_its_quarantine",
+        testkit::server::Needs::ImmediateClock,
+    ) {
+        return;
+    }
     let node = SteppableNode::start();
     node.step(-3_600_000);
     let info = node.cmd(&[b"INFO", b"server"]);

@@ -26,6 +26,7 @@ mod hostile_fred;
 mod hostile_node;
 mod model;
 mod multi_resource;
+mod native;
 mod observe;
 mod operate;
 mod operate_queues;

@@ -125,6 +125,12 @@ async fn a_read_only_user_can_inspect_and_nothing_more() {
 
 #[tokio::test]
 async fn an_operator_user_can_also_force_release_but_not_take_locks() {
+    if !testkit::server::skip_unless(
+        "operate_sets::an_operator_user_can_also_force_release_but_not_take_locks",
+        testkit::server::Needs::Acl7,
+    ) {
+        return;
+    }
     let mut args = vec!["--user", "breaker", "on", ">pw", "~redlock:*", "&redlock:*"];
     args.extend(INSPECT_COMMANDS);
     args.extend(["+del", "+exists", "+publish"]);
@@ -153,6 +159,12 @@ async fn an_operator_user_can_also_force_release_but_not_take_locks() {
 
 #[tokio::test]
 async fn inspect_over_tls() {
+    if !testkit::server::skip_unless(
+        "operate_sets::inspect_over_tls",
+        testkit::server::Needs::Tls,
+    ) {
+        return;
+    }
     let (_dir, ca, cert, key) = tls_material();
     let node = RedisNode::start_tls_only(&[
         "--tls-cert-file",

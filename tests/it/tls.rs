@@ -25,6 +25,12 @@ fn tls_node() -> (RedisNode, u16, std::path::PathBuf, std::path::PathBuf) {
 
 #[tokio::test]
 async fn locks_over_tls_with_the_test_ca() {
+    if !testkit::server::skip_unless(
+        "tls::locks_over_tls_with_the_test_ca",
+        testkit::server::Needs::Tls,
+    ) {
+        return;
+    }
     let (_node, port, ca, _dir) = tls_node();
     for transport in transports() {
         let e = Redlock::new(Config {
@@ -47,6 +53,12 @@ async fn locks_over_tls_with_the_test_ca() {
 
 #[tokio::test]
 async fn an_untrusted_certificate_fails_the_node_not_the_caller() {
+    if !testkit::server::skip_unless(
+        "tls::an_untrusted_certificate_fails_the_node_not_the_caller",
+        testkit::server::Needs::Tls,
+    ) {
+        return;
+    }
     let (_node, port, _ca, _dir) = tls_node();
     for transport in transports() {
         // The default root set does not trust the test CA.

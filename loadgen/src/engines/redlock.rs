@@ -74,7 +74,10 @@ pub fn builder(
         .connect_timeout(Duration::from_secs(2))
         // A load run measures the command stream, which quarantine does not change; and spawned nodes
         // are fresh, so with it on they would not vote for the first max_ttl.
-        .quarantine(false);
+        .quarantine(false)
+        // `LOADGEN_SCRIPTS_ONLY=1`: the scripts on every server, to compare with the native
+        // commands a Valkey 9 node gets by default (`Config::native_commands`).
+        .native_commands(std::env::var_os("LOADGEN_SCRIPTS_ONLY").is_none());
     with_waiting(builder, waiting)
 }
 

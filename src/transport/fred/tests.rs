@@ -37,6 +37,7 @@ fn opts(connect_timeout_ms: u64) -> ConnectOptions {
         limits: Default::default(),
         scripts: &[],
         coalesce: &[],
+        native: true,
     }
 }
 

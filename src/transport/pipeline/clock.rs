@@ -30,10 +30,8 @@ pub(super) fn queue_sample(st: &mut State) {
     let now = Instant::now();
     st.out.extend_from_slice(b"*1\r\n$4\r\nTIME\r\n");
     st.pending.push_back(Slot {
-        tx: None,
-        group: Vec::new(),
-        script: None,
         clock: Some(now),
+        ..Slot::plain(None, None)
     });
     st.last_sample = now;
     st.sampled = true;

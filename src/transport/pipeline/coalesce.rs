@@ -90,10 +90,8 @@ pub(super) fn join(
             locks: Vec::with_capacity(4),
         });
         st.pending.push_back(Slot {
-            tx: None,
             group: Vec::with_capacity(4),
-            script: None,
-            clock: None,
+            ..Slot::plain(None, None)
         });
         st.queued += 1;
         st.unsent += 1;
@@ -195,10 +193,8 @@ fn resend(shared: &Shared, generation: u64, cmd: &Cmd, group: Vec<oneshot::Sende
     let wake = st.out.is_empty();
     encode_cmd(&mut st.out, cmd, true);
     st.pending.push_back(Slot {
-        tx: None,
         group,
-        script: None,
-        clock: None,
+        ..Slot::plain(None, None)
     });
     st.queued += 1;
     st.unsent += 1;

@@ -29,7 +29,7 @@ use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::connect::{open, Stream};
-use super::resp::encode_cmd;
+use super::resp::{encode_cmd, encode_native};
 use super::ConnectOptions;
 use crate::addr::NodeAddr;
 use crate::algo::clock::ClockWatch;
@@ -44,8 +44,10 @@ mod clock;
 mod coalesce;
 mod node;
 mod read;
+mod slot;
 mod write;
 use read::read_loop;
+use slot::{push_native, Slot};
 use write::{reconnect_loop, write_loop};
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
@@ -175,31 +177,6 @@ impl Drop for PipelineNode {
     }
 }
 
-/// One request written or queued on the connection.
-#[derive(Debug)]
-struct Slot {
-    /// Who waits for the reply; `None` for the clock guard's `TIME`, which only the reader reads, and
-    /// for a coalesced release, whose waiters are `group`.
-    tx: Option<oneshot::Sender<NodeResult>>,
-    /// A coalesced release's waiters, one per lock in the order of the call's keys (`coalesce`).
-    group: Vec<oneshot::Sender<NodeResult>>,
-    /// For the clock guard's `TIME` (sent just before an acquire): when it was queued. The reader
-    /// judges its reply itself, before it completes the acquire behind it.
-    clock: Option<Instant>,
-    /// For scripts: the command again, to resend as `EVAL` if the node answers `NOSCRIPT`. The reader
-    /// does this, not the waiter, so fire-and-forget releases recover too.
-    script: Option<Cmd>,
-}
-
-impl Slot {
-    /// Fails every waiter of this request with `cause`.
-    fn fail(self, cause: &NodeError) {
-        for tx in self.tx.into_iter().chain(self.group) {
-            let _ = tx.send(Err(cause.clone()));
-        }
-    }
-}
-
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A poisoned lock only means another thread panicked mid-update of plain buffers; keep going.
@@ -250,9 +227,16 @@ impl Shared {
             .then(|| coalesce::member(&self.opts, cmd))
             .flatten();
         // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
-        let script =
+        let mut script =
             (member.is_none() && !eval_source && cmd.script().is_some()).then(|| cmd.clone());
         let mut st = self.lock();
+        // This connection's server may take the operation as native commands (never a resend's
+        // `EVAL`: that is a script the node lost).
+        let native = (!eval_source).then(|| st.profile.native(cmd)).flatten();
+        let member = member.filter(|_| native.is_none() && st.profile.coalesces_releases());
+        if native.is_some() {
+            script = None;
+        }
         if !st.connected {
             return Err(st.last_error.clone().unwrap_or(NodeError::Disconnected));
         }
@@ -278,21 +262,20 @@ impl Shared {
             }
             // A frame rendered for another profile (the node reconnected to another server since
             // the round read it) is rendered again for this connection's.
-            match encoded {
-                Some((frame, profile)) if profile == st.profile => st.out.extend_from_slice(frame),
-                _ => {
-                    let profile = st.profile;
-                    encode_cmd(&mut st.out, profile.render(cmd), eval_source)
+            let profile = st.profile;
+            match (encoded, &native) {
+                (Some((frame, at)), _) if at == profile => st.out.extend_from_slice(frame),
+                (_, Some(native)) => encode_native(&mut st.out, native),
+                (_, None) => encode_cmd(&mut st.out, cmd, eval_source),
+            }
+            match native {
+                Some(native) => push_native(&mut st, native, Some(tx)),
+                None => {
+                    st.pending.push_back(Slot::plain(Some(tx), script));
+                    st.queued += 1;
+                    st.unsent += 1;
                 }
             }
-            st.pending.push_back(Slot {
-                tx: Some(tx),
-                group: Vec::new(),
-                script,
-                clock: None,
-            });
-            st.queued += 1;
-            st.unsent += 1;
         }
         self.backlog.store(st.pending.len(), Ordering::Relaxed);
         drop(st);
@@ -309,7 +292,7 @@ impl Shared {
         if let Some(info) = &info {
             self.quarantine.on_connect(&info.identity);
         }
-        let profile = Profile::of(info.as_ref().map(|i| &i.server));
+        let profile = Profile::of(info.as_ref().map(|i| &i.server), self.opts.native);
         let token = self.shutdown.child_token();
         let generation = {
             let mut st = self.lock();

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Shared, Slot};
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
+use crate::protocol::native::Answer;
 use crate::transport::bounded::Framer;
 use crate::transport::resp::is_noscript;
 
@@ -26,6 +27,8 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut replies = Vec::new();
     let mut slots = Vec::new();
+    // The replies of a native form's commands before its last (see `Slot::held`).
+    let mut held = Vec::new();
     loop {
         let read = tokio::select! {
             _ = token.cancelled() => return,
@@ -83,7 +86,7 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
         }
         // Complete outside the lock: waking a waiter may run it on another thread right away.
         for (slot, reply) in slots.drain(..).zip(replies.drain(..)) {
-            complete(&shared, generation, slot, reply);
+            complete(&shared, generation, slot, reply, &mut held);
         }
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
@@ -91,10 +94,41 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
     }
 }
 
-/// Hands one reply to its request, resending a script once as `EVAL` on `NOSCRIPT`.
-fn complete(shared: &Arc<Shared>, generation: u64, slot: Slot, reply: NodeResult) {
+/// Hands one reply to its request, resending a script once as `EVAL` on `NOSCRIPT`; a native form
+/// reads all its commands' replies at its last one.
+fn complete(
+    shared: &Arc<Shared>,
+    generation: u64,
+    slot: Slot,
+    reply: NodeResult,
+    held: &mut Vec<NodeResult>,
+) {
     if let Some(sent) = slot.clock {
         return super::clock::judge(shared, sent, reply);
+    }
+    if slot.held {
+        return held.push(reply);
+    }
+    if let Some(native) = slot.native {
+        held.push(reply);
+        let answer = native.answer(&mut held.drain(..));
+        held.clear();
+        let tx = slot.tx;
+        match answer {
+            Answer::Done(result) => {
+                if let Some(tx) = tx {
+                    let _ = tx.send(result);
+                }
+            }
+            Answer::Then(next) => shared.enqueue_native(generation, next, tx),
+            Answer::DoneThen(result, next) => {
+                if let Some(tx) = tx {
+                    let _ = tx.send(result);
+                }
+                shared.enqueue_native(generation, next, None);
+            }
+        }
+        return;
     }
     if !slot.group.is_empty() {
         return super::coalesce::answer(shared, generation, slot.group, slot.script, reply);

@@ -1,0 +1,337 @@
+//! Native lock commands: the shared single-key scripts' operations (`crate::protocol::scripts`) as a
+//! server with compare-and-set commands takes them (Valkey 9: `DELIFEQ`, `SET ... IFEQ ... GET`), and
+//! how their replies read as the script's answer. No I/O: the connection encodes a [`Native`]'s
+//! commands back to back and hands their replies to [`Native::answer`].
+//!
+//! # Why the engine reads exactly what the script would have answered
+//! The engine, its tallies and its errors read every release and extend as the scripts answer them
+//! (`1` ours, `2` ours and a waiter was told, `0` gone, `-1` someone else's; `WRONGTYPE` a key of
+//! another type, read as someone else's). Each native form answers the same, for the same state:
+//! - **Extend** (`EXTEND`): `SET key value IFEQ value GET PX ttl` runs as one command and returns
+//!   the value that was there: ours (the TTL was reset: `1`), nil (gone: `0`, nothing created), or
+//!   another owner's (untouched: `-1`). A key of another type answers `WRONGTYPE`, as the script's
+//!   `GET` does. One command tells all three cases.
+//! - **Release** (`RELEASE`): `DELIFEQ key value` answers `1` (ours, deleted) or `0`, which is both
+//!   "gone" and "someone else's". A `0` is told apart by an `EXISTS key` sent after it on the same
+//!   connection ([`Answer::Then`]): the `DELIFEQ` found our value absent, and our value never comes
+//!   back to a key (each attempt draws a fresh one, and our own `SET NX` ran before the release on
+//!   this FIFO connection), so at the `EXISTS` our value is still absent, and `EXISTS` answers what
+//!   the script would have answered had it run then: `0` gone, `1` someone else's. The pair is
+//!   thus the script run at the `DELIFEQ` (when it deleted) or at the `EXISTS` (when it did not):
+//!   the release tally (`Tally::for_release`: a "gone" counts toward the goal, "someone else's"
+//!   against) and `NotOwner` vs `AlreadyExpired` (`algo::verdict::owner_error`) come out as with
+//!   the script. The `EXISTS` is a new read, never the release sent again; were the connection lost
+//!   before its answer, the node's vote is a failure, as for any lost reply. It costs a round trip
+//!   only where our key was not (an expired lock, a node the acquire missed): a release on a
+//!   majority that held it is decided by the `1`s.
+//! - **Release that wakes waiters** (`RELEASE_NOTIFY`): `DELIFEQ key value` and `EXISTS key:wait`
+//!   in one write. Deleted and a waiter marked: answer `2` and send `PUBLISH key ""` after it.
+//!   The `PUBLISH` runs after the delete instead of inside it; that is safe because a notification
+//!   is advisory: it only cuts a waiter's pause short, and the waiter then competes with `SET NX`
+//!   like anyone (a notification lost or late costs that waiter one pause; one early is
+//!   impossible, as it follows the delete on the node). The `2` itself (a waiter elsewhere exists)
+//!   is read at the same moment the script reads it, right after the delete.
+//! - **Waiter mark** (`MARK_WAITING`): `SET key:wait 1 PX ms`, answering `OK` for the script's `1`.
+//! - **Coalesced extend** (`EXTEND_MANY`): one `SET ... IFEQ ... GET` per lock, back to back,
+//!   answered as the script's one character per lock.
+//!
+//! Measured on Valkey 9.1.2 (`results/2026-12-01/native/`): each native form costs the server less
+//! than its script, and than the coalesced scripts per lock, so a server with these commands gets
+//! no release coalescing and a renewal batch of native commands.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::cmd::{Cmd, Extend, NodeResult, Reply};
+use super::scripts::{EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_NOTIFY};
+use crate::algo::value::LockValue;
+use crate::error::NodeError;
+
+/// One operation in its native form: the commands it sends (see [`Native::commands`]) and how their
+/// replies read (see [`Native::answer`]).
+#[derive(Debug, Clone)]
+pub(crate) enum Native {
+    /// `DELIFEQ key value` (and, with `notify`, `EXISTS key:wait`).
+    Release {
+        key: Bytes,
+        value: LockValue,
+        notify: bool,
+    },
+    /// `SET key value IFEQ value GET PX ttl_ms`.
+    Extend(Extend),
+    /// `SET key:wait 1 PX ttl_ms`.
+    Mark { key: Bytes, ttl_ms: u64 },
+    /// One [`Native::Extend`] per lock, answered as one string of `1`/`0`/`-`.
+    ExtendMany(Arc<[Extend]>),
+    /// After a release's `0`: `EXISTS key` tells gone (`0`) from someone else's (`-1`).
+    Owner { key: Bytes },
+    /// After a release that found a waiter: `PUBLISH key ""`. Its reply is not read.
+    Publish { key: Bytes },
+}
+
+/// What a native form's replies mean.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The script's answer.
+    Done(NodeResult),
+    /// Not known yet: send this and read its answer instead.
+    Then(Native),
+    /// The script's answer, and a command to send after it whose reply nobody reads.
+    DoneThen(NodeResult, Native),
+}
+
+impl Native {
+    /// `op`'s native form, if it has one (the shared single-key scripts; everything else, acquire
+    /// included, is sent as it is).
+    pub(crate) fn of(op: &Cmd) -> Option<Self> {
+        match op {
+            Cmd::Script {
+                script,
+                keys,
+                value,
+                args,
+            } => {
+                let key = keys.as_slice().first()?.clone();
+                let is = |s| std::ptr::eq(*script, s);
+                if is(&RELEASE) || is(&RELEASE_NOTIFY) {
+                    let notify = is(&RELEASE_NOTIFY);
+                    Some(Self::Release {
+                        key,
+                        value: *value,
+                        notify,
+                    })
+                } else if is(&EXTEND) {
+                    let ttl_ms = *args.as_slice().first()?;
+                    Some(Self::Extend(Extend {
+                        key,
+                        value: *value,
+                        ttl_ms,
+                    }))
+                } else if is(&MARK_WAITING) {
+                    let ttl_ms = *args.as_slice().first()?;
+                    Some(Self::Mark { key, ttl_ms })
+                } else {
+                    None
+                }
+            }
+            Cmd::ExtendMany { script, locks } if std::ptr::eq(*script, &EXTEND_MANY) => {
+                Some(Self::ExtendMany(locks.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    /// How many commands this form sends (one reply each).
+    pub(crate) fn parts(&self) -> usize {
+        match self {
+            Self::Release { notify: true, .. } => 2,
+            Self::ExtendMany(locks) => locks.len().max(1),
+            _ => 1,
+        }
+    }
+
+    /// Calls `each` with the arguments of every command this form sends, in order.
+    pub(crate) fn commands(&self, mut each: impl FnMut(&[&[u8]])) {
+        match self {
+            Self::Release { key, value, notify } => {
+                each(&[b"DELIFEQ", key, value.as_bytes()]);
+                if *notify {
+                    let mark = [&key[..], &b":wait"[..]].concat();
+                    each(&[b"EXISTS", &mark]);
+                }
+            }
+            Self::Extend(lock) => extend(lock, &mut each),
+            Self::Mark { key, ttl_ms } => {
+                let mark = [&key[..], &b":wait"[..]].concat();
+                each(&[b"SET", &mark, b"1", b"PX", ttl_ms.to_string().as_bytes()]);
+            }
+            Self::ExtendMany(locks) => {
+                if locks.is_empty() {
+                    // Never built empty; were it, one harmless command keeps parts() == replies.
+                    each(&[b"PING"]);
+                }
+                for lock in locks.iter() {
+                    extend(lock, &mut each);
+                }
+            }
+            Self::Owner { key } => each(&[b"EXISTS", key]),
+            Self::Publish { key } => each(&[b"PUBLISH", key, b""]),
+        }
+    }
+
+    /// Reads this form's replies (one per command, in order) as its script's answer.
+    pub(crate) fn answer(&self, replies: &mut dyn Iterator<Item = NodeResult>) -> Answer {
+        let mut next = || {
+            replies
+                .next()
+                .unwrap_or_else(|| Err(NodeError::Protocol("native command: reply missing".into())))
+        };
+        match self {
+            Self::Release { key, notify, .. } => {
+                let deleted = next();
+                let marked = if *notify { Some(next()) } else { None };
+                match (deleted, marked) {
+                    (Ok(Reply::Int(1)), Some(Ok(Reply::Int(1)))) => {
+                        Answer::DoneThen(Ok(Reply::Int(2)), Self::Publish { key: key.clone() })
+                    }
+                    (Ok(Reply::Int(1)), _) => Answer::Done(Ok(Reply::Int(1))),
+                    (Ok(Reply::Int(0)), _) => Answer::Then(Self::Owner { key: key.clone() }),
+                    (Ok(other), _) => Answer::Done(Err(other.unexpected("DELIFEQ"))),
+                    (Err(e), _) => Answer::Done(Err(e)),
+                }
+            }
+            Self::Extend(lock) => Answer::Done(extended(lock, next()).map(Reply::Int)),
+            Self::Mark { .. } => Answer::Done(match next() {
+                Ok(Reply::Ok) => Ok(Reply::Int(1)),
+                Ok(other) => Err(other.unexpected("SET (waiter mark)")),
+                Err(e) => Err(e),
+            }),
+            Self::ExtendMany(locks) => {
+                let mut codes = Vec::with_capacity(locks.len());
+                let mut failed = None;
+                for lock in locks.iter() {
+                    codes.push(match extended(lock, next()) {
+                        Ok(1) => b'1',
+                        Ok(0) => b'0',
+                        Ok(_) => b'-',
+                        // The script's `pcall` reads a key of another type as someone else's.
+                        Err(NodeError::Server(msg)) if msg.contains("WRONGTYPE") => b'-',
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                            b'?'
+                        }
+                    });
+                }
+                // A whole-call failure is every lock's, as the script's error would have been.
+                Answer::Done(match failed {
+                    Some(e) => Err(e),
+                    None => Ok(Reply::Data(codes.into())),
+                })
+            }
+            Self::Owner { .. } => Answer::Done(match next() {
+                Ok(Reply::Int(0)) => Ok(Reply::Int(0)),
+                Ok(Reply::Int(1)) => Ok(Reply::Int(-1)),
+                Ok(other) => Err(other.unexpected("EXISTS")),
+                Err(e) => Err(e),
+            }),
+            Self::Publish { .. } => Answer::Done(next().map(|_| Reply::Int(0))),
+        }
+    }
+}
+
+fn extend(lock: &Extend, each: &mut impl FnMut(&[&[u8]])) {
+    let value = lock.value.as_bytes();
+    let ttl = lock.ttl_ms.to_string();
+    each(&[
+        b"SET",
+        &lock.key,
+        value,
+        b"IFEQ",
+        value,
+        b"GET",
+        b"PX",
+        ttl.as_bytes(),
+    ]);
+}
+
+/// A `SET ... IFEQ ... GET` reply as the extend script's `1`/`0`/`-1`.
+fn extended(lock: &Extend, reply: NodeResult) -> Result<i64, NodeError> {
+    match reply? {
+        Reply::Data(old) if old[..] == *lock.value.as_bytes() => Ok(1),
+        Reply::Data(_) => Ok(-1),
+        Reply::Nil => Ok(0),
+        other => Err(other.unexpected("SET IFEQ GET")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::cmd::{Args, Keys};
+
+    fn release(notify: bool) -> Native {
+        let script = if notify { &RELEASE_NOTIFY } else { &RELEASE };
+        let cmd = Cmd::Script {
+            script,
+            keys: Keys::One(Bytes::from_static(b"k")),
+            value: LockValue::ZERO,
+            args: Args::NONE,
+        };
+        Native::of(&cmd).unwrap()
+    }
+
+    fn read(native: &Native, replies: Vec<NodeResult>) -> Answer {
+        native.answer(&mut replies.into_iter())
+    }
+
+    #[test]
+    fn a_release_reads_as_the_script_and_asks_who_holds_it_after_a_zero() {
+        let plain = release(false);
+        assert_eq!(plain.parts(), 1);
+        assert!(matches!(
+            read(&plain, vec![Ok(Reply::Int(1))]),
+            Answer::Done(Ok(Reply::Int(1)))
+        ));
+        let Answer::Then(owner) = read(&plain, vec![Ok(Reply::Int(0))]) else {
+            panic!("a 0 is asked again")
+        };
+        assert!(matches!(
+            read(&owner, vec![Ok(Reply::Int(0))]),
+            Answer::Done(Ok(Reply::Int(0)))
+        ));
+        assert!(matches!(
+            read(&owner, vec![Ok(Reply::Int(1))]),
+            Answer::Done(Ok(Reply::Int(-1)))
+        ));
+        let notify = release(true);
+        assert_eq!(notify.parts(), 2);
+        let woke = read(&notify, vec![Ok(Reply::Int(1)), Ok(Reply::Int(1))]);
+        assert!(matches!(
+            woke,
+            Answer::DoneThen(Ok(Reply::Int(2)), Native::Publish { .. })
+        ));
+        let quiet = read(&notify, vec![Ok(Reply::Int(1)), Ok(Reply::Int(0))]);
+        assert!(matches!(quiet, Answer::Done(Ok(Reply::Int(1)))));
+        let wrong = read(
+            &notify,
+            vec![
+                Err(NodeError::Server("WRONGTYPE x".into())),
+                Ok(Reply::Int(0)),
+            ],
+        );
+        assert!(matches!(wrong, Answer::Done(Err(NodeError::Server(_)))));
+    }
+
+    #[test]
+    fn an_extend_tells_ours_gone_and_taken_from_the_old_value() {
+        let value = LockValue::ZERO;
+        let lock = Extend {
+            key: Bytes::from_static(b"k"),
+            value,
+            ttl_ms: 5,
+        };
+        let ours = Ok(Reply::Data(Bytes::copy_from_slice(value.as_bytes())));
+        assert_eq!(extended(&lock, ours.clone()), Ok(1));
+        assert_eq!(extended(&lock, Ok(Reply::Nil)), Ok(0));
+        assert_eq!(
+            extended(&lock, Ok(Reply::Data(Bytes::from_static(b"x")))),
+            Ok(-1)
+        );
+        let many = Native::ExtendMany(vec![lock.clone(), lock.clone(), lock].into());
+        let replies = vec![
+            ours,
+            Ok(Reply::Nil),
+            Err(NodeError::Server("WRONGTYPE".into())),
+        ];
+        let Answer::Done(Ok(Reply::Data(codes))) = read(&many, replies) else {
+            panic!("one code per lock")
+        };
+        assert_eq!(&codes[..], b"10-");
+        let mut args = Vec::new();
+        many.commands(|a| args.push(a.iter().map(|x| x.to_vec()).collect::<Vec<_>>()));
+        assert_eq!(args.len(), 3);
+        assert_eq!(args[0][0], b"SET");
+        assert_eq!(args[0][3], b"IFEQ");
+    }
+}
