@@ -22,68 +22,75 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use testkit::RedisNode;
 
-/// Each example: its arguments and environment, and lines its output must contain.
-const CASES: &[(&str, &[&str], &[(&str, &str)], &[&str])] = &[
-    (
+/// An example to run: its arguments (`{node}`: the URL of the first of the test's nodes), its
+/// environment, and lines its output must contain.
+struct Case {
+    name: &'static str,
+    args: &'static [&'static str],
+    env: &'static [(&'static str, &'static str)],
+    lines: &'static [&'static str],
+}
+
+const fn case(name: &'static str, lines: &'static [&'static str]) -> Case {
+    Case {
+        name,
+        args: &[],
+        env: &[],
+        lines,
+    }
+}
+
+const CASES: &[Case] = &[
+    case(
         "basic",
-        &[],
-        &[],
         &["second owner refused", "a dropped guard released orders:43"],
     ),
-    (
-        "renew",
-        &[],
-        &[],
-        &["done after", "with_lock wrote 20 rows"],
-    ),
-    ("contention", &[], &[], &["counter = 640 (expected 640)"]),
-    (
+    case("renew", &["done after", "with_lock wrote 20 rows"]),
+    case("contention", &["counter = 640 (expected 640)"]),
+    case(
         "fenced",
-        &[],
-        &[],
         &["stale write rejected", "store holds \"from client 2\""],
     ),
-    (
+    case(
         "read_write",
-        &[],
-        &[],
         &["new reader held back", "writer: got catalog"],
     ),
-    ("fair", &[], &[], &["served in order [0, 1, 2, 3]"]),
-    (
+    case("fair", &["served in order [0, 1, 2, 3]"]),
+    case(
         "inspect",
-        &[],
-        &[],
         &[
             "label Some(\"billing-worker-7\")",
             "deleted on 3 of 3 nodes",
         ],
     ),
-    (
+    case(
         "periodic_job",
-        &[],
-        &[],
         &["killed (kill -9) mid-job", "took over", "never two at once"],
     ),
     // One second per run, 8 workers: a check that it works, not the measurement.
-    (
-        "permits_vs_slots",
-        &["1", "8"],
-        &[],
-        &["| counting | 2 | 0 |", "| slots | 4 | 1 |"],
-    ),
-    (
-        "http_service",
-        &[],
-        &[("REDLOCK_EXAMPLE_SELFTEST", "1")],
-        &[
-            "most requests inside one order's lock at once: 1",
-            "locks left on the nodes: 0",
-            "selftest passed",
-        ],
-    ),
-    // One node, named as its argument (`{node}`: the first of the test's); run for its exit status.
-    ("quickstart", &["{node}"], &[], &[]),
+    Case {
+        args: &["1", "8"],
+        ..case(
+            "permits_vs_slots",
+            &["| counting | 2 | 0 |", "| slots | 4 | 1 |"],
+        )
+    },
+    Case {
+        env: &[("REDLOCK_EXAMPLE_SELFTEST", "1")],
+        ..case(
+            "http_service",
+            &[
+                "most requests inside one order's lock at once: 1",
+                "locks left on the nodes: 0",
+                "selftest passed",
+            ],
+        )
+    },
+    // One node, named as its argument; run for its exit status.
+    Case {
+        args: &["{node}"],
+        ..case("quickstart", &[])
+    },
 ];
 
 /// Every example's binary, built once for the whole run.
@@ -197,12 +204,18 @@ fn every_example_runs_and_says_what_it_shows() {
     let built = examples();
     for name in built.keys() {
         assert!(
-            CASES.iter().any(|c| c.0 == name),
+            CASES.iter().any(|c| c.name == name),
             "example {name} is not run by tests/examples.rs"
         );
     }
     let mut failed = Vec::new();
-    for &(name, args, env, lines) in CASES {
+    for &Case {
+        name,
+        args,
+        env,
+        lines,
+    } in CASES
+    {
         if name == "quickstart" && !built.contains_key(name) {
             continue; // another engineer's, not landed yet
         }
