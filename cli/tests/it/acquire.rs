@@ -2,11 +2,9 @@
 //! default, `--wait D`, `-n`), a refusal's code by its class (75 busy, 3 unavailable), what the
 //! command finds in its environment, and the kinds (`--shared`/`--write`, `--permits`, `--fair`).
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::{acquire, eventually, held_on, nodes, redlock, run, urls, Bg, Pids};
+use crate::support::{acquire, eventually, held_on, nodes, redlock, run, urls, Bg, Pids};
 
 #[test]
 fn acquire_passes_the_commands_exit_code_and_refuses_when_held() {
@@ -78,7 +76,7 @@ fn nodes_that_cannot_decide_are_unavailable_exit_3() {
     let (code, _, err) =
         run(redlock(&urls(&n)).args(["acquire", "r", "--wait", "300ms", "--", "true"]));
     assert_eq!(code, 3, "a deadline sorts as its last attempt: {err}");
-    let dead = format!("redis://127.0.0.1:{}", support::free_port());
+    let dead = format!("redis://127.0.0.1:{}", crate::support::free_port());
     let (code, _, err) = run(redlock(&dead).args(["acquire", "r", "--", "true"]));
     assert_eq!(code, 3, "no node reachable does not wait forever: {err}");
 }

@@ -3,14 +3,12 @@
 //! intent; while the command runs, they are passed on to the command's whole process group and the
 //! lock is released once it exits.
 
-mod support;
-
 use std::time::Duration;
 
-use support::{acquire, alive, eventually, held_on, nodes, Bg, Pids};
+use crate::support::{acquire, alive, eventually, held_on, nodes, Bg, Pids};
 
 /// The number of entries in `key`'s sorted set on each node.
-fn zcards(n: &[support::RedisNode], key: &str) -> Vec<String> {
+fn zcards(n: &[crate::support::RedisNode], key: &str) -> Vec<String> {
     n.iter().map(|x| x.cmd_str(&["ZCARD", key])).collect()
 }
 
@@ -69,7 +67,8 @@ fn ctrl_c_while_waiting_withdraws_a_writers_intent() {
     assert_eq!(code, 128 + libc::SIGINT, "{err}");
     assert_eq!(held_on(&n, "redlock:{rw}:rw:intent"), 0, "withdrawn");
     // Nothing left to hold readers back.
-    let (code, _, err) = support::run(acquire(&n, "rw").args(["--shared", "-n", "--", "true"]));
+    let (code, _, err) =
+        crate::support::run(acquire(&n, "rw").args(["--shared", "-n", "--", "true"]));
     assert_eq!(code, 0, "{err}");
     assert!(reader.wait().success());
 }

@@ -2,12 +2,10 @@
 //! lock), refuses off one without `--yes`, keeps the fence counter, and says so when no majority
 //! answered.
 
-mod support;
-
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::{nodes, redlock, run, urls};
+use crate::support::{nodes, redlock, run, urls};
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
@@ -43,7 +41,7 @@ fn release_needs_force_and_confirmation_and_keeps_the_fence_counter() {
         run(redlock(&urls(&n)).args(["--json", "release", "--force", "--yes", "stuck"]));
     assert_eq!(json(&out)["deleted_on"], 0);
     // A majority down: it cannot say the lock is gone.
-    let dead = |_| format!("redis://127.0.0.1:{}", support::free_port());
+    let dead = |_| format!("redis://127.0.0.1:{}", crate::support::free_port());
     let set = format!("{},{},{}", n[0].url(), dead(1), dead(2));
     let (code, _, err) = run(redlock(&set).args(["release", "--force", "--yes", "stuck"]));
     assert_eq!(code, 1, "{err}");

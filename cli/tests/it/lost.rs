@@ -2,11 +2,9 @@
 //! whole process group: SIGTERM at once, SIGKILL after `--kill-after` for what ignores it, exit 113.
 //! The commands fork workers (`sh -c 'sleep 100 & wait'`): the worker must be gone too.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::{acquire, alive, eventually, held_on, nodes, redlock, run, urls, Bg, Pids};
+use crate::support::{acquire, alive, eventually, held_on, nodes, redlock, run, urls, Bg, Pids};
 
 #[test]
 fn a_force_released_lock_stops_the_command_and_its_worker() {

@@ -1,8 +1,6 @@
 //! Bad input: one line on stderr, exit 2, no password; `--help` shows the exit codes.
 
-mod support;
-
-use support::{nodes, run};
+use crate::support::{nodes, run};
 
 #[test]
 fn bad_input_is_one_line_and_non_zero_without_passwords() {

@@ -1,12 +1,10 @@
 //! `inspect`, `nodes` and `watch` against real nodes: the tables, `--json`, a node down, quarantined
 //! nodes, and `inspect`'s verdict as its exit code (0 held, 1 free, 3 undecided or unreachable).
 
-mod support;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use support::{eventually, nodes, redlock, run, urls};
+use crate::support::{eventually, nodes, redlock, run, urls};
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
@@ -108,7 +106,7 @@ fn quarantined_nodes_leave_the_verdict_undecided_exit_3() {
 #[test]
 fn a_node_down_shows_in_its_row_and_all_down_is_one_line() {
     let n = nodes(2);
-    let dead = format!("redis://127.0.0.1:{}", support::free_port());
+    let dead = format!("redis://127.0.0.1:{}", crate::support::free_port());
     let set = format!("{},{dead}", urls(&n));
     let (code, out, _) = run(redlock(&set).args(["--no-quarantine", "nodes"]));
     assert_eq!(code, 0);

@@ -1,0 +1,9 @@
+//! The `redlock` binary against real nodes, one test binary (linked once): each module a topic.
+
+mod acquire;
+mod inspect;
+mod lost;
+mod release;
+mod signals;
+mod support;
+mod usage;
