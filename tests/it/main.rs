@@ -41,6 +41,7 @@ mod semaphore;
 mod semaphore_quorum;
 mod semaphore_timeout;
 mod sentinel;
+mod shared_keys;
 mod signals;
 mod tls;
 mod waiting;
