@@ -46,16 +46,16 @@ async fn this_engine_and_rslock_exclude_each_other_on_the_same_keys() {
     let log: Log = Arc::default();
     let mut tasks = Vec::new();
     for _ in 0..3 {
-        let (e, log) = (e.clone(), log.clone());
+        let (e, our_log) = (e.clone(), log.clone());
         tasks.push(tokio::spawn(async move {
             for _ in 0..10 {
                 let lock = e.acquire("shared:res", TTL).await.expect("ours acquires");
-                hold(&log, "ours").await;
+                hold(&our_log, "ours").await;
                 assert!(lock.is_valid(), "a hold outlived its validity");
                 e.release(lock).await.expect("ours releases");
             }
         }));
-        let (rl, log) = (rl.clone(), log.clone());
+        let (rl, their_log) = (rl.clone(), log.clone());
         tasks.push(tokio::spawn(async move {
             let until = Instant::now() + Duration::from_secs(10);
             let mut won = 0;
@@ -63,7 +63,7 @@ async fn this_engine_and_rslock_exclude_each_other_on_the_same_keys() {
                 assert!(Instant::now() < until, "rslock starved");
                 match rl.lock("shared:res".as_bytes(), TTL).await {
                     Ok(lock) => {
-                        hold(&log, "rslock").await;
+                        hold(&their_log, "rslock").await;
                         lock.release().await;
                         won += 1;
                     }
