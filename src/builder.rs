@@ -79,7 +79,8 @@ impl Builder {
     /// resource is its name, exactly — [`crate::KeyFormat::Plain`] and an empty prefix. Call
     /// [`Self::key_prefix`] afterwards to keep one (the other clients then lock `prefix + name`).
     pub fn shared_keys(self) -> Self {
-        self.key_format(crate::KeyFormat::Plain).key_prefix(Vec::new())
+        self.key_format(crate::KeyFormat::Plain)
+            .key_prefix(Vec::new())
     }
 
     /// See [`Config::drift_factor`].

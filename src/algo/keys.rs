@@ -126,13 +126,20 @@ mod tests {
                 let derived = key(KeyFormat::Tagged, b"redlock:", resource, suffix).unwrap();
                 assert_eq!(slot(&main), slot(&derived), "{resource:?}{suffix:?}");
             }
-            assert_eq!(resource_of(KeyFormat::Tagged, &main, 8), resource, "{resource:?}");
+            assert_eq!(
+                resource_of(KeyFormat::Tagged, &main, 8),
+                resource,
+                "{resource:?}"
+            );
         }
     }
 
     #[test]
     fn plain_names_are_wrapped_and_tagged_names_kept() {
-        assert_eq!(&key(KeyFormat::Tagged, b"p:", b"orders", b"").unwrap()[..], b"p:{orders}");
+        assert_eq!(
+            &key(KeyFormat::Tagged, b"p:", b"orders", b"").unwrap()[..],
+            b"p:{orders}"
+        );
         assert_eq!(
             &key(KeyFormat::Tagged, b"p:", b"{order:7}:items", b":wait").unwrap()[..],
             b"p:{order:7}:items:wait"
@@ -155,10 +162,16 @@ mod tests {
     fn plain_keys_are_the_name_and_need_a_tag_for_extra_keys() {
         let plain = |p: &[u8], r: &[u8], s: &[u8]| key(KeyFormat::Plain, p, r, s).unwrap();
         assert_eq!(&plain(b"", b"orders", b"")[..], b"orders");
-        assert_eq!(&plain(b"app:", b"orders", b":fence")[..], b"app:orders:fence");
+        assert_eq!(
+            &plain(b"app:", b"orders", b":fence")[..],
+            b"app:orders:fence"
+        );
         // Braces are the caller's: `{x}` and `x` are two locks here.
         assert_eq!(&plain(b"", b"{x}", b"")[..], b"{x}");
-        assert_eq!(resource_of(KeyFormat::Plain, &plain(b"p:", b"{x}", b""), 2), b"{x}");
+        assert_eq!(
+            resource_of(KeyFormat::Plain, &plain(b"p:", b"{x}", b""), 2),
+            b"{x}"
+        );
         assert!(!slot_safe(KeyFormat::Plain, &plain(b"", b"orders", b"")));
         let tagged = plain(b"", b"{orders}", b"");
         assert!(slot_safe(KeyFormat::Plain, &tagged));

@@ -89,7 +89,10 @@ async fn this_engine_and_rslock_exclude_each_other_on_the_same_keys() {
     }
     let count = |who| holds.iter().filter(|h| h.0 == who).count();
     assert_eq!((count("ours"), count("rslock")), (30, 30));
-    assert!(nodes.iter().all(|n| !n.exists(b"shared:res")), "a key was left behind");
+    assert!(
+        nodes.iter().all(|n| !n.exists(b"shared:res")),
+        "a key was left behind"
+    );
 }
 
 #[tokio::test]
@@ -99,11 +102,17 @@ async fn a_lock_held_by_one_client_is_refused_to_the_other() {
     let rl = theirs(&nodes);
 
     let lock = e.try_acquire("held", TTL).await.unwrap();
-    assert!(nodes.iter().all(|n| n.exists(b"held")), "the key is the name");
+    assert!(
+        nodes.iter().all(|n| n.exists(b"held")),
+        "the key is the name"
+    );
     assert!(rl.lock("held".as_bytes(), TTL).await.is_err());
     e.release(lock).await.unwrap();
 
-    let theirs = rl.lock("held".as_bytes(), TTL).await.expect("rslock acquires");
+    let theirs = rl
+        .lock("held".as_bytes(), TTL)
+        .await
+        .expect("rslock acquires");
     let refused = e.try_acquire("held", TTL).await.unwrap_err();
     assert!(
         matches!(refused, LockError::Contended { local: false, .. }),
