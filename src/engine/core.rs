@@ -32,7 +32,7 @@ use crate::lock::Lock;
 use crate::observe::Metrics;
 use crate::protocol::catalog::Catalog;
 use crate::protocol::cmd::{Cmd, Keys, NodeResult};
-use crate::protocol::spec::{Kind, Target};
+use crate::protocol::spec::{Kind, Spec, Target};
 use crate::transport::subscriber::Notifier;
 use crate::transport::NodeClient;
 use crate::watchdog::Watchdog;
@@ -222,6 +222,7 @@ impl Core {
             Some(labeled) if self.settings.holder_label.is_some() => kind.with_spec(labeled),
             _ => kind,
         };
+        self.check_scripting(kind.spec())?;
         let key = self.key(resource, b"")?;
         let suffixes = kind.spec().suffixes;
         let keys = if suffixes.is_empty() {
@@ -265,6 +266,26 @@ impl Core {
             )));
         }
         Ok(key)
+    }
+
+    /// Refuses at once a kind that needs a script where a node's lock user may not run scripts
+    /// (`Profile::NativeOnly`): its acquire, commit or release would fail there, and a lock taken
+    /// on other nodes could be one that node cannot release. Named by the node and the kind.
+    pub(crate) fn check_scripting(&self, spec: &Spec) -> Result<(), LockError> {
+        if spec.scripts.iter().all(|s| crate::protocol::native::covers(s)) {
+            return Ok(());
+        }
+        let refusing = self.nodes.iter().zip(&self.settings.nodes).find(|(node, _)| {
+            node.profile() == crate::protocol::server::Profile::NativeOnly
+        });
+        match refusing {
+            Some((_, addr)) => Err(LockError::InvalidConfig(format!(
+                "{addr}: the lock user may not run scripts (no +@scripting), and a {} lock needs \
+                 them; there only exclusive locks without a holder label work",
+                spec.name
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Whether any node is a Redis Cluster, where every key of one script must share a hash slot.
