@@ -272,12 +272,18 @@ impl Core {
     /// (`Profile::NativeOnly`): its acquire, commit or release would fail there, and a lock taken
     /// on other nodes could be one that node cannot release. Named by the node and the kind.
     pub(crate) fn check_scripting(&self, spec: &Spec) -> Result<(), LockError> {
-        if spec.scripts.iter().all(|s| crate::protocol::native::covers(s)) {
+        if spec
+            .scripts
+            .iter()
+            .all(|s| crate::protocol::native::covers(s))
+        {
             return Ok(());
         }
-        let refusing = self.nodes.iter().zip(&self.settings.nodes).find(|(node, _)| {
-            node.profile() == crate::protocol::server::Profile::NativeOnly
-        });
+        let refusing = self
+            .nodes
+            .iter()
+            .zip(&self.settings.nodes)
+            .find(|(node, _)| node.profile() == crate::protocol::server::Profile::NativeOnly);
         match refusing {
             Some((_, addr)) => Err(LockError::InvalidConfig(format!(
                 "{addr}: the lock user may not run scripts (no +@scripting), and a {} lock needs \

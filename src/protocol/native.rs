@@ -43,8 +43,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::cmd::{Cmd, Extend, NodeResult, Reply};
 use super::cmd::Script;
+use super::cmd::{Cmd, Extend, NodeResult, Reply};
 use super::scripts::{
     EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_NOTIFY, RELEASE_NOTIFY_MANY,
 };

@@ -292,7 +292,10 @@ async fn native_only<S: AsyncRead + AsyncWrite + Unpin>(
     info: &mut Info,
     native: bool,
 ) -> Result<(), String> {
-    if Profile::of(Some(&info.server), native).without_scripts().is_none() {
+    if Profile::of(Some(&info.server), native)
+        .without_scripts()
+        .is_none()
+    {
         return Err(format!(
             "the server has no native lock commands (Valkey 9.0+ with native_commands on): \
              the lock user needs +@scripting ({:?} {:?})",
@@ -320,7 +323,10 @@ async fn native_only<S: AsyncRead + AsyncWrite + Unpin>(
             // `NOPERM No permissions to access a key`: the key pattern, not the command.
             Err(NodeError::Server(why)) if why.starts_with("NOPERM") && why.contains(" key") => {}
             Err(NodeError::Server(why)) => {
-                return Err(format!("{command} is refused too ({why}): the lock user needs +{} or +@scripting", command.to_ascii_lowercase()))
+                return Err(format!(
+                    "{command} is refused too ({why}): the lock user needs +{} or +@scripting",
+                    command.to_ascii_lowercase()
+                ))
             }
             other => return Err(io(&format_args!("{command}: unexpected {other:?}"))),
         }

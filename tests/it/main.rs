@@ -27,6 +27,7 @@ mod hostile_node;
 mod model;
 mod multi_resource;
 mod native;
+mod no_scripting;
 mod observe;
 mod operate;
 mod operate_queues;
