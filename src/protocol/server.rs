@@ -40,6 +40,9 @@ pub(crate) struct Info {
     /// refused with `NOPERM` (an ACL user without `@scripting`) and the server's native commands
     /// were found usable instead (the handshake fails otherwise).
     pub(crate) scripting: bool,
+    /// Whether the server's native lock commands are allowed to the lock user (probed where the
+    /// server has them; `false`: the scripts are used, as on other servers).
+    pub(crate) native_allowed: bool,
 }
 
 /// How a connection renders operations into commands. Small and `Copy`: the fan-out compares
@@ -100,6 +103,17 @@ impl Profile {
         }
     }
 
+    /// The profile for a connection whose handshake told `info` (see [`Self::of`]): the scripts
+    /// where native commands are refused to the lock user, [`Self::NativeOnly`] where scripts are.
+    pub(crate) fn for_info(info: Option<&Info>, native: bool) -> Self {
+        let profile = Self::of(info.map(|i| &i.server), native);
+        match info {
+            Some(i) if !i.native_allowed => Self::Scripts,
+            Some(i) if !i.scripting => profile.without_scripts().unwrap_or(profile),
+            _ => profile,
+        }
+    }
+
     /// This profile for a lock user without scripting: [`Self::NativeOnly`] where native commands
     /// are rendered, `None` where every operation would need a script.
     pub(crate) fn without_scripts(self) -> Option<Self> {
@@ -151,6 +165,7 @@ pub(crate) fn parse_info(text: &[u8]) -> Option<Info> {
         identity,
         server,
         scripting: true,
+        native_allowed: true,
     })
 }
 

@@ -261,13 +261,30 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     if !buf.is_empty() {
         return Err(fail(&"handshake: reply with no request outstanding"));
     }
-    if let Some(why) = scripts_refused {
-        let info = identity
-            .as_mut()
-            .ok_or_else(|| fail(&"handshake: no INFO server"))?;
-        native_only(stream, &mut framer, &mut buf, info, opts.native)
-            .await
-            .map_err(|lacks| fail(&format_args!("SCRIPT LOAD refused ({why}), and {lacks}")))?;
+    // Native commands are rendered only if this user may run them: probed on the lock connection of
+    // a server that has them, and required where scripting is refused.
+    let info = identity.as_mut().filter(|_| load_scripts);
+    if let Some(info) = info {
+        let wanted = Profile::of(Some(&info.server), opts.native) != Profile::Scripts;
+        if wanted || scripts_refused.is_some() {
+            match (
+                probe_native(stream, &mut framer, &mut buf, info, opts.native).await,
+                scripts_refused,
+            ) {
+                (Ok(()), refused) => info.scripting = refused.is_none(),
+                (Err(lacks), Some(why)) => {
+                    return Err(fail(&format_args!(
+                        "SCRIPT LOAD refused ({why}), and {lacks}"
+                    )))
+                }
+                (Err(lacks), None) => {
+                    tracing::warn!(node = %addr, why = %lacks, "native lock commands refused: using the scripts");
+                    info.native_allowed = false;
+                }
+            }
+        }
+    } else if let Some(why) = scripts_refused {
+        return Err(fail(&format_args!("SCRIPT LOAD refused ({why})")));
     }
     if check_durable {
         let [appendonly, appendfsync] = settings;
@@ -279,17 +296,17 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     Ok(identity)
 }
 
-/// For a lock user who may not run scripts: whether the server's native lock commands are there and
-/// allowed to this user, so that every exclusive lock taken can also be released and extended
-/// (`Profile::NativeOnly`). One probe each of `DELIFEQ` and `EXISTS` (what a native release sends)
+/// Whether the server's native lock commands are there and allowed to this lock user, so that a lock
+/// taken can also be released and extended with them (`Profile::Native`, and `Profile::NativeOnly`
+/// for a user who may not run scripts). One probe each of `DELIFEQ` and `EXISTS` (what a native release sends)
 /// on a key no lock uses, with a value no lock has: nothing changes. A refusal of the key itself
 /// (the user's key patterns) is fine — the command is allowed; a refusal of the command is not.
 /// `Err`: what the node lacks, for the connect error.
-async fn native_only<S: AsyncRead + AsyncWrite + Unpin>(
+async fn probe_native<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     framer: &mut Framer,
     buf: &mut BytesMut,
-    info: &mut Info,
+    info: &Info,
     native: bool,
 ) -> Result<(), String> {
     if Profile::of(Some(&info.server), native)
@@ -334,7 +351,6 @@ async fn native_only<S: AsyncRead + AsyncWrite + Unpin>(
     if !buf.is_empty() {
         return Err(io(&"reply with no request outstanding"));
     }
-    info.scripting = false;
     Ok(())
 }
 
