@@ -206,6 +206,20 @@ run_id:x\r\nuptime_in_seconds:1\r\n";
         assert_eq!(Profile::of(Some(&redis), true), Profile::Scripts);
         assert_eq!(Profile::of(None, true), Profile::Scripts);
         assert_eq!(Profile::Native.without_scripts(), Some(Profile::NativeOnly));
+        let info = |scripting, native_allowed| Info {
+            identity: ServerIdentity {
+                run_id: "r".into(),
+                uptime: Duration::ZERO,
+                durable: false,
+            },
+            server: valkey9,
+            scripting,
+            native_allowed,
+        };
+        let of = |i: Info| Profile::for_info(Some(&i), true);
+        assert_eq!(of(info(true, true)), Profile::Native);
+        assert_eq!(of(info(false, true)), Profile::NativeOnly);
+        assert_eq!(of(info(true, false)), Profile::Scripts, "DELIFEQ refused");
         assert_eq!(Profile::Scripts.without_scripts(), None);
         for p in [Profile::Scripts, Profile::Native, Profile::NativeOnly] {
             assert_eq!(Profile::from_code(p.code()), p);
