@@ -69,6 +69,20 @@ impl Builder {
         self
     }
 
+    /// See [`Config::key_format`].
+    pub fn key_format(mut self, format: crate::KeyFormat) -> Self {
+        self.config.key_format = format;
+        self
+    }
+
+    /// Keys shared with other Redlock clients (`rslock`, redsync, node-redlock): the key of a
+    /// resource is its name, exactly — [`crate::KeyFormat::Plain`] and an empty prefix. Call
+    /// [`Self::key_prefix`] afterwards to keep one (the other clients then lock `prefix + name`).
+    pub fn shared_keys(self) -> Self {
+        self.key_format(crate::KeyFormat::Plain)
+            .key_prefix(Vec::new())
+    }
+
     /// See [`Config::drift_factor`].
     pub fn drift_factor(mut self, factor: f64) -> Self {
         self.config.drift_factor = factor;

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::addr::NodeAddr;
+use crate::algo::keys::KeyFormat;
 use crate::error::LockError;
 use crate::transport::{ConnectOptions, Transport};
 
@@ -31,6 +32,10 @@ pub struct Config {
     /// Default: `"redlock:"`.
     #[cfg_attr(feature = "serde", serde(with = "crate::env::text"))]
     pub key_prefix: Vec<u8>,
+    /// How a resource name becomes its key: [`KeyFormat::Tagged`] (`prefix{resource}`, above) or
+    /// [`KeyFormat::Plain`] (`prefix + resource`: the key other Redlock clients such as `rslock`,
+    /// redsync and node-redlock use, with an empty prefix). Default: [`KeyFormat::Tagged`].
+    pub key_format: KeyFormat,
     /// Clock drift allowance as a fraction of the TTL; the engine also adds 2 ms for timer granularity.
     /// Must be in `[0, 1)`. Default: `0.01`.
     pub drift_factor: f64,
@@ -133,6 +138,7 @@ impl Default for Config {
             nodes: Vec::new(),
             transport: Transport::default(),
             key_prefix: b"redlock:".to_vec(),
+            key_format: KeyFormat::Tagged,
             drift_factor: 0.01,
             node_timeout: None,
             min_validity_factor: 0.1,
@@ -165,6 +171,7 @@ pub(crate) struct Settings {
     pub(crate) nodes: Vec<NodeAddr>,
     pub(crate) transport: Transport,
     pub(crate) key_prefix: Vec<u8>,
+    pub(crate) key_format: KeyFormat,
     pub(crate) timing: crate::algo::timing::Timing,
     pub(crate) retry: crate::algo::retry::RetryPolicy,
     pub(crate) acquire_timeout: Option<Duration>,
@@ -302,6 +309,7 @@ impl Config {
             nodes,
             transport: self.transport,
             key_prefix: self.key_prefix.clone(),
+            key_format: self.key_format,
             timing: crate::algo::timing::Timing {
                 drift_factor: self.drift_factor,
                 node_timeout: self.node_timeout,
@@ -356,36 +364,5 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn one_node() -> Config {
-        Config {
-            nodes: vec!["redis://127.0.0.1:1".into()],
-            ..Config::default()
-        }
-    }
-
-    fn refused(config: Config) -> String {
-        match config.validate() {
-            Err(LockError::InvalidConfig(why)) => why,
-            other => panic!("expected InvalidConfig, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn combinations_that_could_never_grant_a_lock_are_refused() {
-        assert!(one_node().validate().is_ok());
-        let why = refused(Config {
-            drift_factor: 0.5,
-            min_validity_factor: 0.5,
-            ..one_node()
-        });
-        assert!(why.contains("drift_factor + min_validity_factor"), "{why}");
-        let why = refused(Config {
-            node_timeout: Some(Duration::from_secs(60)),
-            ..one_node()
-        });
-        assert!(why.contains("below max_ttl"), "{why}");
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `REDLOCK_NODES` | [`Config::nodes`] (comma-separated, required) | `redis://10.0.0.1:6379,redis://10.0.0.2:6379` |
 //! | `REDLOCK_KEY_PREFIX` | [`Config::key_prefix`] | `locks:` |
+//! | `REDLOCK_KEY_FORMAT` | [`Config::key_format`] | `tagged` / `plain` |
 //! | `REDLOCK_MAX_TTL` | [`Config::max_ttl`] | `60s` |
 //! | `REDLOCK_NODE_TIMEOUT` | [`Config::node_timeout`] | `50ms` |
 //! | `REDLOCK_ACQUIRE_TIMEOUT` | [`Config::acquire_timeout`] | `5s` |
@@ -97,6 +98,13 @@ impl Config {
                 }
                 "REDLOCK_QUARANTINE" => config.quarantine = flag()?,
                 "REDLOCK_CLOCK_GUARD" => config.clock_guard = flag()?,
+                "REDLOCK_KEY_FORMAT" => {
+                    config.key_format = match value {
+                        "tagged" => crate::KeyFormat::Tagged,
+                        "plain" => crate::KeyFormat::Plain,
+                        _ => return Err(bad("not `tagged` or `plain`")),
+                    }
+                }
                 "REDLOCK_HOLDER_LABEL" => config.holder_label = Some(value.to_string()),
                 "REDLOCK_TLS_CA_FILE" => config.tls_ca_file = Some(value.into()),
                 _ => {}

@@ -26,6 +26,7 @@ mod raw;
 mod transport;
 mod watchdog;
 
+pub use algo::keys::KeyFormat;
 pub use algo::retry::Wait;
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};

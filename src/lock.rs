@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::algo::clock::JumpMark;
+use crate::algo::keys::KeyFormat;
 use crate::algo::quorum::Tally;
 use crate::algo::timing::{millis, Timing};
 use crate::algo::value::LockValue;
@@ -34,6 +35,7 @@ pub struct Lock {
     keys: Keys,
     kind: Kind,
     prefix_len: usize,
+    key_format: KeyFormat,
     value: LockValue,
     ttl: Duration,
     valid_until: Instant,
@@ -61,6 +63,7 @@ pub struct Lock {
 #[derive(Debug)]
 pub(crate) struct Grant {
     pub(crate) prefix_len: usize,
+    pub(crate) key_format: KeyFormat,
     pub(crate) value: LockValue,
     pub(crate) ttl: Duration,
     pub(crate) valid_until: Instant,
@@ -76,6 +79,7 @@ impl Lock {
             keys: target.keys.clone(),
             kind: target.kind,
             prefix_len: grant.prefix_len,
+            key_format: grant.key_format,
             value: grant.value,
             ttl: grant.ttl,
             valid_until: grant.valid_until,
@@ -208,7 +212,7 @@ impl Lock {
     /// The resource name this lock was acquired for (without the key prefix); the first one of a
     /// multi-resource lock.
     pub fn resource(&self) -> &[u8] {
-        crate::algo::keys::resource_of(&self.keys.as_slice()[0], self.prefix_len)
+        crate::algo::keys::resource_of(self.key_format, &self.keys.as_slice()[0], self.prefix_len)
     }
 
     /// Every resource this lock holds: one, or several for a multi-resource lock.
@@ -220,7 +224,7 @@ impl Lock {
         };
         self.keys.as_slice()[..count]
             .iter()
-            .map(move |key| crate::algo::keys::resource_of(key, self.prefix_len))
+            .map(move |key| crate::algo::keys::resource_of(self.key_format, key, self.prefix_len))
     }
 
     /// The fencing token of a lock from [`crate::Redlock::acquire_fenced`]: larger than the token of

@@ -25,6 +25,10 @@ pub struct Options {
     /// Key prefix of the locks (the services' `Config::key_prefix`).
     #[arg(long, default_value = "redlock:", global = true)]
     pub prefix: String,
+    /// Keys are `prefix + resource`, no braces (the services' `KeyFormat::Plain`; their
+    /// `shared_keys()` is this with `--prefix ''`).
+    #[arg(long, global = true)]
+    pub plain_keys: bool,
     /// JSON instead of tables (one object; `watch`: one per line).
     #[arg(long, global = true)]
     pub json: bool,

@@ -1,6 +1,6 @@
 //! The engine every subcommand works through, built from the global options.
 
-use redlock_engine::{Builder, Redlock};
+use redlock_engine::{Builder, KeyFormat, Redlock};
 
 use crate::args::Options;
 use crate::exit::{Failure, UNAVAILABLE, USAGE};
@@ -13,6 +13,11 @@ pub async fn engine(opts: &Options, label: Option<String>) -> Result<Redlock, Fa
     let engine = Builder::new()
         .nodes(opts.nodes.iter().map(|n| n.trim().to_string()))
         .key_prefix(opts.prefix.as_bytes().to_vec())
+        .key_format(if opts.plain_keys {
+            KeyFormat::Plain
+        } else {
+            KeyFormat::Tagged
+        })
         .connect_timeout(opts.connect_timeout)
         .max_ttl(opts.max_ttl)
         .quarantine(!opts.no_quarantine)

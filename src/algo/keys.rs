@@ -11,13 +11,45 @@
 //! One consequence: `orders` and `{orders}` name the same lock (the same key; `Lock::resource`
 //! reports `orders`). That only ever locks more, never less. A name that leaves no tag (one starting
 //! with `}`, or a prefix ending in `{}`) is refused.
+//!
+//! # Shared keys
+//! [`KeyFormat::Plain`] drops the braces: the key is `prefix + resource`, the name itself with an
+//! empty prefix — what other Redlock clients (`rslock`, redsync, node-redlock) use, so this engine
+//! and they contend for the same key. A kind's extra keys (`:fence`, `:rw:...`, `:wait`, ...) then
+//! share the resource's slot only if the name (or prefix) has its own tag: [`slot_safe`] is the
+//! rule the engine applies on a Redis Cluster node set before it sends anything.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::LockError;
 
+/// How a resource name becomes its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+#[non_exhaustive]
+pub enum KeyFormat {
+    /// `prefix + "{" + resource + "}"` (the resource as it is when it has a hash tag): every key of a
+    /// lock in one Cluster hash slot, whatever the name. Default.
+    #[default]
+    Tagged,
+    /// `prefix + resource`, no braces: the key other Redlock clients use for the same name (with an
+    /// empty prefix), so locks taken here and there exclude each other. On a Redis Cluster node set
+    /// the kinds with extra keys (fenced, read-write, semaphore, fair, holder label) and release
+    /// notifications need a name with its own `{tag}`; see `docs/guide.md`, "Shared keys".
+    Plain,
+}
+
 /// Builds the key of `resource` under `prefix`, followed by `suffix`.
-pub(crate) fn key(prefix: &[u8], resource: &[u8], suffix: &[u8]) -> Result<Bytes, LockError> {
+pub(crate) fn key(
+    format: KeyFormat,
+    prefix: &[u8],
+    resource: &[u8],
+    suffix: &[u8],
+) -> Result<Bytes, LockError> {
+    if format == KeyFormat::Plain {
+        return Ok([prefix, resource, suffix].concat().into());
+    }
     let wrap = !has_hash_tag(resource);
     let mut key = BytesMut::with_capacity(prefix.len() + resource.len() + suffix.len() + 2);
     key.put_slice(prefix);
@@ -42,9 +74,18 @@ pub(crate) fn key(prefix: &[u8], resource: &[u8], suffix: &[u8]) -> Result<Bytes
     Ok(key.freeze())
 }
 
+/// Whether keys derived from `key` (a resource's key, prefix included) by a suffix land in its
+/// Cluster hash slot: always for tagged keys, and for plain ones when they carry a tag.
+pub(crate) fn slot_safe(format: KeyFormat, key: &[u8]) -> bool {
+    format == KeyFormat::Tagged || has_hash_tag(key)
+}
+
 /// The resource a key was built from (`key` without prefix or suffix).
-pub(crate) fn resource_of(key: &[u8], prefix_len: usize) -> &[u8] {
+pub(crate) fn resource_of(format: KeyFormat, key: &[u8], prefix_len: usize) -> &[u8] {
     let rest = &key[prefix_len.min(key.len())..];
+    if format == KeyFormat::Plain {
+        return rest;
+    }
     match rest {
         [b'{', inner @ .., b'}'] if !has_hash_tag(inner) => inner,
         _ => rest,
@@ -80,33 +121,61 @@ mod tests {
     #[test]
     fn every_key_of_a_lock_shares_the_resource_slot() {
         for resource in [&b"orders"[..], b"a}b", b"{x}y", b"x{y}z", b"{", b"a{}b"] {
-            let main = key(b"redlock:", resource, b"").unwrap();
+            let main = key(KeyFormat::Tagged, b"redlock:", resource, b"").unwrap();
             for suffix in [&b":wait"[..], b":fence", b":rw:readers", b":rw:intent"] {
-                let derived = key(b"redlock:", resource, suffix).unwrap();
+                let derived = key(KeyFormat::Tagged, b"redlock:", resource, suffix).unwrap();
                 assert_eq!(slot(&main), slot(&derived), "{resource:?}{suffix:?}");
             }
-            assert_eq!(resource_of(&main, 8), resource, "{resource:?}");
+            assert_eq!(
+                resource_of(KeyFormat::Tagged, &main, 8),
+                resource,
+                "{resource:?}"
+            );
         }
     }
 
     #[test]
     fn plain_names_are_wrapped_and_tagged_names_kept() {
-        assert_eq!(&key(b"p:", b"orders", b"").unwrap()[..], b"p:{orders}");
         assert_eq!(
-            &key(b"p:", b"{order:7}:items", b":wait").unwrap()[..],
+            &key(KeyFormat::Tagged, b"p:", b"orders", b"").unwrap()[..],
+            b"p:{orders}"
+        );
+        assert_eq!(
+            &key(KeyFormat::Tagged, b"p:", b"{order:7}:items", b":wait").unwrap()[..],
             b"p:{order:7}:items:wait"
         );
-        let items = key(b"p:", b"{order:7}:items", b"").unwrap();
-        let payment = key(b"p:", b"{order:7}:payment", b"").unwrap();
+        let items = key(KeyFormat::Tagged, b"p:", b"{order:7}:items", b"").unwrap();
+        let payment = key(KeyFormat::Tagged, b"p:", b"{order:7}:payment", b"").unwrap();
         assert_eq!(slot(&items), slot(&payment));
     }
 
     #[test]
     fn names_that_leave_no_tag_are_refused() {
         // `{}` is an empty tag: Redis hashes the whole key, so the suffixed keys would move.
-        assert!(key(b"p{}", b"r", b"").is_err());
-        assert!(key(b"p:", b"}r", b"").is_err());
+        assert!(key(KeyFormat::Tagged, b"p{}", b"r", b"").is_err());
+        assert!(key(KeyFormat::Tagged, b"p:", b"}r", b"").is_err());
         // A brace in the prefix is fine as long as a tag results.
-        assert!(key(b"ok{", b"r", b"").is_ok());
+        assert!(key(KeyFormat::Tagged, b"ok{", b"r", b"").is_ok());
+    }
+
+    #[test]
+    fn plain_keys_are_the_name_and_need_a_tag_for_extra_keys() {
+        let plain = |p: &[u8], r: &[u8], s: &[u8]| key(KeyFormat::Plain, p, r, s).unwrap();
+        assert_eq!(&plain(b"", b"orders", b"")[..], b"orders");
+        assert_eq!(
+            &plain(b"app:", b"orders", b":fence")[..],
+            b"app:orders:fence"
+        );
+        // Braces are the caller's: `{x}` and `x` are two locks here.
+        assert_eq!(&plain(b"", b"{x}", b"")[..], b"{x}");
+        assert_eq!(
+            resource_of(KeyFormat::Plain, &plain(b"p:", b"{x}", b""), 2),
+            b"{x}"
+        );
+        assert!(!slot_safe(KeyFormat::Plain, &plain(b"", b"orders", b"")));
+        let tagged = plain(b"", b"{orders}", b"");
+        assert!(slot_safe(KeyFormat::Plain, &tagged));
+        assert_eq!(slot(&tagged), slot(&plain(b"", b"{orders}", b":fence")));
+        assert!(slot_safe(KeyFormat::Tagged, b"redlock:{orders}"));
     }
 }

@@ -107,7 +107,7 @@ impl Core {
                 break Err(LockError::Timeout { attempts, last });
             }
             let remote = matches!(err, LockError::Contended { local: false, .. });
-            if remote && s.notify_releases && target.kind.queues_locally() {
+            if remote && self.notifies(&target.keys) && target.kind.queues_locally() {
                 // Tell the holder's process that someone elsewhere waits, so it yields to us when its
                 // local hand-off streak ends (see `Redlock::release`).
                 let key = &target.keys.as_slice()[0];
@@ -263,6 +263,7 @@ impl Core {
                 guard.disarm();
                 let grant = Grant {
                     prefix_len: s.key_prefix.len(),
+                    key_format: s.key_format,
                     value,
                     ttl,
                     valid_until: start + elapsed + validity,

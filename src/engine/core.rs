@@ -22,6 +22,7 @@ use super::fanout::{self, Deadline};
 use super::release_retry::ReleaseRetry;
 use super::waitq::LocalQueues;
 use crate::algo::clock::{JumpLog, JumpMark};
+use crate::algo::keys;
 use crate::algo::quorum::{Tally, Vote};
 use crate::algo::timing::millis;
 use crate::algo::value::{EngineTag, LockValue};
@@ -31,7 +32,7 @@ use crate::lock::Lock;
 use crate::observe::Metrics;
 use crate::protocol::catalog::Catalog;
 use crate::protocol::cmd::{Cmd, Keys, NodeResult};
-use crate::protocol::spec::{Kind, Target};
+use crate::protocol::spec::{Kind, Spec, Target};
 use crate::transport::subscriber::Notifier;
 use crate::transport::NodeClient;
 use crate::watchdog::Watchdog;
@@ -221,6 +222,7 @@ impl Core {
             Some(labeled) if self.settings.holder_label.is_some() => kind.with_spec(labeled),
             _ => kind,
         };
+        self.check_scripting(kind.spec())?;
         let key = self.key(resource, b"")?;
         let suffixes = kind.spec().suffixes;
         let keys = if suffixes.is_empty() {
@@ -249,7 +251,68 @@ impl Core {
                 s.max_resource_len
             )));
         }
-        crate::algo::keys::key(&s.key_prefix, resource, suffix)
+        let key = keys::key(s.key_format, &s.key_prefix, resource, suffix)?;
+        // Plain keys (`KeyFormat::Plain`) carry no tag of ours: on a cluster an extra key of an
+        // untagged name lands in another slot, and a script over both would fail on the node —
+        // possibly the release. Refused here, before anything is sent.
+        let base = &key[..key.len() - suffix.len()];
+        if !suffix.is_empty() && self.clustered() && !keys::slot_safe(s.key_format, base) {
+            return Err(LockError::InvalidInput(format!(
+                "resource {:?}: with plain keys on a Redis Cluster node set, its `{}` key would \
+                 land in another hash slot; give the name a hash tag (`{{name}}`) or use \
+                 KeyFormat::Tagged",
+                String::from_utf8_lossy(resource),
+                String::from_utf8_lossy(suffix)
+            )));
+        }
+        Ok(key)
+    }
+
+    /// Refuses at once a kind that needs a script where a node's lock user may not run scripts
+    /// (`Profile::NativeOnly`): its acquire, commit or release would fail there, and a lock taken
+    /// on other nodes could be one that node cannot release. Named by the node and the kind.
+    pub(crate) fn check_scripting(&self, spec: &Spec) -> Result<(), LockError> {
+        if spec
+            .scripts
+            .iter()
+            .all(|s| crate::protocol::native::covers(s))
+        {
+            return Ok(());
+        }
+        let refusing = self
+            .nodes
+            .iter()
+            .zip(&self.settings.nodes)
+            .find(|(node, _)| node.profile() == crate::protocol::server::Profile::NativeOnly);
+        match refusing {
+            Some((_, addr)) => Err(LockError::InvalidConfig(format!(
+                "{addr}: the lock user may not run scripts (no +@scripting), and a {} lock needs \
+                 them; there only exclusive locks without a holder label work",
+                spec.name
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether any node is a Redis Cluster, where every key of one script must share a hash slot.
+    pub(crate) fn clustered(&self) -> bool {
+        self.settings
+            .nodes
+            .iter()
+            .any(|n| n.topology == crate::addr::Topology::Cluster)
+    }
+
+    /// Whether a lock on `keys` publishes its releases (`Config::notify_releases`): not where the
+    /// waiter mark (`key:wait`, derived in the script) would fall in another Cluster hash slot than
+    /// its key — plain keys of untagged names on a cluster; their waiters wake on their timers.
+    pub(crate) fn notifies(&self, keys: &Keys) -> bool {
+        let s = &self.settings;
+        s.notify_releases
+            && (!self.clustered()
+                || keys
+                    .as_slice()
+                    .iter()
+                    .all(|k| keys::slot_safe(s.key_format, k)))
     }
 
     /// Validates a TTL and returns it in whole milliseconds: PX takes milliseconds, and validity must be

@@ -204,6 +204,7 @@ impl FairWait<'_> {
                 unlock.disarm();
                 let grant = Grant {
                     prefix_len: s.key_prefix.len(),
+                    key_format: s.key_format,
                     value,
                     ttl,
                     valid_until: start + elapsed + validity,

@@ -114,6 +114,7 @@ impl Redlock {
                     .into(),
             ));
         }
+        self.core().check_scripting(&MULTI)?;
         Ok(Target {
             kind: Kind::new(&MULTI, 0),
             keys: Keys::Many(keys.into()),

@@ -43,10 +43,31 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::cmd::Script;
 use super::cmd::{Cmd, Extend, NodeResult, Reply};
-use super::scripts::{EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_NOTIFY};
+use super::scripts::{
+    EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_NOTIFY, RELEASE_NOTIFY_MANY,
+};
 use crate::algo::value::LockValue;
 use crate::error::NodeError;
+
+/// Whether every use of `script` has a native form, so a kind listing only such scripts works on a
+/// node whose user may not run scripts (`Profile::NativeOnly`). The coalesced releases count: a
+/// native connection never coalesces releases (`Profile::coalesces_releases`), it sends each one's
+/// `DELIFEQ`.
+pub(crate) fn covers(script: &Script) -> bool {
+    [
+        &RELEASE,
+        &RELEASE_NOTIFY,
+        &EXTEND,
+        &MARK_WAITING,
+        &EXTEND_MANY,
+        &RELEASE_MANY,
+        &RELEASE_NOTIFY_MANY,
+    ]
+    .into_iter()
+    .any(|s| std::ptr::eq(s, script))
+}
 
 /// One operation in its native form: the commands it sends (see [`Native::commands`]) and how their
 /// replies read (see [`Native::answer`]).

@@ -36,6 +36,13 @@ pub(crate) struct Server {
 pub(crate) struct Info {
     pub(crate) identity: ServerIdentity,
     pub(crate) server: Server,
+    /// Whether the lock user may run scripts: `false` when the handshake's `SCRIPT LOAD` was
+    /// refused with `NOPERM` (an ACL user without `@scripting`) and the server's native commands
+    /// were found usable instead (the handshake fails otherwise).
+    pub(crate) scripting: bool,
+    /// Whether the server's native lock commands are allowed to the lock user (probed where the
+    /// server has them; `false`: the scripts are used, as on other servers).
+    pub(crate) native_allowed: bool,
 }
 
 /// How a connection renders operations into commands. Small and `Copy`: the fan-out compares
@@ -51,6 +58,10 @@ pub(crate) enum Profile {
     /// scripts. Valkey 9.0 and later. Releases are not coalesced into `RELEASE_MANY` on it: the
     /// native commands cost the server less per lock (measured, `results/2026-12-01/native/`).
     Native = 1,
+    /// [`Self::Native`] on a node whose lock user may not run scripts (no `@scripting`): the
+    /// operations with a native form work, and the engine refuses at once a kind that needs a
+    /// script there (`crate::protocol::native::covers`), before anything is sent.
+    NativeOnly = 2,
 }
 
 impl Profile {
@@ -58,6 +69,7 @@ impl Profile {
     pub(crate) fn from_code(code: u8) -> Self {
         match code {
             1 => Self::Native,
+            2 => Self::NativeOnly,
             _ => Self::Scripts,
         }
     }
@@ -87,7 +99,27 @@ impl Profile {
     pub(crate) fn native(&self, op: &Cmd) -> Option<Native> {
         match self {
             Self::Scripts => None,
-            Self::Native => Native::of(op),
+            Self::Native | Self::NativeOnly => Native::of(op),
+        }
+    }
+
+    /// The profile for a connection whose handshake told `info` (see [`Self::of`]): the scripts
+    /// where native commands are refused to the lock user, [`Self::NativeOnly`] where scripts are.
+    pub(crate) fn for_info(info: Option<&Info>, native: bool) -> Self {
+        let profile = Self::of(info.map(|i| &i.server), native);
+        match info {
+            Some(i) if !i.native_allowed => Self::Scripts,
+            Some(i) if !i.scripting => profile.without_scripts().unwrap_or(profile),
+            _ => profile,
+        }
+    }
+
+    /// This profile for a lock user without scripting: [`Self::NativeOnly`] where native commands
+    /// are rendered, `None` where every operation would need a script.
+    pub(crate) fn without_scripts(self) -> Option<Self> {
+        match self {
+            Self::Native | Self::NativeOnly => Some(Self::NativeOnly),
+            Self::Scripts => None,
         }
     }
 
@@ -129,7 +161,12 @@ pub(crate) fn parse_info(text: &[u8]) -> Option<Info> {
         ))
     });
     let server = Server { name, version };
-    Some(Info { identity, server })
+    Some(Info {
+        identity,
+        server,
+        scripting: true,
+        native_allowed: true,
+    })
 }
 
 #[cfg(test)]
@@ -168,7 +205,23 @@ run_id:x\r\nuptime_in_seconds:1\r\n";
         let redis = server(ServerName::Redis, (9, 0, 0));
         assert_eq!(Profile::of(Some(&redis), true), Profile::Scripts);
         assert_eq!(Profile::of(None, true), Profile::Scripts);
-        for p in [Profile::Scripts, Profile::Native] {
+        assert_eq!(Profile::Native.without_scripts(), Some(Profile::NativeOnly));
+        let info = |scripting, native_allowed| Info {
+            identity: ServerIdentity {
+                run_id: "r".into(),
+                uptime: Duration::ZERO,
+                durable: false,
+            },
+            server: valkey9,
+            scripting,
+            native_allowed,
+        };
+        let of = |i: Info| Profile::for_info(Some(&i), true);
+        assert_eq!(of(info(true, true)), Profile::Native);
+        assert_eq!(of(info(false, true)), Profile::NativeOnly);
+        assert_eq!(of(info(true, false)), Profile::Scripts, "DELIFEQ refused");
+        assert_eq!(Profile::Scripts.without_scripts(), None);
+        for p in [Profile::Scripts, Profile::Native, Profile::NativeOnly] {
             assert_eq!(Profile::from_code(p.code()), p);
         }
     }

@@ -1,5 +1,6 @@
 //! Opening a node connection: TCP with `TCP_NODELAY`, TLS for `rediss://`, then the handshake (AUTH,
-//! SELECT, SCRIPT LOAD, the durable claim's `CONFIG GET`s, INFO), all bounded by `connect_timeout`. Shared by the pipelined connection and
+//! SELECT, SCRIPT LOAD — or, for a user without scripting, a probe of the native commands —, the
+//! durable claim's `CONFIG GET`s, INFO), all bounded by `connect_timeout`. Shared by the pipelined connection and
 //! the release subscriber.
 
 use std::time::Duration;
@@ -21,7 +22,7 @@ use crate::addr::NodeAddr;
 use crate::algo::quarantine::DurableCheck;
 use crate::error::NodeError;
 use crate::protocol::cmd::Reply;
-use crate::protocol::server::{parse_info, Info};
+use crate::protocol::server::{parse_info, Info, Profile};
 
 /// An open connection: plain TCP, or TLS over it for `rediss://`.
 #[derive(Debug)]
@@ -192,6 +193,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         expected.push(Expect::Info);
     }
     let mut identity = None;
+    let mut scripts_refused = None;
     let mut settings: [Result<Option<String>, NodeError>; 2] = [Ok(None), Ok(None)];
     let fail = |why: &dyn std::fmt::Display| NodeError::Connect(format!("{addr}: {why}"));
     stream.write_all(&out).await.map_err(|e| fail(&e))?;
@@ -216,8 +218,17 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
                 next = replies.next();
                 continue;
             }
-            let reply = to_reply(frame.freeze())
-                .map_err(|e| fail(&format_args!("handshake refused: {e}")))?;
+            let reply = match to_reply(frame.freeze()) {
+                // A lock user without `@scripting`: native commands may do instead (below).
+                Err(NodeError::Server(why))
+                    if matches!(expect, Expect::Sha(_)) && why.starts_with("NOPERM") =>
+                {
+                    scripts_refused.get_or_insert(why);
+                    next = replies.next();
+                    continue;
+                }
+                reply => reply.map_err(|e| fail(&format_args!("handshake refused: {e}")))?,
+            };
             match (expect, &reply) {
                 (Expect::Ok(_), Reply::Ok) => {}
                 (Expect::Sha(sha), Reply::Data(d)) if d.eq_ignore_ascii_case(sha.as_bytes()) => {}
@@ -250,6 +261,31 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     if !buf.is_empty() {
         return Err(fail(&"handshake: reply with no request outstanding"));
     }
+    // Native commands are rendered only if this user may run them: probed on the lock connection of
+    // a server that has them, and required where scripting is refused.
+    let info = identity.as_mut().filter(|_| load_scripts);
+    if let Some(info) = info {
+        let wanted = Profile::of(Some(&info.server), opts.native) != Profile::Scripts;
+        if wanted || scripts_refused.is_some() {
+            match (
+                probe_native(stream, &mut framer, &mut buf, info, opts.native).await,
+                scripts_refused,
+            ) {
+                (Ok(()), refused) => info.scripting = refused.is_none(),
+                (Err(lacks), Some(why)) => {
+                    return Err(fail(&format_args!(
+                        "SCRIPT LOAD refused ({why}), and {lacks}"
+                    )))
+                }
+                (Err(lacks), None) => {
+                    tracing::warn!(node = %addr, why = %lacks, "native lock commands refused: using the scripts");
+                    info.native_allowed = false;
+                }
+            }
+        }
+    } else if let Some(why) = scripts_refused {
+        return Err(fail(&format_args!("SCRIPT LOAD refused ({why})")));
+    }
     if check_durable {
         let [appendonly, appendfsync] = settings;
         let durable = durability_of(addr, DurableCheck::of(appendonly, appendfsync));
@@ -258,6 +294,64 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         }
     }
     Ok(identity)
+}
+
+/// Whether the server's native lock commands are there and allowed to this lock user, so that a lock
+/// taken can also be released and extended with them (`Profile::Native`, and `Profile::NativeOnly`
+/// for a user who may not run scripts). One probe each of `DELIFEQ` and `EXISTS` (what a native release sends)
+/// on a key no lock uses, with a value no lock has: nothing changes. A refusal of the key itself
+/// (the user's key patterns) is fine — the command is allowed; a refusal of the command is not.
+/// `Err`: what the node lacks, for the connect error.
+async fn probe_native<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    framer: &mut Framer,
+    buf: &mut BytesMut,
+    info: &Info,
+    native: bool,
+) -> Result<(), String> {
+    if Profile::of(Some(&info.server), native)
+        .without_scripts()
+        .is_none()
+    {
+        return Err(format!(
+            "the server has no native lock commands (Valkey 9.0+ with native_commands on): \
+             the lock user needs +@scripting ({:?} {:?})",
+            info.server.name, info.server.version
+        ));
+    }
+    const KEY: &[u8] = b"redlock-engine:native-probe";
+    let mut out = BytesMut::new();
+    encode_args(&mut out, &[b"DELIFEQ", KEY, b"\0probe"]);
+    encode_args(&mut out, &[b"EXISTS", KEY]);
+    let io = |e: &dyn std::fmt::Display| format!("native command probe: {e}");
+    stream.write_all(&out).await.map_err(|e| io(&e))?;
+    stream.flush().await.map_err(|e| io(&e))?;
+    for command in ["DELIFEQ", "EXISTS"] {
+        let frame = loop {
+            if let Some(frame) = framer.next_frame(buf).map_err(|e| io(&e))? {
+                break frame;
+            }
+            if stream.read_buf(buf).await.map_err(|e| io(&e))? == 0 {
+                return Err(io(&"closed"));
+            }
+        };
+        match to_reply(frame.freeze()) {
+            Ok(Reply::Int(_)) => {}
+            // `NOPERM No permissions to access a key`: the key pattern, not the command.
+            Err(NodeError::Server(why)) if why.starts_with("NOPERM") && why.contains(" key") => {}
+            Err(NodeError::Server(why)) => {
+                return Err(format!(
+                    "{command} is refused too ({why}): the lock user needs +{} or +@scripting",
+                    command.to_ascii_lowercase()
+                ))
+            }
+            other => return Err(io(&format_args!("{command}: unexpected {other:?}"))),
+        }
+    }
+    if !buf.is_empty() {
+        return Err(io(&"reply with no request outstanding"));
+    }
+    Ok(())
 }
 
 /// The settings a durable claim is checked against, in the order `DurableCheck::of` takes them.

@@ -148,3 +148,30 @@ fn watch_refreshes_until_its_count() {
         run(redlock(&urls(&n)).args(["watch", "w", "--every", "50ms", "--count", "2"]));
     assert_eq!(out.matches("w: ").count(), 2, "{out}");
 }
+
+#[test]
+fn plain_keys_inspect_another_clients_lock_on_the_name_itself() {
+    let n = nodes(3);
+    // What rslock, redsync or node-redlock write: the name as the key, a random value.
+    for node in &n {
+        node.cmd(&[
+            b"SET",
+            b"orders:7",
+            b"0123456789abcdefghij",
+            b"PX",
+            b"30000",
+        ]);
+    }
+    let (code, out, _) = run(redlock(&urls(&n)).args(["--no-quarantine", "inspect", "orders:7"]));
+    assert_eq!(code, 1, "under the default keys it is another key: {out}");
+    let (code, out, _) = run(redlock(&urls(&n)).args([
+        "--no-quarantine",
+        "--plain-keys",
+        "--prefix",
+        "",
+        "inspect",
+        "orders:7",
+    ]));
+    assert_eq!(code, 0, "held: {out}");
+    assert_eq!(out.matches("foreign").count(), 3, "{out}");
+}

@@ -292,7 +292,8 @@ impl Shared {
         if let Some(info) = &info {
             self.quarantine.on_connect(&info.identity);
         }
-        let profile = Profile::of(info.as_ref().map(|i| &i.server), self.opts.native);
+        // The handshake let a user without scripting through only where native commands serve.
+        let profile = Profile::for_info(info.as_ref(), self.opts.native);
         let token = self.shutdown.child_token();
         let generation = {
             let mut st = self.lock();
