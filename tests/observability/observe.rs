@@ -24,6 +24,7 @@ impl Write for Captured {
 
 #[tokio::test]
 async fn rounds_are_counted_and_traced_without_the_lock_value() {
+    let _serial = crate::SERIAL.lock().await;
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     // This thread's recorder, not the process's: the other modules of this test binary build engines

@@ -55,6 +55,7 @@ async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 #[tokio::test]
 async fn lost_locks_and_node_outages_are_signalled() {
+    let _serial = crate::SERIAL.lock().await;
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let _recorder = metrics::set_default_local_recorder(&recorder);
