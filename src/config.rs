@@ -30,7 +30,7 @@ pub struct Config {
     /// or `prefix + resource` when the resource already has a hash tag (`{...}`), so a lock's keys
     /// (its value, waiter mark, fence counter, reader set) share one Cluster hash slot.
     /// Default: `"redlock:"`.
-    #[cfg_attr(feature = "serde", serde(with = "crate::env::text"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::units::text"))]
     pub key_prefix: Vec<u8>,
     /// How a resource name becomes its key: [`KeyFormat::Tagged`] (`prefix{resource}`, above) or
     /// [`KeyFormat::Plain`] (`prefix + resource`: the key other Redlock clients such as `rslock`,
@@ -44,7 +44,7 @@ pub struct Config {
     /// RTT + 4 x its variation, as TCP computes its retransmission timeout), but never more than the TTL
     /// allows (the lock must still leave `min_validity_factor` of it). An explicit value is used as it
     /// is. Must be below the TTL. Default: `None`.
-    #[cfg_attr(feature = "serde", serde(with = "crate::env::maybe_duration"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::units::maybe_duration"))]
     pub node_timeout: Option<Duration>,
     /// A lock is granted only if at least this fraction of the TTL is left as validity (a lock with 2 ms
     /// left is a trap). Must be in `[0, 1)`. Default: `0.1`.
@@ -54,23 +54,23 @@ pub struct Config {
     /// `retry_count` pauses would take has passed (or at `acquire_timeout`). Default: `10`.
     pub retry_count: u32,
     /// Base delay between attempts. Default: 50 ms.
-    #[cfg_attr(feature = "serde", serde(with = "crate::env::duration"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::units::duration"))]
     pub retry_delay: Duration,
     /// Random extra delay, uniform in `[0, retry_jitter]`, so contenders do not retry in lockstep.
     /// Default: 50 ms.
-    #[cfg_attr(feature = "serde", serde(with = "crate::env::duration"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::units::duration"))]
     pub retry_jitter: Duration,
     /// Overall bound on one `acquire` across retries. Default: `None` (bounded by `retry_count`).
-    #[cfg_attr(feature = "serde", serde(with = "crate::env::maybe_duration"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::units::maybe_duration"))]
     pub acquire_timeout: Option<Duration>,
     /// Largest TTL accepted by acquire and extend: the maximum lock lifetime, which is also how long a
     /// restarted node stays quarantined. Use renewal for longer work. Default: 60 s.
-    #[cfg_attr(feature = "serde", serde(with = "crate::env::duration"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::units::duration"))]
     pub max_ttl: Duration,
     /// Longest resource name in bytes. Default: 1024.
     pub max_resource_len: usize,
     /// Bound on connecting to one node (TCP + AUTH + SELECT). Default: 1 s.
-    #[cfg_attr(feature = "serde", serde(with = "crate::env::duration"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::units::duration"))]
     pub connect_timeout: Duration,
     /// Requests queued or in flight per node before new ones fail fast with backpressure (a last
     /// resort: admission control keeps the queues below it, admitting at most `max_pending / 4`

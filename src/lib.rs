@@ -24,6 +24,7 @@ mod observe;
 mod protocol;
 mod raw;
 mod transport;
+mod units;
 mod watchdog;
 
 pub use algo::keys::KeyFormat;

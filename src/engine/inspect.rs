@@ -120,7 +120,7 @@ pub(crate) async fn gather(core: &Core, cmd: &Cmd) -> Vec<NodeResult> {
 }
 
 /// Reads the inspect script's answer (see [`INSPECT`] for its fields).
-fn parse(reply: NodeResult, catalog: &Catalog) -> Result<KeyState, NodeError> {
+pub(crate) fn parse(reply: NodeResult, catalog: &Catalog) -> Result<KeyState, NodeError> {
     let data = match reply {
         Ok(Reply::Data(data)) => data,
         Ok(other) => return Err(other.unexpected("inspect script")),
@@ -186,83 +186,4 @@ fn parse(reply: NodeResult, catalog: &Catalog) -> Result<KeyState, NodeError> {
 /// A `PTTL` answer as a duration: `None` for a missing key (-2) or one without expiry (-1).
 fn ttl(ms: i64) -> Option<Duration> {
     u64::try_from(ms).ok().map(Duration::from_millis)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn answer(text: &str) -> Result<KeyState, NodeError> {
-        let data = Bytes::copy_from_slice(text.as_bytes());
-        parse(Ok(Reply::Data(data)), crate::kinds::catalog())
-    }
-
-    fn kind(name: &str) -> Option<LockKind> {
-        let catalog = crate::kinds::catalog();
-        let spec = catalog.kinds().iter().find(|s| s.name == name);
-        Some(LockKind::of(spec.expect("a kind of the list")))
-    }
-
-    #[test]
-    fn reads_every_field_and_keeps_the_label_whole() {
-        let s = answer("s|29910|1|x|0|0|-2|-2|00000000000000000042|4985|0|-|0|me@host pid 1|x")
-            .unwrap();
-        assert!(s.held && s.ours);
-        assert_eq!(s.kind, kind("exclusive"));
-        assert_eq!(s.remaining, Some(Duration::from_millis(29910)));
-        assert_eq!(s.fence, Some(42));
-        assert_eq!(s.waiters, Some(Duration::from_millis(4985)));
-        assert_eq!(s.label.as_deref(), Some("me@host pid 1|x"));
-        let readers = answer("n|-2|0|-|2|1|9000|6977|-|-2|0|-|0|").unwrap();
-        assert_eq!(readers.kind, kind("read"));
-        assert!(readers.held && readers.ours);
-        assert_eq!((readers.readers, readers.our_readers), (2, 1));
-        assert_eq!(readers.remaining, Some(Duration::from_millis(9000)));
-        assert_eq!(readers.write_intent, Some(Duration::from_millis(6977)));
-        let free = answer("n|-2|0|-|0|0|-2|-2|-|-2|0|-|0|").unwrap();
-        assert_eq!(free, KeyState::default());
-        assert_eq!(
-            answer("o|-1|0|-|0|0|-2|-2|-|-2|0|-|0|").unwrap().kind,
-            Some(LockKind::FOREIGN)
-        );
-        assert_eq!(
-            answer("s|5|0|?|0|0|-2|-2|-|-2|0|-|0|").unwrap().kind,
-            Some(LockKind::FOREIGN)
-        );
-        assert_eq!(
-            answer("s|5|0|Q|0|0|-2|-2|-|-2|0|-|0|").unwrap().kind,
-            Some(LockKind::UNKNOWN)
-        );
-        let sem = answer("s|900|0|p|0|0|-2|-2|-|-2|2|3|0|").unwrap();
-        assert_eq!(
-            (sem.kind, sem.held, sem.permits, sem.permit_limit),
-            (kind("semaphore"), true, 2, Some(3))
-        );
-        let fair = answer("s|900|1|q|0|0|-2|-2|-|-2|0|-|4|").unwrap();
-        assert_eq!(
-            (fair.kind, fair.ours, fair.fair_waiters),
-            (kind("fair"), true, 4)
-        );
-    }
-
-    #[test]
-    fn anything_else_is_the_node_failing() {
-        for text in [
-            "",
-            "s|1",
-            "x|-2|0|-|0|0|-2|-2|-|-2|0|-|0|",
-            "s|x|0|x|0|0|-2|-2|-|-2|0|-|0|",
-            "n|-2|0|-|-1|0|-2|-2|-|-2|0|-|0|",
-        ] {
-            assert!(
-                matches!(answer(text), Err(NodeError::Protocol(_))),
-                "{text:?}"
-            );
-        }
-        assert!(parse(Ok(Reply::Int(1)), crate::kinds::catalog()).is_err());
-        assert!(matches!(
-            parse(Err(NodeError::Timeout), crate::kinds::catalog()),
-            Err(NodeError::Timeout)
-        ));
-    }
 }

@@ -31,7 +31,7 @@ pub(crate) mod core;
 pub(crate) mod fanout;
 mod force;
 pub(crate) mod gates;
-mod inspect;
+pub(crate) mod inspect;
 pub(crate) mod release;
 pub(crate) mod release_retry;
 pub(crate) mod report;

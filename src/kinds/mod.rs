@@ -26,7 +26,8 @@
 //!
 //! Adding a kind of lock: its file (a `Spec` and its public methods) with its `mod` line, and its
 //! entry in [`KINDS`]. `probe` is a test-only kind that proves it: inspect, force-release and the
-//! handshake handle it with no other edit.
+//! handshake handle it with no other edit. `list_tests` and `inspect_tests` test the catalog and
+//! inspect's parsing against the real list, here above the layers they test.
 
 use std::sync::OnceLock;
 
@@ -41,6 +42,10 @@ pub(crate) mod fair;
 mod fair_wait;
 pub(crate) mod fenced;
 pub(crate) mod guard;
+#[cfg(test)]
+mod inspect_tests;
+#[cfg(test)]
+mod list_tests;
 pub(crate) mod multi;
 pub(crate) mod owner;
 #[cfg(test)]

@@ -103,37 +103,3 @@ pub(crate) struct Forcing {
     /// The kept key whose presence makes the release publish (the waiter mark).
     pub(crate) wakes: Option<&'static [u8]>,
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each kind draws values with its own code: two kinds with one code would read as one.
-    #[test]
-    fn every_kind_has_its_own_code_and_name() {
-        let catalog = crate::kinds::catalog();
-        let kinds = catalog.kinds();
-        for (i, a) in kinds.iter().enumerate() {
-            for b in &kinds[i + 1..] {
-                assert_ne!(a.code, b.code, "{} and {}", a.name, b.name);
-                assert_ne!(a.name, b.name);
-            }
-            assert_eq!(catalog.by_code(a.code), Some(LockKind::of(a)));
-        }
-    }
-
-    /// Each script's `sha1` is its source's digest: `EVALSHA` sends the constant, and a stale one
-    /// is a `NOSCRIPT` at best (the handshake's `SCRIPT LOAD` check catches it on real nodes too).
-    #[test]
-    fn every_script_digest_matches_its_source() {
-        let wrong: Vec<String> = crate::kinds::catalog()
-            .scripts()
-            .iter()
-            .filter_map(|script| {
-                let digest = sha1_smol::Sha1::from(script.source).digest().to_string();
-                (script.sha1 != digest).then(|| format!("{} -> {digest}", script.source))
-            })
-            .collect();
-        assert!(wrong.is_empty(), "stale digests:\n{}", wrong.join("\n"));
-    }
-}

@@ -133,19 +133,3 @@ pub(crate) static COALESCED: [Coalesced; 2] = [
         many: &RELEASE_NOTIFY_MANY,
     },
 ];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_transport_tests_use_these_scripts() {
-        use crate::transport::test_scripts as copies;
-        for (ours, copy) in [
-            (&RELEASE, &copies::RELEASE),
-            (&EXTEND_MANY, &copies::EXTEND_MANY),
-        ] {
-            assert_eq!((ours.source, ours.sha1), (copy.source, copy.sha1));
-        }
-    }
-}

@@ -27,8 +27,6 @@ mod resp;
 pub(crate) mod subscriber;
 pub(crate) use client::{ConnectOptions, LinkStatus, NodeClient};
 pub(crate) use pending::Pending;
-#[cfg(test)]
-pub(crate) mod test_scripts;
 
 use crate::protocol::cmd::Cmd;
 use crate::protocol::server::Profile;

@@ -179,7 +179,7 @@ mod tests {
     use super::*;
     use crate::algo::value::LockValue;
     use crate::protocol::cmd::{Args, Keys};
-    use crate::transport::test_scripts::{EXTEND_MANY, RELEASE};
+    use crate::protocol::scripts::{EXTEND_MANY, RELEASE};
     use bytes::Bytes;
 
     #[test]

@@ -2,25 +2,11 @@
 //! subscriber installed (for this test's thread) before the engine is built; the lock value never
 //! appears in the output.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{dead_url, nodes, urls};
+use crate::Captured;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test]
 async fn rounds_are_counted_and_traced_without_the_lock_value() {
@@ -102,7 +88,7 @@ async fn rounds_are_counted_and_traced_without_the_lock_value() {
         ) >= 1
     );
 
-    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let text = logs.text();
     assert!(text.contains("redlock round"), "{text}");
     assert!(
         text.contains("op=\"acquire\"") || text.contains("op=acquire"),

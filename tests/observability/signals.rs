@@ -2,32 +2,12 @@
 //! cause, a killed node leaves the voting gauge and says so, held locks are a gauge. The recorder and
 //! the subscriber are this test thread's (see `observe`), so other modules do not count here.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{builder, nodes, urls};
+use crate::Captured;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use redlock_engine::RenewPolicy;
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
 
 /// A metric's value now: a counter's count or a gauge's value (summed over matching label sets).
 fn value(snapshotter: &Snapshotter, name: &str, labels: &[(&str, &str)]) -> f64 {

@@ -4,7 +4,7 @@ use super::*;
 use crate::algo::value::LockValue;
 use crate::protocol::cmd::Script;
 use crate::protocol::cmd::{Args, Keys};
-use crate::transport::test_scripts::RELEASE;
+use crate::protocol::scripts::RELEASE;
 use ::fred::interfaces::MetricsInterface;
 use std::time::Instant;
 
