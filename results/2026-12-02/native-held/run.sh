@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Issue 27: held renewals on 5 spawned Valkey 9.1.2 nodes, native commands (N: one SET ... IFEQ ... GET
+# PX per lock, pipelined) against the same build forced to the scripts (S, LOADGEN_SCRIPTS_ONLY=1:
+# EXTEND_MANY, 32 locks per call), alternating, RUNS pairs:
+#   CARGO_TARGET_DIR=/tmp/ab-target cargo build --release -p loadgen
+#   LOADGEN=/tmp/ab-target/release/loadgen RUNS=2 \
+#     scripts/with-server valkey results/2026-12-02/native-held/run.sh
+#   python3 results/2026-12-01/overload/summarize.py results/2026-12-02/native-held N
+#   python3 results/2026-12-01/overload/summarize.py results/2026-12-02/native-held S
+set -euo pipefail
+cd "$(dirname "$0")"
+RUNS=${RUNS:-2}
+for i in $(seq 1 "$RUNS"); do
+  for side in N S; do
+    echo "== $side $i, load $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -c1-40)" >&2
+    if [[ $side == S ]]; then export LOADGEN_SCRIPTS_ONLY=1; else unset LOADGEN_SCRIPTS_ONLY; fi
+    "$LOADGEN" --engine redlock --scenario held --held 10k,100k --hold-for 20s --held-ttl 3s \
+      --renew-every 1s --quiet --json "held-$side-$i.json" > "held-$side-$i.txt"
+  done
+done
