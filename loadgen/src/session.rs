@@ -293,7 +293,6 @@ fn standard_notes(plan: &Plan, engines: &[EngineKind]) -> Vec<String> {
             ceiling::PIPELINE,
             ceiling::CLIENTS * ceiling::PIPELINE
         ));
-
     }
     notes
 }

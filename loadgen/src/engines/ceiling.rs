@@ -261,7 +261,8 @@ mod tests {
     #[test]
     fn delifeq_probe() {
         assert!(accepts_delifeq(&Reply::Int(0)));
-        let unknown = "ERR unknown command 'DELIFEQ', with args beginning with: 'redlock:ceil:probe' 'x'";
+        let unknown =
+            "ERR unknown command 'DELIFEQ', with args beginning with: 'redlock:ceil:probe' 'x'";
         assert!(!accepts_delifeq(&Reply::Error(unknown.into())));
         // An ACL that refuses the command: not usable either.
         assert!(!accepts_delifeq(&Reply::Error("NOPERM".into())));

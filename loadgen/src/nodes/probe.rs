@@ -385,7 +385,10 @@ mod tests {
         assert_eq!(ServerInfo::from_info("n", fork).label(), "fork 7.0.0");
         // No INFO at all (refused by an ACL): unknown, not a guess.
         let none = ServerInfo::from_info("n", "");
-        assert_eq!((none.name.as_str(), none.version.as_str()), ("unknown", "unknown"));
+        assert_eq!(
+            (none.name.as_str(), none.version.as_str()),
+            ("unknown", "unknown")
+        );
         // `valkey_version` must not be read as `valkey_version_extra` or the like.
         let prefixed = "server_name:valkey\nvalkey_versionx:1\nvalkey_version:9.0.0\n";
         assert_eq!(ServerInfo::from_info("n", prefixed).version, "9.0.0");

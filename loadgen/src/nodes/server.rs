@@ -77,7 +77,11 @@ fn check(server: &Server, bin: &Path) -> Result<(), String> {
         Err(e) if e.kind() == ErrorKind::NotFound && *server == Server::Redis7 => {
             Err(INSTALL_HINT.into())
         }
-        Err(e) => Err(format!("--server {}: cannot run {} ({e})", server.name(), bin.display())),
+        Err(e) => Err(format!(
+            "--server {}: cannot run {} ({e})",
+            server.name(),
+            bin.display()
+        )),
         Ok(out) => {
             let text = String::from_utf8_lossy(&out.stdout);
             if out.status.success() && text.contains(" v=") {

@@ -307,10 +307,7 @@ pub fn document(report: &Report) -> Document<'_> {
             cycles: r.cycles,
             elapsed_s: r.elapsed.as_secs_f64(),
             cycles_per_s: r.cycles_per_s,
-            native_cycles_per_s: r
-                .ceiling
-                .as_ref()
-                .map(|c| c.native.map(|n| n.cycles_per_s)),
+            native_cycles_per_s: r.ceiling.as_ref().map(|c| c.native.map(|n| n.cycles_per_s)),
             acquire_us: r.acquire_pct().map(Latency::from),
             release_us: r.release_pct().map(Latency::from),
             attempts_per_acquire: r.attempts_per_acquire,
