@@ -124,7 +124,8 @@ pub struct Options {
     /// server and version either way (`INFO server`).
     #[arg(long, value_parser = parse_server, value_name = "SERVER")]
     pub server: Option<Server>,
-    /// Write the results as one JSON document to this file.
+    /// Write the results as one JSON document to this file (its schema: `loadgen/src/report/json.rs`;
+    /// `servers[]` names each node's server and version, the ceiling run has `native_cycles_per_s`).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
     /// Write a Markdown summary, an SVG latency-percentile plot and the JSON into this directory.
