@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::error::ErrorKind;
 use clap::Parser;
 
-use crate::cli::{one_line, NodeSource, Options, Plan, RuntimeKind};
+use crate::cli::{one_line, NodeSource, Options, Plan, RuntimeKind, Server};
 use crate::engines::ceiling;
 use crate::engines::EngineKind;
 use crate::nodes::addr::NodeUrl;
@@ -72,15 +72,21 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
     // Spawned here, on the main thread, before any runtime exists (see `SpawnedNodes::start`).
     let spawned = match &plan.nodes {
         NodeSource::Spawn(n) => {
-            let nodes = SpawnedNodes::start(*n, plan.persistence).map_err(failure(1))?;
+            // A server that cannot be had is the caller's to fix, like a bad option: exit code 2.
+            let server = crate::nodes::server::binary(&plan.server).map_err(failure(2))?;
+            let nodes = SpawnedNodes::start(*n, plan.persistence, &server).map_err(failure(1))?;
             if !plan.quiet {
                 let ports: Vec<String> = nodes
                     .urls()
                     .iter()
                     .filter_map(|u| u.rsplit(':').next().map(String::from))
                     .collect();
+                let of = match plan.server {
+                    Server::Redis7 => String::new(),
+                    _ => format!(" ({})", server.display()),
+                };
                 eprintln!(
-                    "loadgen: started {n} redis-server nodes on 127.0.0.1, ports {}",
+                    "loadgen: started {n} redis-server nodes{of} on 127.0.0.1, ports {}",
                     ports.join(",")
                 );
             }
@@ -93,7 +99,7 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
         (_, Some(s)) => s.urls(),
         (_, None) => unreachable!("spawned nodes exist when the plan spawns"),
     };
-    let (nodes, redis_version) = crate::nodes::preflight(&urls).map_err(failure(1))?;
+    let (nodes, servers) = crate::nodes::preflight(&urls).map_err(failure(1))?;
     let mut engines = plan.engines.clone();
     let mut notes = Vec::new();
     if plan.default_engines {
@@ -110,7 +116,7 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
     let runtime = runtime(plan.runtime)?;
     let result = runtime.block_on(async {
         tokio::select! {
-            report = execute(&plan, &urls, &nodes, redis_version, engines, notes) => report.map_err(failure(1)),
+            report = execute(&plan, &urls, &nodes, servers, engines, notes) => report.map_err(failure(1)),
             why = interrupted() => Err((why, 130)),
         }
     });

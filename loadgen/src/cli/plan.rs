@@ -7,7 +7,7 @@ use crate::engines::{EngineKind, Waiting};
 use crate::overload::args::Spec;
 use crate::workload::{Scenario, Stop, Workload};
 
-use super::{Options, Persistence, RuntimeKind, ScenarioKind};
+use super::{Options, Persistence, RuntimeKind, ScenarioKind, Server};
 
 /// Where the nodes come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +35,8 @@ pub struct Plan {
     pub runtime: RuntimeKind,
     /// Durability of spawned nodes.
     pub persistence: Persistence,
+    /// The server binary of spawned nodes.
+    pub server: Server,
     /// `--json`.
     pub json: Option<PathBuf>,
     /// `--out`.
@@ -83,6 +85,9 @@ impl Options {
                     "--persistence applies to spawned nodes: set appendfsync on --nodes yourself"
                         .into(),
                 );
+            }
+            if self.server.is_some() {
+                return Err("--server applies to spawned nodes: drop it with --nodes (the report names each node's server anyway)".into());
             }
             NodeSource::Existing(self.nodes.iter().map(|u| u.trim().to_string()).collect())
         };
@@ -214,6 +219,7 @@ impl Options {
             workload,
             runtime: self.runtime,
             persistence: self.persistence,
+            server: self.server.clone().unwrap_or_default(),
             json: self.json.clone(),
             out: self.out.clone(),
             quiet: self.quiet || self.worker_process,

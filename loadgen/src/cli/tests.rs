@@ -240,3 +240,24 @@ fn persistence_is_for_spawned_nodes_and_off_by_default() {
     assert!(err.contains("spawned nodes"), "{err}");
     assert!(plan(&["--persistence", "sometimes"]).is_err());
 }
+
+#[test]
+fn server_is_a_name_of_the_matrix_or_a_path_for_spawned_nodes() {
+    assert_eq!(plan(&[]).unwrap().server, Server::Redis7);
+    assert_eq!(
+        plan(&["--server", "valkey"]).unwrap().server,
+        Server::Valkey
+    );
+    assert_eq!(
+        plan(&["--server", "redis6"]).unwrap().server,
+        Server::Redis6
+    );
+    assert_eq!(
+        plan(&["--server", "./bin/redis-server"]).unwrap().server,
+        Server::Path("./bin/redis-server".into())
+    );
+    let err = plan(&["--server", "valky"]).unwrap_err();
+    assert!(err.contains("not redis7, redis6 or valkey"), "{err}");
+    let err = plan(&["--server", "valkey", "--nodes", "redis://127.0.0.1:1"]).unwrap_err();
+    assert!(err.contains("spawned nodes"), "{err}");
+}

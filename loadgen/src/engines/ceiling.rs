@@ -4,6 +4,12 @@
 //!
 //! Cycles/s = 1 / (1/acquire_rate + 1/release_rate), where each rate is the ops/s summed over the nodes
 //! divided by N: one lock cycle costs one SET and one script call on every node.
+//!
+//! When every node accepts `DELIFEQ` (Valkey 9: probed with `DELIFEQ` on a key that does not exist,
+//! which answers `0`; other servers answer an unknown-command error), the native ceiling too: a `SET NX
+//! PX` round that puts the keys back (not counted), then `DELIFEQ key value` on the same key space;
+//! native cycles/s takes the first SET round's rate with the `DELIFEQ` rate, so it differs from
+//! cycles/s by the release command alone. `cycles_per_s` keeps its meaning (the script release).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -36,8 +42,19 @@ pub struct Ceiling {
     pub release_ops_per_s: f64,
     /// Connections per node (`-c`).
     pub clients: usize,
-    /// Wall time of the measured rounds.
+    /// Wall time of the measured SET and script rounds (not the native ones).
     pub elapsed: Duration,
+    /// The native ceiling (`SET NX PX`, then `DELIFEQ`), when every node accepts `DELIFEQ`.
+    pub native: Option<NativeCeiling>,
+}
+
+/// The ceiling with the native release, `DELIFEQ key value`, in place of the script.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NativeCeiling {
+    /// Lock cycles per second: the SET rate of [`Ceiling`] with the `DELIFEQ` rate.
+    pub cycles_per_s: f64,
+    /// `DELIFEQ` ops/s summed over the nodes.
+    pub delifeq_ops_per_s: f64,
 }
 
 /// Whether redis-benchmark can be run.
@@ -64,6 +81,7 @@ pub async fn measure(nodes: &[NodeUrl], ttl: Duration, round: Duration) -> Resul
         ));
     }
     let (source, sha) = scripts()[0];
+    let mut native = true;
     for node in nodes {
         let mut conn = Conn::open(node, Duration::from_secs(2))?;
         match conn.cmd(&[b"SCRIPT", b"LOAD", source.as_bytes()])? {
@@ -75,6 +93,7 @@ pub async fn measure(nodes: &[NodeUrl], ttl: Duration, round: Duration) -> Resul
                 ))
             }
         }
+        native &= accepts_delifeq(&conn.cmd(&[b"DELIFEQ", b"redlock:ceil:probe", b"x"])?);
     }
     let ttl_ms = ttl.as_millis().max(1).to_string();
     let value = "loadgen-ceiling-v001"; // 20 bytes, like a lock value
@@ -89,6 +108,9 @@ pub async fn measure(nodes: &[NodeUrl], ttl: Duration, round: Duration) -> Resul
     .map(String::from)
     .to_vec();
     let release: Vec<String> = ["EVALSHA", sha, "1", "redlock:ceil:__rand_int__", value]
+        .map(String::from)
+        .to_vec();
+    let delifeq: Vec<String> = ["DELIFEQ", "redlock:ceil:__rand_int__", value]
         .map(String::from)
         .to_vec();
     let clients = CLIENTS;
@@ -108,13 +130,34 @@ pub async fn measure(nodes: &[NodeUrl], ttl: Duration, round: Duration) -> Resul
     let n = nodes.len() as f64;
     let set_sum: f64 = set_rates.iter().sum();
     let release_sum: f64 = release_rates.iter().sum();
+    let native = if native {
+        // The script round deleted the keys: set them again so DELIFEQ meets what EVALSHA met.
+        round_all(nodes, clients, &sizes, &set).await?;
+        let delifeq_sum: f64 = round_all(nodes, clients, &sizes, &delifeq)
+            .await?
+            .iter()
+            .sum();
+        Some(NativeCeiling {
+            cycles_per_s: cycles_per_s(set_sum / n, delifeq_sum / n),
+            delifeq_ops_per_s: delifeq_sum,
+        })
+    } else {
+        None
+    };
     Ok(Ceiling {
         cycles_per_s: cycles_per_s(set_sum / n, release_sum / n),
         set_ops_per_s: set_sum,
         release_ops_per_s: release_sum,
         clients,
         elapsed,
+        native,
     })
+}
+
+/// Whether a node's answer to `DELIFEQ <absent key> x` shows it has the command: an integer (`0`);
+/// a server without it answers an unknown-command error.
+fn accepts_delifeq(reply: &Reply) -> bool {
+    matches!(reply, Reply::Int(_))
 }
 
 /// `1 / (1/acquire + 1/release)`.
@@ -213,5 +256,15 @@ mod tests {
         assert_eq!(parse_rps("garbage"), None);
         assert_eq!(cycles_per_s(100.0, 100.0), 50.0);
         assert_eq!(cycles_per_s(0.0, 100.0), 0.0);
+    }
+
+    #[test]
+    fn delifeq_probe() {
+        assert!(accepts_delifeq(&Reply::Int(0)));
+        let unknown =
+            "ERR unknown command 'DELIFEQ', with args beginning with: 'redlock:ceil:probe' 'x'";
+        assert!(!accepts_delifeq(&Reply::Error(unknown.into())));
+        // An ACL that refuses the command: not usable either.
+        assert!(!accepts_delifeq(&Reply::Error("NOPERM".into())));
     }
 }

@@ -31,7 +31,8 @@ pub enum EngineKind {
     Rslock,
     /// SET NX PX to every node, then the compare-and-delete script to every node, no lock algorithm.
     Raw,
-    /// redis-benchmark against every node at once, `-P 16`: the Redis-side ceiling.
+    /// redis-benchmark against every node at once, `-P 16`: the Redis-side ceiling (SET NX PX, then the
+    /// release script; and `ceiling[native]`, DELIFEQ as the release, when every node accepts it).
     Ceiling,
 }
 

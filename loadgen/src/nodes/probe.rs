@@ -274,8 +274,48 @@ fn info_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
-/// Checks that `node` (one server) answers PING; returns its `redis_version`.
-pub fn check(node: &NodeUrl, timeout: Duration) -> Result<String, String> {
+/// What one server is, from its `INFO server`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// The server's URL (password redacted), as [`NodeUrl::url`] shows it.
+    pub node: String,
+    /// `server_name` (`valkey`; other forks may set it too), else `redis`; `unknown` without `INFO`.
+    pub name: String,
+    /// `<server_name>_version` (`valkey_version:9.1.2`), else `redis_version`; `unknown` if neither.
+    pub version: String,
+    /// `redis_version` (Valkey reports the Redis version it is compatible with, e.g. `7.2.4`).
+    pub redis_version: String,
+}
+
+impl ServerInfo {
+    /// Reads an `INFO server` reply (empty when the server did not answer `INFO`).
+    pub fn from_info(node: &str, info: &str) -> Self {
+        let unknown = || "unknown".to_string();
+        let redis_version = info_field(info, "redis_version").map(str::to_string);
+        let (name, version) = match info_field(info, "server_name").filter(|n| !n.is_empty()) {
+            Some(name) => {
+                let own = info_field(info, &format!("{name}_version")).map(str::to_string);
+                (name.to_string(), own.or_else(|| redis_version.clone()))
+            }
+            None if info.trim().is_empty() => (unknown(), None),
+            None => ("redis".to_string(), redis_version.clone()),
+        };
+        Self {
+            node: node.to_string(),
+            name,
+            version: version.unwrap_or_else(unknown),
+            redis_version: redis_version.unwrap_or_else(unknown),
+        }
+    }
+
+    /// `valkey 9.1.2`.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.name, self.version)
+    }
+}
+
+/// Checks that `node` (one server) answers PING; returns what it is (`INFO server`).
+pub fn check(node: &NodeUrl, timeout: Duration) -> Result<ServerInfo, String> {
     let mut conn = Conn::open(node, timeout)?;
     match conn.cmd(&[b"PING"]) {
         Ok(Reply::Simple(s)) if s == "PONG" => {}
@@ -286,7 +326,7 @@ pub fn check(node: &NodeUrl, timeout: Duration) -> Result<String, String> {
         Ok(Reply::Bulk(Some(text))) => String::from_utf8_lossy(&text).into_owned(),
         _ => String::new(),
     };
-    Ok(info_field(&info, "redis_version").map_or_else(|| "unknown".into(), str::to_string))
+    Ok(ServerInfo::from_info(&node.url, &info))
 }
 
 #[cfg(test)]
@@ -323,5 +363,34 @@ mod tests {
             ),
             Some("7.0.15")
         );
+    }
+
+    #[test]
+    fn server_name_and_version_from_info() {
+        // Valkey 9.1.2's INFO server (abridged): its own name and version, and the Redis version it
+        // is compatible with.
+        let valkey = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\nvalkey_release_stage:ga\r\nredis_git_sha1:00000000\r\n";
+        let v = ServerInfo::from_info("redis://127.0.0.1:1", valkey);
+        assert_eq!((v.name.as_str(), v.version.as_str()), ("valkey", "9.1.2"));
+        assert_eq!(v.redis_version, "7.2.4");
+        assert_eq!(v.label(), "valkey 9.1.2");
+        assert_eq!(v.node, "redis://127.0.0.1:1");
+        // Redis has no server_name.
+        let redis = "# Server\r\nredis_version:6.2.14\r\nredis_git_sha1:40305114\r\nredis_mode:standalone\r\n";
+        let r = ServerInfo::from_info("n", redis);
+        assert_eq!((r.name.as_str(), r.version.as_str()), ("redis", "6.2.14"));
+        assert_eq!(r.redis_version, "6.2.14");
+        // A server_name without its own version field: the redis_version.
+        let fork = "server_name:fork\nredis_version:7.0.0\n";
+        assert_eq!(ServerInfo::from_info("n", fork).label(), "fork 7.0.0");
+        // No INFO at all (refused by an ACL): unknown, not a guess.
+        let none = ServerInfo::from_info("n", "");
+        assert_eq!(
+            (none.name.as_str(), none.version.as_str()),
+            ("unknown", "unknown")
+        );
+        // `valkey_version` must not be read as `valkey_version_extra` or the like.
+        let prefixed = "server_name:valkey\nvalkey_versionx:1\nvalkey_version:9.0.0\n";
+        assert_eq!(ServerInfo::from_info("n", prefixed).version, "9.0.0");
     }
 }

@@ -17,38 +17,28 @@ use super::addr::NodeUrl;
 use super::probe;
 use crate::cli::Persistence;
 
-/// What to tell a user without redis-server.
-pub const INSTALL_HINT: &str =
-    "redis-server not found: install it with `apt-get install -y redis-server`, or pass --nodes redis://host:port,...";
-
 /// redis-server processes owned by loadgen.
 #[derive(Debug)]
 pub struct SpawnedNodes {
     nodes: Vec<(u16, Child)>,
     persistence: Persistence,
+    /// The binary every node runs.
+    server: PathBuf,
     /// The nodes' data directories (one each; the AOF's with `--persistence`), removed on drop.
     dirs: Vec<PathBuf>,
 }
 
 impl SpawnedNodes {
-    /// Starts `n` redis-servers on free loopback ports and waits until each answers PING.
+    /// Starts `n` servers of the binary `server` (see [`super::server::binary`]: `redis-server`, or
+    /// the one `--server` names) on free loopback ports and waits until each answers PING.
     ///
     /// Call it from the main thread: `PR_SET_PDEATHSIG` fires when the *thread* that spawned a child
     /// exits, and the main thread lives as long as the process.
-    pub fn start(n: usize, persistence: Persistence) -> Result<Self, String> {
-        let version = Command::new("redis-server")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        match version {
-            Err(e) if e.kind() == ErrorKind::NotFound => return Err(INSTALL_HINT.into()),
-            Err(e) => return Err(format!("cannot run redis-server: {e}")),
-            Ok(_) => {}
-        }
+    pub fn start(n: usize, persistence: Persistence, server: &Path) -> Result<Self, String> {
         let mut set = Self {
             nodes: Vec::with_capacity(n),
             persistence,
+            server: server.to_path_buf(),
             dirs: Vec::new(),
         };
         for _ in 0..n {
@@ -70,7 +60,7 @@ impl SpawnedNodes {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             self.dirs.push(dir.clone());
-            let mut child = spawn_server(port, &dir, self.persistence)?;
+            let mut child = spawn_server(&self.server, port, &dir, self.persistence)?;
             match wait_ready(&mut child, port, Duration::from_secs(5)) {
                 Ok(()) => {
                     self.nodes.push((port, child));
@@ -123,8 +113,13 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| e.to_string())
 }
 
-fn spawn_server(port: u16, dir: &Path, persistence: Persistence) -> Result<Child, String> {
-    let mut cmd = Command::new("redis-server");
+fn spawn_server(
+    server: &Path,
+    port: u16,
+    dir: &Path,
+    persistence: Persistence,
+) -> Result<Child, String> {
+    let mut cmd = Command::new(server);
     cmd.args([
         "--port",
         &port.to_string(),
@@ -157,8 +152,8 @@ fn spawn_server(port: u16, dir: &Path, persistence: Persistence) -> Result<Child
         cmd.pre_exec(die_with_parent);
     }
     cmd.spawn().map_err(|e| match e.kind() {
-        ErrorKind::NotFound => INSTALL_HINT.to_string(),
-        _ => format!("cannot start redis-server: {e}"),
+        ErrorKind::NotFound => super::server::INSTALL_HINT.to_string(),
+        _ => format!("cannot start {}: {e}", server.display()),
     })
 }
 

@@ -1,7 +1,8 @@
 //! The `--json` document. These structs are its schema; the key names in [`Document`] and [`Run`] that
 //! issue 3 lists (`machine`, `versions`, `config`, `runs[].engine`, `nodes`, `concurrency`, `keys`,
 //! `hold_us`, `cycles`, `cycles_per_s`, `acquire_us`, `release_us`, `attempts_per_acquire`,
-//! `failed_acquires`, `fairness`, `ratios`) are a contract; the others may grow.
+//! `failed_acquires`, `fairness`, `ratios`) are a contract; the others may grow (`servers`, a run's
+//! `native_cycles_per_s`, added for issue 27).
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,9 @@ pub struct Document<'a> {
     pub machine: &'a Machine,
     /// Versions compared.
     pub versions: &'a Versions,
+    /// Every server behind the nodes, in node order (a cluster's members, a Sentinel's master):
+    /// `{node, server_name, server_version}` from its `INFO server`.
+    pub servers: Vec<ServerOut>,
     /// What was run.
     pub config: Config,
     /// One entry per engine and scenario, in run order.
@@ -44,6 +48,17 @@ pub struct Document<'a> {
     /// `--scenario overload`: `{label: overload cycles/s ÷ (b) cycles/s}` (absent for other scenarios).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub overload_vs_b: BTreeMap<String, f64>,
+}
+
+/// One server, from its `INFO server`.
+#[derive(Debug, Serialize)]
+pub struct ServerOut {
+    /// Its URL, password redacted.
+    pub node: String,
+    /// `server_name` (`valkey`), else `redis`; `unknown` when `INFO` was refused.
+    pub server_name: String,
+    /// `valkey_version` on Valkey, else `redis_version`.
+    pub server_version: String,
 }
 
 /// The run configuration.
@@ -127,6 +142,10 @@ pub struct Run {
     pub elapsed_s: f64,
     /// Cycles per second.
     pub cycles_per_s: f64,
+    /// Ceiling only: the native ceiling's cycles per second (`SET NX PX`, then `DELIFEQ`; null when
+    /// not every node accepts `DELIFEQ`); absent for other engines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native_cycles_per_s: Option<Option<f64>>,
     /// Acquire latency, first attempt to success (null for the ceiling).
     pub acquire_us: Option<Latency>,
     /// Release latency (null for the ceiling).
@@ -198,6 +217,8 @@ pub struct CeilingOut {
     pub set_ops_per_s: f64,
     /// Release-script ops/s summed over the nodes.
     pub release_ops_per_s: f64,
+    /// `DELIFEQ` ops/s summed over the nodes (null when not every node accepts it).
+    pub delifeq_ops_per_s: Option<f64>,
     /// redis-benchmark connections per node.
     pub clients: usize,
     /// Pipeline depth.
@@ -286,6 +307,7 @@ pub fn document(report: &Report) -> Document<'_> {
             cycles: r.cycles,
             elapsed_s: r.elapsed.as_secs_f64(),
             cycles_per_s: r.cycles_per_s,
+            native_cycles_per_s: r.ceiling.as_ref().map(|c| c.native.map(|n| n.cycles_per_s)),
             acquire_us: r.acquire_pct().map(Latency::from),
             release_us: r.release_pct().map(Latency::from),
             attempts_per_acquire: r.attempts_per_acquire,
@@ -301,6 +323,7 @@ pub fn document(report: &Report) -> Document<'_> {
             ceiling: r.ceiling.as_ref().map(|c| CeilingOut {
                 set_ops_per_s: c.set_ops_per_s,
                 release_ops_per_s: c.release_ops_per_s,
+                delifeq_ops_per_s: c.native.map(|n| n.delifeq_ops_per_s),
                 clients: c.clients,
                 pipeline: crate::engines::ceiling::PIPELINE,
             }),
@@ -332,6 +355,15 @@ pub fn document(report: &Report) -> Document<'_> {
     Document {
         machine: &report.machine,
         versions: &report.versions,
+        servers: report
+            .servers
+            .iter()
+            .map(|s| ServerOut {
+                node: s.node.clone(),
+                server_name: s.name.clone(),
+                server_version: s.version.clone(),
+            })
+            .collect(),
         config,
         runs,
         ratios: by_scenario,

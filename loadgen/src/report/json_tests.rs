@@ -50,3 +50,30 @@ fn contract_keys() {
     assert!(doc["ratios"]["b"]["redlock/ceiling"]["cycles_per_s"].is_number());
     assert_eq!(doc["goals"].as_array().unwrap().len(), 7);
 }
+
+/// Issue 27's fields: each server's name and version, the native ceiling next to the ceiling.
+#[test]
+fn servers_and_native_ceiling() {
+    let doc: Value = serde_json::from_str(&super::render(&crate::report::sample())).unwrap();
+    let servers = doc["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 5);
+    assert_eq!(servers[0]["node"], "redis://127.0.0.1:7000");
+    assert_eq!(servers[0]["server_name"], "redis");
+    assert_eq!(servers[0]["server_version"], "7.0.15");
+    let runs = doc["runs"].as_array().unwrap();
+    let ceiling = runs.iter().find(|r| r["engine"] == "ceiling").unwrap();
+    assert_eq!(ceiling["cycles_per_s"].as_f64(), Some(20_000.0));
+    assert_eq!(ceiling["native_cycles_per_s"].as_f64(), Some(25_000.0));
+    assert_eq!(
+        ceiling["ceiling"]["delifeq_ops_per_s"].as_f64(),
+        Some(200_000.0)
+    );
+    let redlock = runs.iter().find(|r| r["engine"] == "redlock").unwrap();
+    assert!(redlock.get("native_cycles_per_s").is_none(), "{redlock}");
+    // The sample's (b) redlock: 10k cycles/s; the native ceiling 25k.
+    let native = &doc["ratios"]["b"]["redlock/ceiling[native]"];
+    assert!((native["cycles_per_s"].as_f64().unwrap() - 0.4).abs() < 1e-9);
+    assert!(native["acquire_p50"].is_null());
+    let ceiling = &doc["ratios"]["b"]["redlock/ceiling"];
+    assert!((ceiling["cycles_per_s"].as_f64().unwrap() - 0.5).abs() < 1e-9);
+}

@@ -23,8 +23,11 @@ pub fn render(report: &Report, svg: &str) -> String {
     );
     let _ = writeln!(
         md,
-        "- Redis {} ({} nodes, {})",
-        v.redis, report.nodes, report.node_source
+        "- Servers: {} ({} nodes, {}; first node's redis_version {})",
+        super::table::servers(report),
+        report.nodes,
+        report.node_source,
+        v.redis
     );
     let _ = writeln!(
         md,
@@ -93,6 +96,13 @@ pub fn render(report: &Report, svg: &str) -> String {
                     failed.join(", ")
                 },
             );
+            if let Some(native) = run.ceiling.as_ref().and_then(|c| c.native) {
+                let _ = writeln!(
+                    md,
+                    "| ceiling[native] (DELIFEQ) | {} | – | – | – | – | – | – | – | – | – | – | – |",
+                    group(native.cycles_per_s)
+                );
+            }
         }
         let split: Vec<String> = report
             .runs

@@ -21,6 +21,9 @@ pub struct Ratio {
     pub versus_label: String,
     /// Whether this compares the engine's waiting features with plain backoff (same engine).
     pub waiting: bool,
+    /// Whether `versus` is the native ceiling (`ceiling[native]`: `DELIFEQ` release), not the
+    /// ceiling's `cycles_per_s`.
+    pub native: bool,
     /// redlock fairness ÷ theirs (above 1: fairer).
     pub fairness: Option<f64>,
     /// redlock cycles/s ÷ theirs.
@@ -50,6 +53,7 @@ impl Ratio {
             versus: theirs.engine,
             versus_label: theirs.label(),
             waiting,
+            native: false,
             fairness: ours
                 .fairness
                 .zip(theirs.fairness)
@@ -78,10 +82,29 @@ pub fn ratios(report: &Report) -> Vec<Ratio> {
                 continue;
             };
             out.push(Ratio::of(scenario.id, ours, theirs, false));
+            if let Some(native) = theirs.ceiling.as_ref().and_then(|c| c.native) {
+                out.push(native_ratio(scenario.id, ours, native.cycles_per_s));
+            }
         }
     }
     out.extend(waiting_ratios(report));
     out
+}
+
+/// `redlock/ceiling[native]`: cycles/s only (the ceiling has no latency or fairness).
+fn native_ratio(scenario: &'static str, ours: &RunRecord, native_cycles_per_s: f64) -> Ratio {
+    Ratio {
+        scenario,
+        ours: ours.label(),
+        versus: EngineKind::Ceiling,
+        versus_label: "ceiling[native]".into(),
+        waiting: false,
+        native: true,
+        fairness: None,
+        cycles_per_s: (native_cycles_per_s > 0.0).then(|| ours.cycles_per_s / native_cycles_per_s),
+        acquire_p50: None,
+        acquire_p99: None,
+    }
 }
 
 /// `smart / plain` for redlock and redlock-fred, in every scenario that ran both.
@@ -132,7 +155,7 @@ pub fn goals(report: &Report) -> Vec<Goal> {
     let all = ratios(report);
     let find = |id: &str, versus: EngineKind| {
         all.iter()
-            .find(|r| r.scenario == id && r.versus == versus && !r.waiting)
+            .find(|r| r.scenario == id && r.versus == versus && !r.waiting && !r.native)
     };
     let has = |id: &str| report.scenarios.iter().any(|s| s.id == id);
     let mut out = Vec::new();

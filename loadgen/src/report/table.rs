@@ -11,10 +11,14 @@ pub fn render(report: &Report) -> String {
     let w = &report.workload;
     let _ = writeln!(
         out,
-        "loadgen: {} nodes ({}), redis {}, {} cores, {} runtime, hold {}, ttl {:?}, retries {} x ({:?} + jitter {:?}), lock {}",
+        "loadgen: {} nodes ({}), {}, {} cores, {} runtime, hold {}, ttl {:?}, retries {} x ({:?} + jitter {:?}), lock {}",
         report.nodes,
         report.node_source,
-        report.versions.redis,
+        // The first node's server (`redis 7.0.15`, `valkey 9.1.2`); every node's on the next line.
+        report.servers.first().map_or_else(
+            || format!("redis {}", report.versions.redis),
+            |s| s.label()
+        ),
         report.machine.cores,
         report.runtime.label(),
         w.hold,
@@ -24,6 +28,7 @@ pub fn render(report: &Report) -> String {
         w.retry_jitter,
         w.lock,
     );
+    let _ = writeln!(out, "servers: {}", servers(report));
     let all_ratios = ratios(report);
     for scenario in &report.scenarios {
         let _ = writeln!(
@@ -54,6 +59,14 @@ pub fn render(report: &Report) -> String {
         );
         for run in report.runs.iter().filter(|r| r.scenario.id == scenario.id) {
             let _ = writeln!(out, "  {}", row(run));
+            if let Some(native) = run.ceiling.as_ref().and_then(|c| c.native) {
+                let _ = writeln!(
+                    out,
+                    "  {:<16} {:>10}  (SET NX PX + DELIFEQ)",
+                    "ceiling[native]",
+                    group(native.cycles_per_s)
+                );
+            }
         }
         for r in all_ratios.iter().filter(|r| r.scenario == scenario.id) {
             let fairness = if r.waiting {
@@ -154,4 +167,26 @@ fn cpu(run: &RunRecord) -> String {
 /// `2.51x`, or `-`.
 pub fn times(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"))
+}
+
+/// The servers in one line, grouped by name and version: `valkey 9.1.2 on every node (5)`, or
+/// `redis 7.0.15 on redis://127.0.0.1:7000, redis://127.0.0.1:7001; valkey 9.1.2 on …`.
+pub fn servers(report: &Report) -> String {
+    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    for s in &report.servers {
+        let label = s.label();
+        match groups.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, nodes)) => nodes.push(&s.node),
+            None => groups.push((label, vec![&s.node])),
+        }
+    }
+    match groups.as_slice() {
+        [] => "unknown".into(),
+        [(label, nodes)] => format!("{label} on every node ({})", nodes.len()),
+        _ => groups
+            .iter()
+            .map(|(label, nodes)| format!("{label} on {}", nodes.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }

@@ -62,6 +62,27 @@ fn missing_redis_server() {
     assert!(!out.status.success());
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("apt-get install -y redis-server"), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+}
+
+#[test]
+fn a_server_that_cannot_be_had_exits_2() {
+    for (server, needle) in [
+        (
+            "/no/such/redis-server",
+            "--server /no/such/redis-server: no such file",
+        ),
+        ("/bin/true", "is not a redis-server"),
+    ] {
+        let mut cmd = loadgen();
+        cmd.args(["--server", server, "--duration", "1s"]);
+        let out = run_within(cmd, Duration::from_secs(20));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{server}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{server}: {err}");
+    }
+    expect_one_line_error(&["--server", "valky"], "not redis7, redis6 or valkey");
 }
 
 #[test]

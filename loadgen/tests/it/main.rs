@@ -7,3 +7,4 @@ mod faults;
 mod overload;
 mod processes;
 mod real_run;
+mod servers;

@@ -62,6 +62,23 @@ fn short_run_writes_the_contract_and_stops_its_nodes() {
         .unwrap()
         .starts_with(|c: char| c.is_ascii_digit()));
     assert_eq!(doc["config"]["nodes"], 3);
+    // Each node's server from its INFO (the PATH's: Redis 7.0 in the default suite).
+    let servers = doc["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 3, "{servers:?}");
+    for s in servers {
+        assert!(s["node"]
+            .as_str()
+            .unwrap()
+            .starts_with("redis://127.0.0.1:"));
+        assert!(
+            ["redis", "valkey"].contains(&s["server_name"].as_str().unwrap()),
+            "{s}"
+        );
+        assert!(s["server_version"]
+            .as_str()
+            .unwrap()
+            .starts_with(|c: char| c.is_ascii_digit()));
+    }
     let runs = doc["runs"].as_array().unwrap();
     let engines: Vec<&str> = runs.iter().map(|r| r["engine"].as_str().unwrap()).collect();
     assert_eq!(engines, ["redlock", "rslock", "raw"]);
