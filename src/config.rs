@@ -293,10 +293,11 @@ impl Config {
             return bad("connect_timeout must be above zero".into());
         }
         #[cfg(not(feature = "fred"))]
-        if let Some(addr) = nodes.iter().find(|n| !n.topology.is_standalone()) {
-            return bad(format!(
-                "{addr}: Cluster and Sentinel node sets need the `fred` feature"
-            ));
+        if let Some(addr) = nodes
+            .iter()
+            .find(|n| matches!(n.topology, crate::addr::Topology::Sentinel { .. }))
+        {
+            return bad(format!("{addr}: Sentinel node sets need the `fred` feature"));
         }
         let tls = if nodes.iter().any(|n| n.tls) {
             let connector = crate::transport::connect::tls_connector(self.tls_ca_file.as_deref())

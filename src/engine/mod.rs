@@ -69,7 +69,7 @@ impl Redlock {
         self.core
             .nodes()
             .iter()
-            .map(|n| n.rtt().and_then(|r| r.smoothed()))
+            .map(|n| n.rtt_smoothed())
             .collect()
     }
 

@@ -39,7 +39,7 @@ impl Redlock {
                     node: addr.to_string(),
                     connected: link.connected,
                     votes: node.votes(),
-                    rtt: node.rtt().and_then(|r| r.smoothed()),
+                    rtt: node.rtt_smoothed(),
                     identity,
                     quarantine,
                     clock_silenced_for: link

@@ -18,6 +18,7 @@
 
 pub(crate) mod bounded;
 mod client;
+mod cluster;
 pub(crate) mod connect;
 #[cfg(feature = "fred")]
 pub(crate) mod fred;
@@ -28,6 +29,7 @@ pub(crate) mod subscriber;
 pub(crate) use client::{ConnectOptions, LinkStatus, NodeClient};
 pub(crate) use pending::Pending;
 
+use crate::addr::Topology;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::server::Profile;
 
@@ -61,10 +63,17 @@ pub(crate) async fn connect(
     addr: crate::addr::NodeAddr,
     opts: &ConnectOptions,
 ) -> std::sync::Arc<dyn NodeClient> {
-    // A cluster or Sentinel node set needs a client that follows the topology: fred's.
-    #[cfg(feature = "fred")]
-    if !addr.topology.is_standalone() {
-        return std::sync::Arc::new(fred::FredNode::connect(addr, opts).await);
+    // A Sentinel node set follows its master through fred; a cluster through the engine's own
+    // connections, or fred's cluster client under `Transport::Fred` (for comparison).
+    match (&addr.topology, kind) {
+        #[cfg(feature = "fred")]
+        (Topology::Sentinel { .. }, _) | (Topology::Cluster, Transport::Fred) => {
+            return std::sync::Arc::new(fred::FredNode::connect(addr, opts).await)
+        }
+        (Topology::Cluster, _) => {
+            return std::sync::Arc::new(cluster::ClusterNode::connect(addr, opts).await)
+        }
+        _ => {}
     }
     match kind {
         Transport::Pipeline => {

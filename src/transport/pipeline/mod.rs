@@ -22,7 +22,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use bytes::BytesMut;
 use tokio::sync::{oneshot, Notify};
@@ -44,9 +44,11 @@ mod clock;
 mod coalesce;
 mod node;
 mod read;
+pub(crate) mod redirect;
 mod slot;
 mod write;
 use read::read_loop;
+pub(crate) use slot::Route;
 use slot::{push_native, Slot};
 use write::{reconnect_loop, write_loop};
 
@@ -74,6 +76,9 @@ struct Shared {
     profile: AtomicU8,
     /// Cancelled when the handle is dropped: stops the reader, writer and reconnect loop.
     shutdown: CancellationToken,
+    /// A cluster shard's connection: where `MOVED`/`ASK` answers go (see `redirect`). `None` for a
+    /// standalone node.
+    router: Option<Weak<dyn redirect::Router>>,
 }
 
 #[derive(Debug)]
@@ -125,6 +130,23 @@ impl PipelineNode {
     /// Connects (bounded by `connect_timeout`); on failure starts disconnected and reconnects in the
     /// background.
     pub(crate) async fn connect(addr: NodeAddr, opts: &ConnectOptions) -> Self {
+        Self::connect_with(addr, opts, None).await
+    }
+
+    /// [`connect`](Self::connect) for one master of a cluster: `MOVED`/`ASK` answers go to `router`.
+    pub(crate) async fn connect_shard(
+        addr: NodeAddr,
+        opts: &ConnectOptions,
+        router: Weak<dyn redirect::Router>,
+    ) -> Self {
+        Self::connect_with(addr, opts, Some(router)).await
+    }
+
+    async fn connect_with(
+        addr: NodeAddr,
+        opts: &ConnectOptions,
+        router: Option<Weak<dyn redirect::Router>>,
+    ) -> Self {
         let shared = Arc::new(Shared {
             addr,
             opts: opts.clone(),
@@ -155,6 +177,7 @@ impl PipelineNode {
             backlog: AtomicUsize::new(0),
             profile: AtomicU8::new(Profile::default().code()),
             shutdown: CancellationToken::new(),
+            router,
         });
         let began = Instant::now();
         match open(&shared.addr, &shared.opts, true).await {
@@ -226,9 +249,10 @@ impl Shared {
         let member = (!eval_source)
             .then(|| coalesce::member(&self.opts, cmd))
             .flatten();
-        // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
-        let mut script =
-            (member.is_none() && !eval_source && cmd.script().is_some()).then(|| cmd.clone());
+        // A clone of a script command is a refcount and 20 bytes; done before taking the lock. A
+        // cluster shard keeps every command, to forward it if the server redirects it.
+        let keep = self.router.is_some() || (!eval_source && cmd.script().is_some());
+        let mut script = (member.is_none() && keep).then(|| cmd.clone());
         let mut st = self.lock();
         // This connection's server may take the operation as native commands (never a resend's
         // `EVAL`: that is a script the node lost).
@@ -249,7 +273,7 @@ impl Shared {
         // An open group means the writer was already woken for it.
         let wake = st.out.is_empty() && st.group.is_none();
         if let Some(member) = member {
-            coalesce::join(&mut st, member, tx);
+            coalesce::join(&mut st, member, tx, self.router.is_some());
         } else {
             // Anything else closes the open group first: the wire keeps the order of the calls.
             coalesce::close(&mut st);
