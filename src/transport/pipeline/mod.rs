@@ -319,8 +319,11 @@ impl Shared {
         // The handshake let a user without scripting through only where native commands serve.
         let profile = Profile::for_info(info.as_ref(), self.opts.native);
         let token = self.shutdown.child_token();
-        let generation = {
+        let (generation, stale) = {
             let mut st = self.lock();
+            // Nothing can be queued while disconnected; should a slot be left, it can never be
+            // answered on the new connection and would shift every reply after it: fail it.
+            let stale = std::mem::take(&mut st.pending);
             st.generation += 1;
             st.connected = true;
             st.last_error = None;
@@ -336,8 +339,11 @@ impl Shared {
             st.conn_token = token.clone();
             st.profile = profile;
             self.profile.store(profile.code(), Ordering::Relaxed);
-            st.generation
+            (st.generation, stale)
         };
+        for slot in stale {
+            slot.fail(&NodeError::ConnectionLost);
+        }
         match stream {
             // Owned halves: no lock between reader and writer on the plain path.
             Stream::Tcp(tcp) => {
