@@ -32,7 +32,7 @@ pub use algo::retry::Wait;
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};
 pub use engine::report::{
-    ForceRelease, Inspection, KeyState, NodeInspection, NodeStatus, QuarantineState, ServerInfo,
+    ForceRelease, Inspection, KeyState, NodeInspection, NodeStatus, QuarantineState, Redirects, ServerInfo, ShardStatus,
     Verdict,
 };
 pub use engine::Redlock;

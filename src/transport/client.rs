@@ -117,6 +117,22 @@ pub(crate) struct LinkStatus {
     pub(crate) silenced_until: Option<tokio::time::Instant>,
     /// Why the last connect failed, or the protocol error that closed the connection.
     pub(crate) last_error: Option<NodeError>,
+    /// A cluster node set: each shard master's link.
+    pub(crate) shards: Vec<ShardLink>,
+    /// A cluster node set: redirects followed (`MOVED`, `ASK`, `TRYAGAIN`).
+    pub(crate) redirects: Option<[u64; 3]>,
+}
+
+/// One shard master of a cluster node set, for [`LinkStatus::shards`].
+#[derive(Debug, Clone)]
+pub(crate) struct ShardLink {
+    /// `redis://host:port` of the master (no credentials).
+    pub(crate) master: String,
+    /// Slots routed to it now.
+    pub(crate) slots: usize,
+    pub(crate) votes: bool,
+    pub(crate) rtt: Option<std::time::Duration>,
+    pub(crate) link: LinkStatus,
 }
 
 /// Connection settings both transports honour.

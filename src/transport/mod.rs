@@ -26,7 +26,7 @@ mod pending;
 pub(crate) mod pipeline;
 mod resp;
 pub(crate) mod subscriber;
-pub(crate) use client::{ConnectOptions, LinkStatus, NodeClient};
+pub(crate) use client::{ConnectOptions, LinkStatus, NodeClient, ShardLink};
 pub(crate) use pending::Pending;
 
 use crate::addr::Topology;

@@ -100,21 +100,20 @@ async fn every_lock_kind_keeps_its_keys_in_one_slot() {
     e.release(second).await.unwrap();
 }
 
-#[tokio::test]
-async fn a_waiter_hears_a_release_through_the_cluster() {
-    let cluster = RedisCluster::start(3);
-    let holder = engine(vec![cluster.url()], Transport::Pipeline).await;
-    // Long pauses: only a notification can wake the waiter quickly.
+/// A waiter in another engine, with a 2 s retry pause, acquires `resource` once `holder` releases
+/// it: only a release notification can wake it before its pause ends.
+async fn woken_through(cluster: &RedisCluster, holder: &redlock_engine::Redlock, resource: &str) {
     let waiter = builder()
         .nodes(vec![cluster.url()])
         .retry(50, Duration::from_secs(2), Duration::from_millis(1))
         .build()
         .await
         .unwrap();
-    let lock = holder.acquire(b"queue", TTL).await.unwrap();
+    let lock = holder.acquire(resource.as_bytes(), TTL).await.unwrap();
+    let r = resource.to_string();
     let wait = tokio::spawn(async move {
         let start = Instant::now();
-        let lock = waiter.acquire(b"queue", TTL).await.unwrap();
+        let lock = waiter.acquire(r.as_bytes(), TTL).await.unwrap();
         let waited = start.elapsed();
         waiter.release(lock).await.unwrap();
         waited
@@ -125,8 +124,46 @@ async fn a_waiter_hears_a_release_through_the_cluster() {
     let waited = wait.await.unwrap();
     assert!(
         waited < Duration::from_millis(1500),
-        "woken by the release, not by its 2 s pause: {waited:?}"
+        "{resource}: woken by the release, not by its 2 s pause: {waited:?}"
     );
+}
+
+#[tokio::test]
+async fn a_waiter_hears_a_release_through_every_shard_and_with_a_member_down() {
+    let mut cluster = RedisCluster::start(3);
+    let holder = engine(vec![cluster.url()], Transport::Pipeline).await;
+    let on = |m: usize| {
+        (0..)
+            .map(|i| format!("queue-{i}"))
+            .find(|r| cluster.owner_of(format!("redlock:{{{r}}}").as_bytes()) == m)
+            .unwrap()
+    };
+    let per_shard: Vec<String> = (0..3).map(on).collect();
+    for resource in &per_shard {
+        woken_through(&cluster, &holder, resource).await;
+    }
+    // The first listed member down: the others still carry every live shard's notifications.
+    cluster.members[0].kill9();
+    for resource in &per_shard[1..] {
+        woken_through(&cluster, &holder, resource).await;
+    }
+}
+
+#[tokio::test]
+async fn nodes_status_lists_each_shard_with_its_slots() {
+    let cluster = RedisCluster::start(3);
+    let e = engine(vec![cluster.url()], Transport::Pipeline).await;
+    let status = e.nodes_status();
+    let shards = &status[0].shards;
+    assert_eq!(shards.len(), 3, "{status:?}");
+    assert_eq!(shards.iter().map(|s| s.slots).sum::<usize>(), 16384);
+    assert!(shards.iter().all(|s| s.status.connected && s.status.votes));
+    assert!(shards.iter().all(|s| s.status.rtt.is_some()));
+    assert_eq!(status[0].redirects.map(|r| r.moved), Some(0));
+    let ports: Vec<String> = cluster.members.iter().map(|m| format!(":{}", m.port)).collect();
+    for shard in shards {
+        assert!(ports.iter().any(|p| shard.status.node.ends_with(p)), "{}", shard.status.node);
+    }
 }
 
 #[tokio::test]

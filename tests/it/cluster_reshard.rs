@@ -83,6 +83,12 @@ async fn a_slot_moved_under_load_loses_no_lock_and_grants_none_twice() {
     assert!(moved > before.0 .0, "the source answered MOVED ({moved})");
     assert!(ask > before.0 .1, "the source answered ASK ({ask})");
     assert!(cluster.owner_of(b"redlock:{m}:own-0") == target);
+    // The engines followed them (their own count, per node set).
+    let followed = |e: &Redlock| e.nodes_status()[0].redirects.unwrap_or_default();
+    for e in [&a, &b] {
+        let r = followed(e);
+        assert!(r.moved > 0 && r.ask > 0, "redirects followed: {r:?}");
+    }
     // The target was already a master: still voting.
     assert!(until_outcome(&a, own[0].as_bytes(), true, Duration::from_millis(200)).await);
 }

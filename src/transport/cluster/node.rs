@@ -12,7 +12,7 @@ use crate::algo::clock::JumpLog;
 use crate::error::NodeError;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::server::Profile;
-use crate::transport::{LinkStatus, NodeClient, Pending};
+use crate::transport::{LinkStatus, NodeClient, Pending, ShardLink};
 
 impl ClusterNode {
     fn unserved() -> Pending {
@@ -95,17 +95,33 @@ impl NodeClient for ClusterNode {
     }
 
     fn status(&self) -> LinkStatus {
-        let shards = self.each(|c| c.status());
-        let connected = !shards.is_empty() && shards.iter().all(|s| s.connected);
+        let map = self.router.map();
+        let shards: Vec<ShardLink> = map
+            .shards
+            .iter()
+            .enumerate()
+            .map(|(index, s)| ShardLink {
+                master: format!("redis://{}:{}", s.master.0, s.master.1),
+                slots: map.count(index),
+                votes: s.conn.votes(),
+                rtt: s.conn.rtt_smoothed(),
+                link: s.conn.status(),
+            })
+            .collect();
+        let connected = !shards.is_empty() && shards.iter().all(|s| s.link.connected);
+        let r = &self.router.redirects;
+        let read = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         LinkStatus {
             connected,
-            // The shard held back longest stands for the set; per shard in `shards`.
+            // The shard held back longest stands for the set; each one's own is in `shards`.
             quarantine: shards
                 .iter()
-                .filter_map(|s| s.quarantine.clone())
+                .filter_map(|s| s.link.quarantine.clone())
                 .max_by_key(|q| (q.unidentified, q.until)),
-            silenced_until: shards.iter().filter_map(|s| s.silenced_until).max(),
-            last_error: shards.iter().find_map(|s| s.last_error.clone()),
+            silenced_until: shards.iter().filter_map(|s| s.link.silenced_until).max(),
+            last_error: shards.iter().find_map(|s| s.link.last_error.clone()),
+            redirects: Some([read(&r.moved), read(&r.ask), read(&r.tryagain)]),
+            shards,
         }
     }
 }

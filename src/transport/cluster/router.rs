@@ -200,6 +200,7 @@ impl redirect::Router for Router {
             // A multi-key command whose keys are split by a migration in progress: it did not run.
             // Sent again shortly, where the map then says.
             self.redirects.tryagain.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("redlock_cluster_redirects_total", "node" => self.seed.to_string(), "kind" => "tryagain").increment(1);
             let me = self.me.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -224,10 +225,12 @@ impl redirect::Router for Router {
         };
         if kind == Some("MOVED") {
             self.redirects.moved.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("redlock_cluster_redirects_total", "node" => self.seed.to_string(), "kind" => "moved").increment(1);
             map.point(slot, index);
             shard.conn.forward(&cmd, waiters, next, false);
         } else {
             self.redirects.ask.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("redlock_cluster_redirects_total", "node" => self.seed.to_string(), "kind" => "ask").increment(1);
             shard.conn.forward(&cmd, waiters, next, true);
         }
     }
