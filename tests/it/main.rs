@@ -27,6 +27,7 @@ mod fencing;
 mod guards;
 mod hostile_fred;
 mod hostile_node;
+mod hostile_shard;
 mod model;
 mod multi_resource;
 mod native;

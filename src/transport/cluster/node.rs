@@ -53,10 +53,10 @@ impl NodeClient for ClusterNode {
         !up.is_empty() && up.into_iter().all(|c| c)
     }
 
-    /// Every shard votes (a command's own vote is its shard's: [`NodeClient::route`]).
+    /// Every shard votes (a command's own vote is its shard's: [`NodeClient::route`]). With no
+    /// map yet nothing holds the vote back: the commands fail as `Disconnected`.
     fn votes(&self) -> bool {
-        let votes = self.each(|c| c.votes());
-        !votes.is_empty() && votes.into_iter().all(|v| v)
+        self.each(|c| c.votes()).into_iter().all(|v| v)
     }
 
     fn clock_jumped(&self) -> bool {
