@@ -297,7 +297,9 @@ impl Config {
             .iter()
             .find(|n| matches!(n.topology, crate::addr::Topology::Sentinel { .. }))
         {
-            return bad(format!("{addr}: Sentinel node sets need the `fred` feature"));
+            return bad(format!(
+                "{addr}: Sentinel node sets need the `fred` feature"
+            ));
         }
         let tls = if nodes.iter().any(|n| n.tls) {
             let connector = crate::transport::connect::tls_connector(self.tls_ca_file.as_deref())

@@ -191,9 +191,8 @@ pub(crate) async fn run(
     for (route, node) in routed.iter_mut().zip(nodes) {
         *route = node.route(cmd);
     }
-    let carrier = |index: usize| -> &dyn NodeClient {
-        routed[index].as_deref().unwrap_or(&*nodes[index])
-    };
+    let carrier =
+        |index: usize| -> &dyn NodeClient { routed[index].as_deref().unwrap_or(&*nodes[index]) };
     // Each node renders the command as its server takes it (its `Profile`): encoded again only
     // where a node's profile differs from the one before it (never, while all render the scripts).
     ENCODED.with_borrow_mut(|encoded| {

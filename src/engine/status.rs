@@ -26,7 +26,14 @@ impl Redlock {
                     .into_iter()
                     .map(|shard| ShardStatus {
                         slots: shard.slots,
-                        status: status(shard.master, shard.link, shard.votes, shard.rtt, false, now),
+                        status: status(
+                            shard.master,
+                            shard.link,
+                            shard.votes,
+                            shard.rtt,
+                            false,
+                            now,
+                        ),
                     })
                     .collect();
                 let redirects = link.redirects.map(|[moved, ask, tryagain]| Redirects {

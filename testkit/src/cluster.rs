@@ -181,8 +181,15 @@ impl RedisCluster {
 
     /// `key`'s hash slot (`CLUSTER KEYSLOT`, asked of the first running member).
     pub fn slot_of(&self, key: &[u8]) -> u16 {
-        let member = self.members.iter().find(|m| m.pid().is_some()).expect("a running member");
-        member.cmd(&[b"CLUSTER", b"KEYSLOT", key]).parse().expect("a slot number")
+        let member = self
+            .members
+            .iter()
+            .find(|m| m.pid().is_some())
+            .expect("a running member");
+        member
+            .cmd(&[b"CLUSTER", b"KEYSLOT", key])
+            .parse()
+            .expect("a slot number")
     }
 
     /// How many MOVED and ASK replies member `index` has sent (`INFO errorstats`).

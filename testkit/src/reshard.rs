@@ -21,9 +21,17 @@ impl RedisCluster {
         let slot = slot.to_string();
         let (from_id, to_id) = (self.node_id(from), self.node_id(to));
         let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id];
-        assert_eq!(self.members[to].cmd_str(&importing), "OK", "SETSLOT IMPORTING");
+        assert_eq!(
+            self.members[to].cmd_str(&importing),
+            "OK",
+            "SETSLOT IMPORTING"
+        );
         let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id];
-        assert_eq!(self.members[from].cmd_str(&migrating), "OK", "SETSLOT MIGRATING");
+        assert_eq!(
+            self.members[from].cmd_str(&migrating),
+            "OK",
+            "SETSLOT MIGRATING"
+        );
     }
 
     /// Moves up to `batch` keys of `slot` still on `from` to `to` with one `MIGRATE`; how many it

@@ -160,9 +160,17 @@ async fn nodes_status_lists_each_shard_with_its_slots() {
     assert!(shards.iter().all(|s| s.status.connected && s.status.votes));
     assert!(shards.iter().all(|s| s.status.rtt.is_some()));
     assert_eq!(status[0].redirects.map(|r| r.moved), Some(0));
-    let ports: Vec<String> = cluster.members.iter().map(|m| format!(":{}", m.port)).collect();
+    let ports: Vec<String> = cluster
+        .members
+        .iter()
+        .map(|m| format!(":{}", m.port))
+        .collect();
     for shard in shards {
-        assert!(ports.iter().any(|p| shard.status.node.ends_with(p)), "{}", shard.status.node);
+        assert!(
+            ports.iter().any(|p| shard.status.node.ends_with(p)),
+            "{}",
+            shard.status.node
+        );
     }
 }
 
@@ -208,7 +216,9 @@ async fn a_dead_master_costs_only_its_slots_and_its_restart_is_quarantined() {
     let restarted = Instant::now();
     cluster.wait_ok(Duration::from_secs(20));
     for _ in 0..5 {
-        let lock = guarded.try_acquire(other.as_bytes(), Duration::from_secs(1)).await;
+        let lock = guarded
+            .try_acquire(other.as_bytes(), Duration::from_secs(1))
+            .await;
         assert!(lock.is_ok(), "the other shards keep the vote: {lock:?}");
         guarded.release(lock.unwrap()).await.unwrap();
     }
@@ -226,7 +236,10 @@ async fn fred_still_carries_a_cluster_for_comparison() {
     let cluster = RedisCluster::start(3);
     let e = engine(vec![cluster.url()], Transport::Fred).await;
     for i in 0..6 {
-        let lock = e.acquire(format!("fred-{i}").as_bytes(), TTL).await.unwrap();
+        let lock = e
+            .acquire(format!("fred-{i}").as_bytes(), TTL)
+            .await
+            .unwrap();
         e.release(lock).await.unwrap();
     }
 }

@@ -29,7 +29,14 @@ async fn guarded(cluster: &RedisCluster) -> Redlock {
 
 /// What a phase must show: the victim shard's resources not granted for about `MAX_TTL` after
 /// `promoted` (then granted again), the others granted without a long gap around it.
-fn check_phase(out: &Outcome, what: &str, victim: &[String], others: &[String], event: Instant, promoted: Instant) {
+fn check_phase(
+    out: &Outcome,
+    what: &str,
+    victim: &[String],
+    others: &[String],
+    event: Instant,
+    promoted: Instant,
+) {
     let first = out
         .first_grant_after(victim, promoted)
         .unwrap_or_else(|| panic!("{what}: the victim shard never voted again"));
@@ -39,16 +46,28 @@ fn check_phase(out: &Outcome, what: &str, victim: &[String], others: &[String], 
         "{what}: the promoted master voted {quiet:?} after its promotion"
     );
     let gap = out.longest_gap(others, event, promoted + MAX_TTL);
-    assert!(gap < Duration::from_millis(900), "{what}: the other shards stopped for {gap:?}");
-    let theirs: Vec<_> = out.failures.iter().filter(|(r, ..)| others.contains(r)).collect();
-    assert!(theirs.is_empty(), "{what}: failures on the other shards: {theirs:?}");
+    assert!(
+        gap < Duration::from_millis(900),
+        "{what}: the other shards stopped for {gap:?}"
+    );
+    let theirs: Vec<_> = out
+        .failures
+        .iter()
+        .filter(|(r, ..)| others.contains(r))
+        .collect();
+    assert!(
+        theirs.is_empty(),
+        "{what}: failures on the other shards: {theirs:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_or_a_killed_master_suspends_only_its_shard() {
     let mut cluster = RedisCluster::start_with_replicas(3, 1);
     let (a, b) = (guarded(&cluster).await, guarded(&cluster).await);
-    let probes: Vec<String> = (0..3).map(|m| resources_on(&cluster, m, true, 1, "probe").remove(0)).collect();
+    let probes: Vec<String> = (0..3)
+        .map(|m| resources_on(&cluster, m, true, 1, "probe").remove(0))
+        .collect();
     for probe in &probes {
         // Every master just started: they vote once older than max_ttl.
         assert!(until_outcome(&a, probe.as_bytes(), true, Duration::from_secs(10)).await);
@@ -70,7 +89,11 @@ async fn a_failover_or_a_killed_master_suspends_only_its_shard() {
     let promoted = Instant::now();
     tokio::time::sleep(MAX_TTL + Duration::from_secs(3)).await;
     let out = load.stop().await;
-    assert!(out.overlaps().is_empty(), "granted twice: {:?}", out.overlaps());
+    assert!(
+        out.overlaps().is_empty(),
+        "granted twice: {:?}",
+        out.overlaps()
+    );
     check_phase(&out, "CLUSTER FAILOVER", &victim, &others, event, promoted);
 
     // Phase 2: kill -9 of shard 1's master; the cluster promotes its replica.
@@ -90,7 +113,15 @@ async fn a_failover_or_a_killed_master_suspends_only_its_shard() {
     let promoted = Instant::now();
     tokio::time::sleep(MAX_TTL + Duration::from_secs(3)).await;
     let out = load.stop().await;
-    assert!(out.overlaps().is_empty(), "granted twice: {:?}", out.overlaps());
+    assert!(
+        out.overlaps().is_empty(),
+        "granted twice: {:?}",
+        out.overlaps()
+    );
     check_phase(&out, "kill -9", &victim, &others, event, promoted);
-    assert!(out.grants.len() > 100, "load ran: {} grants", out.grants.len());
+    assert!(
+        out.grants.len() > 100,
+        "load ran: {} grants",
+        out.grants.len()
+    );
 }

@@ -127,7 +127,8 @@ async fn work(
     let mut seen = Outcome::default();
     let fail = |seen: &mut Outcome, r: &str, e: LockError| {
         if !matches!(e, LockError::Contended { .. }) {
-            seen.failures.push((r.to_string(), Instant::now(), e.to_string()));
+            seen.failures
+                .push((r.to_string(), Instant::now(), e.to_string()));
         }
     };
     while !stop.load(Ordering::Relaxed) {

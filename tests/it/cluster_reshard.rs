@@ -36,7 +36,10 @@ async fn a_slot_moved_under_load_loses_no_lock_and_grants_none_twice() {
     let target = (source + 1) % 3;
     assert!(until_outcome(&a, own[0].as_bytes(), true, Duration::from_secs(10)).await);
     assert!(until_outcome(&b, own[0].as_bytes(), true, Duration::from_secs(10)).await);
-    let before = (cluster.redirects_sent(source), cluster.redirects_sent(target));
+    let before = (
+        cluster.redirects_sent(source),
+        cluster.redirects_sent(target),
+    );
 
     // Contended resources (overlap check) and one uncontended resource per worker (every round
     // must succeed: the move is no reason for a failure).
@@ -63,12 +66,20 @@ async fn a_slot_moved_under_load_loses_no_lock_and_grants_none_twice() {
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     let out = contended.stop().await;
-    assert!(out.overlaps().is_empty(), "granted twice: {:?}", out.overlaps());
+    assert!(
+        out.overlaps().is_empty(),
+        "granted twice: {:?}",
+        out.overlaps()
+    );
     assert!(out.failures.is_empty(), "contended: {:?}", out.failures);
     let mut rounds = 0;
     for load in solo {
         let out = load.stop().await;
-        assert!(out.failures.is_empty(), "false failures: {:?}", out.failures);
+        assert!(
+            out.failures.is_empty(),
+            "false failures: {:?}",
+            out.failures
+        );
         rounds += out.ops;
     }
     assert!(rounds > 100, "the load ran: {rounds} rounds");
@@ -76,7 +87,10 @@ async fn a_slot_moved_under_load_loses_no_lock_and_grants_none_twice() {
     for r in own.iter().chain(&shared) {
         let key = format!("redlock:{r}");
         for m in [source, target] {
-            assert!(!cluster.members[m].exists(key.as_bytes()), "{key} left on member {m}");
+            assert!(
+                !cluster.members[m].exists(key.as_bytes()),
+                "{key} left on member {m}"
+            );
         }
     }
     let (moved, ask) = cluster.redirects_sent(source);

@@ -15,7 +15,8 @@ const TTL: Duration = Duration::from_secs(5);
 
 /// `CLUSTER SHARDS` naming one master on `port` that serves every slot.
 fn one_shard(port: u16) -> Vec<u8> {
-    let mut out = b"*1\r\n*4\r\n$5\r\nslots\r\n*2\r\n:0\r\n:16383\r\n$5\r\nnodes\r\n*1\r\n*6\r\n".to_vec();
+    let mut out =
+        b"*1\r\n*4\r\n$5\r\nslots\r\n*2\r\n:0\r\n:16383\r\n$5\r\nnodes\r\n*1\r\n*6\r\n".to_vec();
     out.extend_from_slice(format!("$4\r\nport\r\n:{port}\r\n").as_bytes());
     out.extend_from_slice(b"$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nrole\r\n$6\r\nmaster\r\n");
     out
@@ -59,13 +60,20 @@ async fn survives(bad: Hostile, expect: &str) {
     let healthy = nodes(2);
     let cluster = format!("redis-cluster://127.0.0.1:{}", bad.port);
     let e = engine(vec![healthy[0].url(), healthy[1].url(), cluster.clone()]).await;
-    let lock = e.try_acquire(b"res", TTL).await.expect("the healthy majority grants");
+    let lock = e
+        .try_acquire(b"res", TTL)
+        .await
+        .expect("the healthy majority grants");
     e.release(lock).await.expect("and releases");
     let pair = engine(vec![healthy[0].url(), cluster]).await;
     match pair.try_acquire(b"res-pair", TTL).await {
         Ok(_) => panic!("granted with the hostile cluster's vote"),
         Err(LockError::QuorumNotReached { failures, .. }) => {
-            let text = failures.iter().map(|(_, e)| e.to_string()).collect::<Vec<_>>().join("; ");
+            let text = failures
+                .iter()
+                .map(|(_, e)| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
             assert!(text.contains(expect), "{text:?} lacks {expect:?}");
         }
         Err(other) => panic!("expected QuorumNotReached, got {other}"),
@@ -105,7 +113,12 @@ async fn a_redirect_to_an_unknown_master_fails_the_vote_at_once() {
 async fn hostile_slot_maps_are_refused() {
     let deep = "*1\r\n".repeat(100_000).into_bytes();
     let out_of_range = b"*1\r\n*3\r\n:0\r\n:99999\r\n*2\r\n$9\r\n127.0.0.1\r\n:1\r\n".to_vec();
-    for map in [deep, out_of_range, b"$2000000000\r\n".to_vec(), b":7\r\n".to_vec()] {
+    for map in [
+        deep,
+        out_of_range,
+        b"$2000000000\r\n".to_vec(),
+        b":7\r\n".to_vec(),
+    ] {
         let bad = fake_cluster(move |_| Action::Send(map.clone()), |_| Action::Normal);
         // No map: the node set routes nothing, so its vote fails.
         survives(bad, "not connected").await;
@@ -115,7 +128,10 @@ async fn hostile_slot_maps_are_refused() {
 #[tokio::test]
 async fn junk_from_a_shard_master_is_bounded_like_a_standalone_nodes() {
     let deep = "*1\r\n".repeat(100_000).into_bytes();
-    let bad = fake_cluster(|port| Action::Send(one_shard(port)), move |_| Action::Send(deep.clone()));
+    let bad = fake_cluster(
+        |port| Action::Send(one_shard(port)),
+        move |_| Action::Send(deep.clone()),
+    );
     survives(bad, "nested deeper").await;
 }
 
@@ -125,12 +141,16 @@ async fn a_member_without_cluster_shards_is_read_with_cluster_slots() {
     let seen = port.clone();
     let bad = Hostile::start(move |cmd| {
         let own = seen.load(Ordering::Relaxed);
-        match (verb(cmd).as_str(), cmd.get(1).map(|s| s.to_ascii_uppercase())) {
+        match (
+            verb(cmd).as_str(),
+            cmd.get(1).map(|s| s.to_ascii_uppercase()),
+        ) {
             ("CLUSTER", Some(sub)) if sub == b"SHARDS" => {
                 Action::Send(b"-ERR unknown subcommand 'SHARDS'\r\n".to_vec())
             }
             ("CLUSTER", _) => Action::Send(
-                format!("*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:{own}\r\n").into_bytes(),
+                format!("*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:{own}\r\n")
+                    .into_bytes(),
             ),
             _ => Action::Send(normal(cmd)),
         }

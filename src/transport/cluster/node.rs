@@ -12,7 +12,8 @@ use crate::algo::clock::JumpLog;
 use crate::error::NodeError;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::server::Profile;
-use crate::transport::{LinkStatus, NodeClient, Pending, ShardLink};
+use crate::transport::client::{LinkStatus, NodeClient, ShardLink};
+use crate::transport::pending::Pending;
 
 impl ClusterNode {
     fn unserved() -> Pending {

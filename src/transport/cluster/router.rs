@@ -15,9 +15,9 @@ use crate::addr::{NodeAddr, Topology};
 use crate::algo::clock::JumpLog;
 use crate::error::NodeError;
 use crate::protocol::cmd::Cmd;
+use crate::transport::client::{ConnectOptions, NodeClient};
 use crate::transport::pipeline::redirect::{self, Waiters};
 use crate::transport::pipeline::{PipelineNode, Route};
-use crate::transport::{ConnectOptions, NodeClient};
 
 /// Most redirects one command follows: a slot moves once per migration, and an `ASK` is answered
 /// by its target; more means the members disagree, and the vote fails instead of looping.
@@ -140,7 +140,9 @@ impl Router {
                         if !previous.shards.is_empty() {
                             conn.quarantine_now();
                         }
-                        if let Some((log, index)) = self.jumps.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+                        if let Some((log, index)) =
+                            self.jumps.lock().unwrap_or_else(|p| p.into_inner()).clone()
+                        {
                             conn.report_jumps(log, index);
                         }
                         conn
@@ -166,8 +168,13 @@ impl Router {
         loop {
             let Some(this) = router.upgrade() else { return };
             let map = this.map();
-            let degraded = map.shards.is_empty() || map.shards.iter().any(|s| !s.conn.is_connected());
-            let every = if degraded { REFRESH_DEGRADED } else { REFRESH_IDLE };
+            let degraded =
+                map.shards.is_empty() || map.shards.iter().any(|s| !s.conn.is_connected());
+            let every = if degraded {
+                REFRESH_DEGRADED
+            } else {
+                REFRESH_IDLE
+            };
             drop(map);
             // Holding `this` while asleep is fine: dropping the node cancels `shutdown`.
             tokio::select! {

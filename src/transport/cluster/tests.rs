@@ -11,7 +11,14 @@ fn a_command_routes_by_its_first_keys_hash_tag() {
         value: LockValue::ZERO,
         ttl_ms: 1000,
     };
-    assert_eq!(slot_of(&cmd(b"redlock:{a}")), slot_of(&cmd(b"other{a}:fence")));
-    assert_eq!(slot_of(&cmd(b"foo")), Some(12182), "CRC16 of foo, mod 16384");
+    assert_eq!(
+        slot_of(&cmd(b"redlock:{a}")),
+        slot_of(&cmd(b"other{a}:fence"))
+    );
+    assert_eq!(
+        slot_of(&cmd(b"foo")),
+        Some(12182),
+        "CRC16 of foo, mod 16384"
+    );
     assert_eq!(slot_of(&Cmd::InfoServer), None);
 }

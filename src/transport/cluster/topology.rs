@@ -41,7 +41,11 @@ pub(super) async fn fetch(
     };
     tokio::time::timeout(opts.connect_timeout, read)
         .await
-        .unwrap_or_else(|_| Err(NodeError::Connect(format!("{member}: CLUSTER SHARDS timed out"))))
+        .unwrap_or_else(|_| {
+            Err(NodeError::Connect(format!(
+                "{member}: CLUSTER SHARDS timed out"
+            )))
+        })
 }
 
 async fn query<S: AsyncRead + AsyncWrite + Unpin>(
@@ -180,7 +184,12 @@ fn pairs(frame: &BytesFrame) -> Result<Vec<(&[u8], &BytesFrame)>, &'static str> 
     }
     items
         .chunks(2)
-        .map(|pair| Ok((text(&pair[0]).ok_or("a map key that is not a string")?, &pair[1])))
+        .map(|pair| {
+            Ok((
+                text(&pair[0]).ok_or("a map key that is not a string")?,
+                &pair[1],
+            ))
+        })
         .collect()
 }
 

@@ -30,7 +30,12 @@ fn node(port: i64, role: &str) -> F {
 fn cluster_shards_gives_each_master_its_ranges() {
     let reply = F::Array(vec![F::Array(vec![
         s("slots"),
-        F::Array(vec![F::Integer(0), F::Integer(99), F::Integer(200), F::Integer(300)]),
+        F::Array(vec![
+            F::Integer(0),
+            F::Integer(99),
+            F::Integer(200),
+            F::Integer(300),
+        ]),
         s("nodes"),
         F::Array(vec![node(7001, "replica"), node(7000, "master")]),
     ])]);
@@ -53,7 +58,11 @@ fn cluster_slots_merges_a_masters_ranges() {
             F::Array(vec![s("127.0.0.1"), F::Integer(port), s("id")]),
         ])
     };
-    let reply = F::Array(vec![entry(0, 10, 7000), entry(11, 20, 7001), entry(30, 40, 7000)]);
+    let reply = F::Array(vec![
+        entry(0, 10, 7000),
+        entry(11, 20, 7001),
+        entry(30, 40, 7000),
+    ]);
     let shards = slots(&reply).unwrap();
     assert_eq!(shards.len(), 2);
     assert_eq!(shards[0].ranges, vec![(0, 10), (30, 40)]);

@@ -91,9 +91,10 @@ pub(super) fn join(
     cluster: bool,
 ) {
     let slot = cluster.then(|| redis_protocol::redis_keyslot(&key));
-    let joins = st.group.as_ref().is_some_and(|g| {
-        std::ptr::eq(g.form, form) && g.slot == slot && g.locks.len() < MAX_GROUP
-    });
+    let joins = st
+        .group
+        .as_ref()
+        .is_some_and(|g| std::ptr::eq(g.form, form) && g.slot == slot && g.locks.len() < MAX_GROUP);
     if !joins {
         close(st);
         st.group = Some(Group {

@@ -76,8 +76,7 @@ struct Shared {
     profile: AtomicU8,
     /// Cancelled when the handle is dropped: stops the reader, writer and reconnect loop.
     shutdown: CancellationToken,
-    /// A cluster shard's connection: where `MOVED`/`ASK` answers go (see `redirect`). `None` for a
-    /// standalone node.
+    /// A cluster shard's connection: where `MOVED`/`ASK` answers go (`redirect`); `None`: standalone.
     router: Option<Weak<dyn redirect::Router>>,
 }
 

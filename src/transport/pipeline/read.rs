@@ -144,7 +144,14 @@ fn complete(
         }
     }
     if !slot.group.is_empty() {
-        return super::coalesce::answer(shared, generation, slot.group, slot.script, reply, slot.route);
+        return super::coalesce::answer(
+            shared,
+            generation,
+            slot.group,
+            slot.script,
+            reply,
+            slot.route,
+        );
     }
     let Some(tx) = slot.tx else { return };
     match (

@@ -59,7 +59,9 @@ impl Waiters {
 pub(super) fn redirect_of(e: &NodeError) -> Option<&str> {
     match e {
         NodeError::Server(why)
-            if why.starts_with("MOVED ") || why.starts_with("ASK ") || why.starts_with("TRYAGAIN") =>
+            if why.starts_with("MOVED ")
+                || why.starts_with("ASK ")
+                || why.starts_with("TRYAGAIN") =>
         {
             Some(why)
         }
@@ -72,7 +74,8 @@ impl PipelineNode {
     /// under one lock, so nothing comes between them). Never coalesced or pre-encoded. On a node
     /// that is down or full, the waiters fail at once with why.
     pub(crate) fn forward(&self, cmd: &Cmd, waiters: Waiters, route: Route, asking: bool) {
-        self.shared.forward_on(0, cmd, false, waiters, route, asking);
+        self.shared
+            .forward_on(0, cmd, false, waiters, route, asking);
     }
 
     /// This connection's server became a master of slots it did not serve before (a failover
