@@ -13,9 +13,9 @@
 //!   has its connection closed; the requests on it fail with a [`NodeError::Protocol`] naming the node
 //!   and the bound, which also stays the node's last error until it reconnects (with backoff).
 //!
-//! Files: this one (the handle, the request queue), `node` (its `NodeClient` side: sending, votes,
-//! status), `write` (the writer, reconnects), `read` (the reader), `clock` (the clock guard's
-//! `TIME` readings) and `coalesce` (releases queued back to back sent as one call).
+//! Files: this one (handle, request queue), `node` (its `NodeClient` side), `write` (writer,
+//! reconnects), `read` (reader), `slot` (a request's place), `clock` (the clock guard's `TIME`s),
+//! `coalesce` (back-to-back releases as one call), `redirect` (a cluster shard's `MOVED`/`ASK`).
 //! - **Fail fast.** While disconnected, requests fail at once with [`NodeError::Disconnected`]; a full queue
 //!   fails with [`NodeError::Backpressure`]. Reconnects run in the background with exponential backoff and
 //!   jitter, so a dead node never blocks a caller.
