@@ -59,7 +59,16 @@ async fn a_cluster_votes_like_one_node_beside_standalone_masters() {
 #[tokio::test]
 async fn every_lock_kind_keeps_its_keys_in_one_slot() {
     let cluster = RedisCluster::start(3);
-    let e = engine(vec![cluster.url()], Transport::Pipeline).await;
+    let standalone = nodes(2);
+    let mut beside = vec![cluster.url()];
+    beside.extend(urls(&standalone));
+    for set in [vec![cluster.url()], beside] {
+        let e = engine(set, Transport::Pipeline).await;
+        every_kind(&e).await;
+    }
+}
+
+async fn every_kind(e: &redlock_engine::Redlock) {
     // Multi-resource: one hash tag for all, or a clear error before anything is sent.
     let both = e
         .acquire_many(&[b"{order:7}:items", b"{order:7}:payment"], TTL)
@@ -98,6 +107,29 @@ async fn every_lock_kind_keeps_its_keys_in_one_slot() {
     let second = e.acquire_fenced(b"ledger", TTL).await.unwrap();
     assert!(second.fencing_token().unwrap() > t1);
     e.release(second).await.unwrap();
+    // Semaphore and slots: K holders, the (K+1)-th refused.
+    let p1 = e.acquire_permit(b"pool", 2, TTL).await.unwrap();
+    let p2 = e.acquire_permit(b"pool", 2, TTL).await.unwrap();
+    assert!(e.lock(b"pool").permits(2).ttl(TTL).once().await.is_err());
+    e.release(p1).await.unwrap();
+    e.release(p2).await.unwrap();
+    let s1 = e.acquire_slot(b"slots", 1, TTL).await.unwrap();
+    e.release(s1).await.unwrap();
+    // Fair: queue and tickets beside the lock key.
+    let f = e.acquire_fair(b"line", TTL).await.unwrap();
+    e.release(f).await.unwrap();
+    // Renewed: one extend per lock per call on a cluster (no multi-slot batch).
+    let policy = redlock_engine::RenewPolicy::default().every(Duration::from_millis(200));
+    let renewed = e
+        .acquire_renewed(b"long", Duration::from_millis(600), policy)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(
+        renewed.is_valid() && renewed.renewals() >= 2,
+        "renewed past its TTL"
+    );
+    renewed.release().await.unwrap();
 }
 
 /// A waiter in another engine, with a 2 s retry pause, acquires `resource` once `holder` releases
