@@ -244,7 +244,7 @@ impl redirect::Router for Router {
 }
 
 /// `host:port` of a redirect (the host may be an IPv6 address; the port is after the last colon).
-fn split_target(target: &str) -> Option<(String, u16)> {
+pub(super) fn split_target(target: &str) -> Option<(String, u16)> {
     let (host, port) = target.rsplit_once(':')?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     Some((host.to_string(), port.parse().ok()?))

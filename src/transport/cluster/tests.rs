@@ -22,3 +22,16 @@ fn a_command_routes_by_its_first_keys_hash_tag() {
     );
     assert_eq!(slot_of(&Cmd::InfoServer), None);
 }
+
+#[test]
+fn a_redirect_names_its_target_by_the_last_colon() {
+    use super::router::split_target;
+    assert_eq!(
+        split_target("127.0.0.1:7001"),
+        Some(("127.0.0.1".into(), 7001))
+    );
+    assert_eq!(split_target("[::1]:7001"), Some(("::1".into(), 7001)));
+    assert_eq!(split_target("::1:7001"), Some(("::1".into(), 7001)));
+    assert_eq!(split_target("host:99999"), None, "not a port");
+    assert_eq!(split_target("nohost"), None);
+}
