@@ -74,8 +74,10 @@ impl NodeClient for ClusterNode {
     }
 
     fn backlog(&self) -> usize {
-        // Admission control compares it with `max_pending`, which bounds each shard's queue.
-        self.each(|c| c.backlog()).into_iter().max().unwrap_or(0)
+        // Admission control compares it with `max_pending`, which bounds each shard's queue. Read
+        // every round: no allocation.
+        let map = self.router.map();
+        map.shards.iter().map(|s| s.conn.backlog()).max().unwrap_or(0)
     }
 
     fn last_reply(&self) -> Option<Instant> {
