@@ -39,27 +39,7 @@ impl RedisCluster {
     pub fn start_with_replicas(masters: usize, replicas: usize) -> Self {
         let conf = TempDir::new("cluster");
         let members: Vec<RedisNode> = (0..masters * (1 + replicas))
-            .map(|_| {
-                for _ in 0..20 {
-                    let port = free_port();
-                    let file = conf.path().join(format!("nodes-{port}.conf"));
-                    let spec = NodeSpec::with_args(&[
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        &file.to_string_lossy(),
-                        "--cluster-node-timeout",
-                        "1000",
-                        // The other masters keep serving their slots while one is down.
-                        "--cluster-require-full-coverage",
-                        "no",
-                    ]);
-                    if let Some(node) = RedisNode::try_start_on(port, spec) {
-                        return node;
-                    }
-                }
-                panic!("could not start a cluster member");
-            })
+            .map(|_| member(&conf))
             .collect();
         let addrs: Vec<String> = members.iter().map(RedisNode::addr).collect();
         let status = Command::new("redis-cli")
@@ -86,6 +66,32 @@ impl RedisCluster {
             std::thread::sleep(Duration::from_millis(50));
         }
         cluster
+    }
+
+    /// Starts one more member, an empty master (no slots), and introduces it (`CLUSTER MEET`);
+    /// waits until every member knows it. Returns its index.
+    ///
+    /// # Panics
+    /// If it cannot start or the cluster does not learn of it within 20 s.
+    pub fn add_master(&mut self) -> usize {
+        let node = member(&self._conf);
+        let port = node.port.to_string();
+        assert_eq!(
+            self.members[0].cmd_str(&["CLUSTER", "MEET", "127.0.0.1", &port]),
+            "OK"
+        );
+        self.members.push(node);
+        let needle = format!(":{port}@");
+        let until = Instant::now() + Duration::from_secs(20);
+        while !self.members.iter().all(|m| {
+            m.try_cmd(&[b"CLUSTER", b"NODES"])
+                .is_some_and(|n| n.contains(&needle) && !n.contains("handshake"))
+        }) {
+            assert!(Instant::now() < until, "the new master did not join");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.wait_ok(Duration::from_secs(20));
+        self.members.len() - 1
     }
 
     /// Whether member `index` is a master now (`INFO replication`).
@@ -203,4 +209,27 @@ impl RedisCluster {
         };
         (count("MOVED"), count("ASK"))
     }
+}
+
+/// One cluster-enabled server on a free port, its `nodes-<port>.conf` in `conf`.
+fn member(conf: &TempDir) -> RedisNode {
+    for _ in 0..20 {
+        let port = free_port();
+        let file = conf.path().join(format!("nodes-{port}.conf"));
+        let spec = NodeSpec::with_args(&[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            &file.to_string_lossy(),
+            "--cluster-node-timeout",
+            "1000",
+            // The other masters keep serving their slots while one is down.
+            "--cluster-require-full-coverage",
+            "no",
+        ]);
+        if let Some(node) = RedisNode::try_start_on(port, spec) {
+            return node;
+        }
+    }
+    panic!("could not start a cluster member");
 }

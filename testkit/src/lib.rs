@@ -7,7 +7,8 @@
 //!   how it is started), with kill -9, restart on the same port, SIGSTOP/SIGCONT; [`nodes`], [`urls`].
 //! - `sentinel`: [`replica_of`] and [`SentinelSet`] (a master, a replica and a Sentinel).
 //! - `cluster`: [`RedisCluster`], a local Redis Cluster made by `redis-cli --cluster create`, with
-//!   replicas if asked, `CLUSTER FAILOVER`, role and redirect-count look-ups; `reshard`: moving one
+//!   replicas if asked, a master added later (`CLUSTER MEET`), `CLUSTER FAILOVER`, role and
+//!   redirect-count look-ups; `reshard`: moving one
 //!   slot between masters step by step (`SETSLOT ... MIGRATING/IMPORTING`, `MIGRATE`, `SETSLOT ... NODE`).
 //! - `proxy`: [`Proxy`], a TCP proxy that delays, blackholes, hangs or resets (one [`Mode`] at a time).
 //! - `hostile`: [`Hostile`], a RESP server that answers the handshake like Redis and chosen commands

@@ -28,14 +28,32 @@ async fn guarded(cluster: &RedisCluster) -> Redlock {
 async fn a_slot_moved_under_load_loses_no_lock_and_grants_none_twice() {
     let cluster = RedisCluster::start(3);
     let (a, b) = (guarded(&cluster).await, guarded(&cluster).await);
+    let source = cluster.owner_of(b"redlock:{m}:own-0");
+    move_under_load(&cluster, &a, &b, (source + 1) % 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_moved_to_a_master_just_added_loses_no_lock() {
+    let mut cluster = RedisCluster::start(3);
+    let (a, b) = (guarded(&cluster).await, guarded(&cluster).await);
+    let added = tokio::task::block_in_place(|| cluster.add_master());
+    // The engines learn of it from their next map read (it serves no slot, so nothing is routed
+    // to it); it votes once older than max_ttl, like any node.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let known = |e: &Redlock| e.nodes_status()[0].shards.len() == 4;
+    assert!(known(&a) && known(&b), "{:?}", a.nodes_status());
+    move_under_load(&cluster, &a, &b, added).await;
+}
+
+/// Moves the slot of tag `m` to member `target` while `a` and `b` lock resources in it.
+async fn move_under_load(cluster: &RedisCluster, a: &Redlock, b: &Redlock, target: usize) {
     // Every resource in the slot of tag `m`.
     let own: Vec<String> = (0..6).map(|i| format!("{{m}}:own-{i}")).collect();
     let shared: Vec<String> = (0..4).map(|i| format!("{{m}}:shared-{i}")).collect();
     let slot = cluster.slot_of(b"m");
     let source = cluster.owner_of(b"redlock:{m}:own-0");
-    let target = (source + 1) % 3;
-    assert!(until_outcome(&a, own[0].as_bytes(), true, Duration::from_secs(10)).await);
-    assert!(until_outcome(&b, own[0].as_bytes(), true, Duration::from_secs(10)).await);
+    assert!(until_outcome(a, own[0].as_bytes(), true, Duration::from_secs(10)).await);
+    assert!(until_outcome(b, own[0].as_bytes(), true, Duration::from_secs(10)).await);
     let before = (
         cluster.redirects_sent(source),
         cluster.redirects_sent(target),
@@ -50,7 +68,7 @@ async fn a_slot_moved_under_load_loses_no_lock_and_grants_none_twice() {
         solo.push(Load::start(&[e], std::slice::from_ref(r), 1, TTL, true));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let c = &cluster;
+    let c = cluster;
     tokio::task::block_in_place(|| {
         c.begin_migration(slot, source, target);
         // A few keys at a time, with load in between: keys on both sides, ASK for the moved ones.
@@ -99,10 +117,10 @@ async fn a_slot_moved_under_load_loses_no_lock_and_grants_none_twice() {
     assert!(cluster.owner_of(b"redlock:{m}:own-0") == target);
     // The engines followed them (their own count, per node set).
     let followed = |e: &Redlock| e.nodes_status()[0].redirects.unwrap_or_default();
-    for e in [&a, &b] {
+    for e in [a, b] {
         let r = followed(e);
         assert!(r.moved > 0 && r.ask > 0, "redirects followed: {r:?}");
     }
     // The target was already a master: still voting.
-    assert!(until_outcome(&a, own[0].as_bytes(), true, Duration::from_millis(200)).await);
+    assert!(until_outcome(a, own[0].as_bytes(), true, Duration::from_millis(200)).await);
 }

@@ -45,10 +45,15 @@
 //! (a `SET` must be releasable) and counted as a failure. A reply that came through a redirect from
 //! another shard counts only if that shard votes when the reply arrives (`pipeline/redirect.rs`).
 //!
-//! A master that was not a master in the previous map (a replica promoted by a failover, a new
-//! master) may lack writes its predecessor acknowledged, whatever its uptime: its connection is
-//! quarantined for one maximum lifetime before anything is routed to it. A master known before that
-//! gains slots by resharding is not (its keys arrived by `MIGRATE`). With quarantine off, neither.
+//! A master that was not a master in the previous map and was ever listed as a replica, or serves
+//! slots at once (a failover hands a promoted replica its master's slots), may lack writes its
+//! predecessor acknowledged, whatever its uptime: its connection is quarantined for one maximum
+//! lifetime before anything is routed to it. A master that gains slots by resharding is not (its
+//! keys arrived by `MIGRATE`), nor a master first seen with no slots that was never a replica (a
+//! node just added; it is judged by its uptime like any node, so a node younger than `max_ttl` gives
+//! no vote for the keys migrated to it yet). Slots handed to a master
+//! with `CLUSTER SETSLOT ... NODE` without migrating their keys would lose them unseen: reshard with
+//! `MIGRATE` (as `redis-cli --cluster reshard` does). With quarantine off, nothing is quarantined.
 //!
 //! Not here: Valkey's native commands (a native form's follow-up commands are not redirect-safe),
 //! so shard connections render the scripts; `?durable=true` (refused for clusters by `addr`).

@@ -77,7 +77,11 @@ impl NodeClient for ClusterNode {
         // Admission control compares it with `max_pending`, which bounds each shard's queue. Read
         // every round: no allocation.
         let map = self.router.map();
-        map.shards.iter().map(|s| s.conn.backlog()).max().unwrap_or(0)
+        map.shards
+            .iter()
+            .map(|s| s.conn.backlog())
+            .max()
+            .unwrap_or(0)
     }
 
     fn last_reply(&self) -> Option<Instant> {

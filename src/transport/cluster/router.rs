@@ -48,6 +48,8 @@ pub(super) struct Router {
     me: Weak<Router>,
     /// Where every shard's connection writes its forward clock jumps (see `NodeClient::report_jumps`).
     jumps: Mutex<Option<(Arc<JumpLog>, usize)>>,
+    /// Every server ever listed as a replica: one that becomes a master was promoted.
+    replicas: Mutex<std::collections::HashSet<(String, u16)>>,
     pub(super) redirects: Redirects,
 }
 
@@ -61,6 +63,7 @@ impl Router {
             shutdown: CancellationToken::new(),
             me: me.clone(),
             jumps: Mutex::new(None),
+            replicas: Mutex::default(),
             redirects: Redirects::default(),
         })
     }
@@ -124,12 +127,24 @@ impl Router {
     }
 
     /// Builds the map for `shards`, keeping the connections of masters already known and opening
-    /// the others. A master that was not one in the map before (a promoted replica, a new master)
-    /// is quarantined before anything can be routed to it (see the module doc).
+    /// the others. A master that was not one in the map before is quarantined before anything can
+    /// be routed to it if it was ever listed as a replica, or serves slots at once (a failover hands
+    /// a promoted replica its master's slots); one first seen with no slots that was never a replica
+    /// (a node just added) can only gain keys by migration, and is judged by its uptime like any
+    /// node (see the module doc).
     async fn install(&self, shards: Vec<ShardInfo>, previous: &Map) {
+        let promoted: Vec<bool> = {
+            let mut seen = self.replicas.lock().unwrap_or_else(|p| p.into_inner());
+            let promoted = shards
+                .iter()
+                .map(|s| seen.contains(&s.master) || !s.ranges.is_empty())
+                .collect();
+            seen.extend(shards.iter().flat_map(|s| s.replicas.iter().cloned()));
+            promoted
+        };
         let weak: Weak<dyn redirect::Router> = self.me.clone();
         let opts = &self.opts;
-        let opened = shards.into_iter().map(|info| {
+        let opened = shards.into_iter().zip(promoted).map(|(info, promoted)| {
             let known = previous.find(&info.master).map(|(_, s)| s.conn.clone());
             let (addr, weak) = (self.member(&info.master), weak.clone());
             async move {
@@ -137,7 +152,7 @@ impl Router {
                     Some(conn) => conn,
                     None => {
                         let conn = Arc::new(PipelineNode::connect_shard(addr, opts, weak).await);
-                        if !previous.shards.is_empty() {
+                        if !previous.shards.is_empty() && promoted {
                             conn.quarantine_now();
                         }
                         if let Some((log, index)) =

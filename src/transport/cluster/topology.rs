@@ -25,6 +25,8 @@ pub(super) struct ShardInfo {
     pub(super) master: (String, u16),
     /// Inclusive ranges, each within `0..SLOTS`.
     pub(super) ranges: Vec<(u16, u16)>,
+    /// Its replicas (a replica seen once and promoted later is quarantined: see the router).
+    pub(super) replicas: Vec<(String, u16)>,
 }
 
 /// Reads the slot map through `member` (bounded by `connect_timeout`).
@@ -89,7 +91,7 @@ async fn query<S: AsyncRead + AsyncWrite + Unpin>(
 pub(super) fn shards(frame: &BytesFrame, tls: bool) -> Result<Vec<ShardInfo>, &'static str> {
     let mut out = Vec::new();
     for shard in array(frame)? {
-        let (mut ranges, mut master) = (Vec::new(), None);
+        let (mut ranges, mut master, mut replicas) = (Vec::new(), None, Vec::new());
         for (name, value) in pairs(shard)? {
             match name {
                 b"slots" => {
@@ -107,9 +109,8 @@ pub(super) fn shards(frame: &BytesFrame, tls: bool) -> Result<Vec<ShardInfo>, &'
                         for (name, value) in pairs(node)? {
                             fields.insert(name, value);
                         }
-                        if fields.get(&b"role"[..]).and_then(|v| text(v)) != Some(b"master") {
-                            continue;
-                        }
+                        let is_master =
+                            fields.get(&b"role"[..]).and_then(|v| text(v)) == Some(b"master");
                         let host = ["endpoint", "ip"]
                             .iter()
                             .filter_map(|k| fields.get(k.as_bytes()).and_then(|v| text(v)))
@@ -124,15 +125,25 @@ pub(super) fn shards(frame: &BytesFrame, tls: bool) -> Result<Vec<ShardInfo>, &'
                             .get(port_field.as_bytes())
                             .ok_or("a master without a port")
                             .and_then(|v| integer(v))?;
-                        master = Some((host_of(host)?, port_of(port)?));
+                        let at = (host_of(host)?, port_of(port)?);
+                        if is_master {
+                            master = Some(at);
+                        } else {
+                            replicas.push(at);
+                        }
                     }
                 }
                 _ => {}
             }
         }
-        // A shard with no slots (a new, empty master) or no master serves nothing.
-        if let (Some(master), false) = (master, ranges.is_empty()) {
-            out.push(ShardInfo { master, ranges });
+        // A master with no slots yet (a node just added) is kept: a resharding onto it answers `ASK`
+        // naming it, and the router must know it then.
+        if let Some(master) = master {
+            out.push(ShardInfo {
+                master,
+                ranges,
+                replicas,
+            });
         }
     }
     Ok(merge(out))
@@ -142,16 +153,20 @@ pub(super) fn shards(frame: &BytesFrame, tls: bool) -> Result<Vec<ShardInfo>, &'
 pub(super) fn slots(frame: &BytesFrame) -> Result<Vec<ShardInfo>, &'static str> {
     let mut out = Vec::new();
     for entry in array(frame)? {
-        let [start, end, master, ..] = array(entry)? else {
+        let [start, end, master, replicas @ ..] = array(entry)? else {
             return Err("a CLUSTER SLOTS entry without a master");
         };
-        let [host, port, ..] = array(master)? else {
-            return Err("a master without host and port");
+        let node = |frame: &BytesFrame| -> Result<(String, u16), &'static str> {
+            let [host, port, ..] = array(frame)? else {
+                return Err("a node without host and port");
+            };
+            let host = text(host).ok_or("a host that is not a string")?;
+            Ok((host_of(host)?, port_of(integer(port)?)?))
         };
-        let host = text(host).ok_or("a host that is not a string")?;
         out.push(ShardInfo {
-            master: (host_of(host)?, port_of(integer(port)?)?),
+            master: node(master)?,
             ranges: vec![range(integer(start)?, integer(end)?)?],
+            replicas: replicas.iter().map(node).collect::<Result<_, _>>()?,
         });
     }
     Ok(merge(out))
@@ -162,7 +177,10 @@ fn merge(shards: Vec<ShardInfo>) -> Vec<ShardInfo> {
     let mut out: Vec<ShardInfo> = Vec::new();
     for shard in shards {
         match out.iter_mut().find(|s| s.master == shard.master) {
-            Some(known) => known.ranges.extend(shard.ranges),
+            Some(known) => {
+                known.ranges.extend(shard.ranges);
+                known.replicas.extend(shard.replicas);
+            }
             None => out.push(shard),
         }
     }

@@ -45,6 +45,7 @@ fn cluster_shards_gives_each_master_its_ranges() {
         vec![ShardInfo {
             master: ("127.0.0.1".into(), 7000),
             ranges: vec![(0, 99), (200, 300)],
+            replicas: vec![("127.0.0.1".into(), 7001)],
         }]
     );
 }
