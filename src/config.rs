@@ -293,9 +293,12 @@ impl Config {
             return bad("connect_timeout must be above zero".into());
         }
         #[cfg(not(feature = "fred"))]
-        if let Some(addr) = nodes.iter().find(|n| !n.topology.is_standalone()) {
+        if let Some(addr) = nodes
+            .iter()
+            .find(|n| matches!(n.topology, crate::addr::Topology::Sentinel { .. }))
+        {
             return bad(format!(
-                "{addr}: Cluster and Sentinel node sets need the `fred` feature"
+                "{addr}: Sentinel node sets need the `fred` feature"
             ));
         }
         let tls = if nodes.iter().any(|n| n.tls) {

@@ -32,8 +32,8 @@ pub use algo::retry::Wait;
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};
 pub use engine::report::{
-    ForceRelease, Inspection, KeyState, NodeInspection, NodeStatus, QuarantineState, ServerInfo,
-    Verdict,
+    ForceRelease, Inspection, KeyState, NodeInspection, NodeStatus, QuarantineState, Redirects,
+    ServerInfo, ShardStatus, Verdict,
 };
 pub use engine::Redlock;
 pub use error::{ErrorClass, LockError, NodeError};

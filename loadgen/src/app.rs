@@ -166,7 +166,7 @@ fn node_set_fits(
         engines.retain(|e| !e.standalone_only());
         notes.push(format!("{why}: skipped"));
     }
-    notes.push("nodes: a Redis Cluster or Sentinel node is reached through fred whatever the transport (the engine's own pipeline speaks to one server), so on these nodes redlock and redlock-fred run the same client; loadgen watches every cluster member the URL lists and the master the Sentinels name".into());
+    notes.push("nodes: a Redis Cluster node set runs on the engine's own connections (one per shard master) under redlock and on fred's cluster client under redlock-fred; a Sentinel node is reached through fred under both; loadgen watches every cluster member the URL lists and the master the Sentinels name".into());
     Ok(notes)
 }
 

@@ -167,7 +167,6 @@ impl Quarantine {
 
     /// Something may have lost keys without a restart we could see (a failover promoted a replica
     /// that had not received the latest writes): no vote for one maximum lifetime from now.
-    #[cfg_attr(not(feature = "fred"), allow(dead_code))]
     pub(crate) fn quarantine_now(&self) {
         let Some(max) = self.max_lifetime else { return };
         let until = Instant::now() + max;

@@ -182,7 +182,7 @@ impl Core {
     /// The per-node deadline of a round of a lock with this TTL: the configured one, or fitted to the
     /// slowest node's measured round trip (see [`crate::algo::timing::Timing::fitted_node_timeout`]).
     pub(crate) fn round_timeout(&self, ttl: Duration) -> Duration {
-        let rtt = self.nodes.iter().filter_map(|n| n.rtt()?.bound()).max();
+        let rtt = self.nodes.iter().filter_map(|n| n.rtt_bound()).max();
         self.settings.timing.fitted_node_timeout(ttl, rtt)
     }
 

@@ -185,11 +185,20 @@ pub(crate) async fn run(
     // Queue on every node before waiting on any: the rounds overlap on the wire. The command is
     // encoded once for all of them (into a per-thread buffer: nothing awaits while it is borrowed).
     let mut waiting: [Option<Pending>; MAX_NODES] = std::array::from_fn(|_| None);
+    // A node of several servers (a cluster) carries `cmd` on one of them: that one's vote, clock
+    // guard and last reply are the node's for this round (`NodeClient::route`).
+    let mut routed: [Option<Arc<dyn NodeClient>>; MAX_NODES] = std::array::from_fn(|_| None);
+    for (route, node) in routed.iter_mut().zip(nodes) {
+        *route = node.route(cmd);
+    }
+    let carrier =
+        |index: usize| -> &dyn NodeClient { routed[index].as_deref().unwrap_or(&*nodes[index]) };
     // Each node renders the command as its server takes it (its `Profile`): encoded again only
     // where a node's profile differs from the one before it (never, while all render the scripts).
     ENCODED.with_borrow_mut(|encoded| {
         let mut rendered: Option<Profile> = None;
-        for (index, (slot, node)) in waiting.iter_mut().zip(nodes).enumerate() {
+        for (index, slot) in waiting.iter_mut().take(nodes.len()).enumerate() {
+            let node = carrier(index);
             let profile = node.profile();
             if rendered != Some(profile) {
                 encoded.clear();
@@ -224,7 +233,7 @@ pub(crate) async fn run(
                     // The clock guard reads the node's `TIME` just before an acquire, in the same
                     // pipeline, and judges it before this reply is handed over: a jump it saw
                     // silences the node now, so this round does not count the vote.
-                    let decided = if nodes[index].clock_jumped() {
+                    let decided = if carrier(index).clock_jumped() {
                         count.fail(index, NodeError::ClockJump)
                     } else {
                         count.reply(index, reply)
@@ -256,7 +265,7 @@ pub(crate) async fn run(
                 let since = now
                     .checked_sub(deadline.step)
                     .map_or(deadline.start, |t| t.max(deadline.start));
-                let answering = nodes[index].last_reply().is_some_and(|at| at >= since);
+                let answering = carrier(index).last_reply().is_some_and(|at| at >= since);
                 if now < deadline.last && (!graced || answering || congested) {
                     still += 1;
                 } else if slot.take().is_some()

@@ -61,7 +61,8 @@ impl Redlock {
             .zip(replies)
             .map(|((node, addr), reply)| NodeInspection {
                 node: addr.to_string(),
-                not_voting: not_voting(node.as_ref()),
+                // A cluster: the shard that holds the resource's keys decides.
+                not_voting: not_voting(node.route(&cmd).as_deref().unwrap_or(node.as_ref())),
                 state: parse(reply, catalog),
             })
             .collect();

@@ -66,11 +66,7 @@ impl Redlock {
     /// its own connections: `None` before the first reply, and for nodes carried by fred. The default
     /// node deadline follows these (see [`crate::Config::node_timeout`]).
     pub fn rtt_estimates(&self) -> Vec<Option<Duration>> {
-        self.core
-            .nodes()
-            .iter()
-            .map(|n| n.rtt().and_then(|r| r.smoothed()))
-            .collect()
+        self.core.nodes().iter().map(|n| n.rtt_smoothed()).collect()
     }
 
     /// Number of nodes whose connection is up right now.

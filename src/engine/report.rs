@@ -123,6 +123,35 @@ pub struct NodeStatus {
     pub durable_claim: bool,
     /// Why the last connect failed, or the protocol error that closed the connection.
     pub last_error: Option<NodeError>,
+    /// A Redis Cluster node set: each shard master as the engine routes to it now (its own vote,
+    /// quarantine and clock guard decide the locks whose keys are in its slots). Empty otherwise.
+    pub shards: Vec<ShardStatus>,
+    /// A Redis Cluster node set (engine's own connections): the redirects its shards' replies
+    /// asked for and the engine followed.
+    pub redirects: Option<Redirects>,
+}
+
+/// One shard master of a cluster node set, as [`NodeStatus::shards`] lists it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ShardStatus {
+    /// How many of the 16384 hash slots the engine routes to it now.
+    pub slots: usize,
+    /// Its connection and vote, as a standalone node's (`node` is the master's address; its own
+    /// `shards` is empty).
+    pub status: NodeStatus,
+}
+
+/// Redirects followed for one cluster node set since the engine started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Redirects {
+    /// `MOVED`: the slot had moved; the map was updated and the command sent to its new master.
+    pub moved: u64,
+    /// `ASK`: the slot was migrating and the key already on the target; sent there after `ASKING`.
+    pub ask: u64,
+    /// `TRYAGAIN`: a multi-key command whose keys a migration had split; sent again shortly.
+    pub tryagain: u64,
 }
 
 /// A server's identity as a handshake read it.

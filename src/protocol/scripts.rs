@@ -49,19 +49,21 @@ elseif v == false then return 0 else return -1 end",
 pub(crate) static RELEASE_NOTIFY: Script = Script {
     source: "local v = redis.call('GET', KEYS[1]) \
 if v == ARGV[1] then redis.call('DEL', KEYS[1]) \
-if redis.call('EXISTS', KEYS[1] .. ':wait') == 1 then redis.call('PUBLISH', KEYS[1], '') return 2 end \
+if redis.pcall('EXISTS', KEYS[1] .. ':wait') == 1 then redis.call('PUBLISH', KEYS[1], '') return 2 end \
 return 1 elseif v == false then return 0 else return -1 end",
-    sha1: "25d6aa0d92d61881e46b2b8d17f45af094b09f38",
+    sha1: "2c2b26706fa88057272e0a36afa193b7df85e8e6",
     resend: true,
 };
 
 /// A client that lost a round marks that it waits (`KEYS[1]..':wait'`, for `ARGV[2]` ms), so the
 /// holder's release answers 2 and its process yields to the waiter at the end of a hand-off streak.
-/// (The marker key is derived, not declared: fine on standalone nodes, the only kind this engine's
-/// own transport serves.)
+/// (The marker key is derived, not declared: in its lock key's hash slot, so fine on a cluster too.
+/// It and the releases' `EXISTS` of it use `pcall`: while a slot migrates, the mark can already be on
+/// the target, and the source then refuses the access with an error that would otherwise abort the
+/// script after its `DEL`: a release must not fail over a hint.)
 pub(crate) static MARK_WAITING: Script = Script {
-    source: "redis.call('SET', KEYS[1] .. ':wait', '1', 'PX', ARGV[2]) return 1",
-    sha1: "ea7d993d5d0b27e328e5d76513e65dee1105e6a7",
+    source: "redis.pcall('SET', KEYS[1] .. ':wait', '1', 'PX', ARGV[2]) return 1",
+    sha1: "58910e352f9b6c53f2e2c5ba4af19c0e18277434",
     resend: true,
 };
 
@@ -113,10 +115,10 @@ pub(crate) static RELEASE_NOTIFY_MANY: Script = Script {
 for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
 if type(v) == 'table' then r[i] = 'e' \
 elseif v == ARGV[i] then redis.call('DEL', k) \
-if redis.call('EXISTS', k .. ':wait') == 1 then redis.call('PUBLISH', k, '') r[i] = '2' else r[i] = '1' end \
+if redis.pcall('EXISTS', k .. ':wait') == 1 then redis.call('PUBLISH', k, '') r[i] = '2' else r[i] = '1' end \
 elseif v == false then r[i] = '0' else r[i] = '-' end end \
 return table.concat(r)",
-    sha1: "dfda29fbca642012698d22b7edd22d4655adf073",
+    sha1: "405f11a60696b9a2e616769cca9b5a1d295582a0",
     resend: true,
 };
 

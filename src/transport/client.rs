@@ -81,6 +81,24 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// The bound of [`rtt`](Self::rtt) (a cluster node set: its slowest shard's).
+    fn rtt_bound(&self) -> Option<std::time::Duration> {
+        self.rtt()?.bound()
+    }
+
+    /// The smoothed estimate of [`rtt`](Self::rtt) (a cluster node set: its slowest shard's).
+    fn rtt_smoothed(&self) -> Option<std::time::Duration> {
+        self.rtt()?.smoothed()
+    }
+
+    /// The connection that carries `cmd`, when this node is several servers (a cluster node set:
+    /// its slot's shard master); `None`: this node itself. The fan-out sends through it and reads
+    /// its vote, clock guard and last reply, so each shard votes by the same rule as a standalone
+    /// node.
+    fn route(&self, _cmd: &Cmd) -> Option<Arc<dyn NodeClient>> {
+        None
+    }
+
     /// What the connection knows of its node, read-only, for operators (`Redlock::nodes_status`).
     fn status(&self) -> LinkStatus {
         LinkStatus {
@@ -99,6 +117,22 @@ pub(crate) struct LinkStatus {
     pub(crate) silenced_until: Option<tokio::time::Instant>,
     /// Why the last connect failed, or the protocol error that closed the connection.
     pub(crate) last_error: Option<NodeError>,
+    /// A cluster node set: each shard master's link.
+    pub(crate) shards: Vec<ShardLink>,
+    /// A cluster node set: redirects followed (`MOVED`, `ASK`, `TRYAGAIN`).
+    pub(crate) redirects: Option<[u64; 3]>,
+}
+
+/// One shard master of a cluster node set, for [`LinkStatus::shards`].
+#[derive(Debug, Clone)]
+pub(crate) struct ShardLink {
+    /// `redis://host:port` of the master (no credentials).
+    pub(crate) master: String,
+    /// Slots routed to it now.
+    pub(crate) slots: usize,
+    pub(crate) votes: bool,
+    pub(crate) rtt: Option<std::time::Duration>,
+    pub(crate) link: LinkStatus,
 }
 
 /// Connection settings both transports honour.

@@ -1,11 +1,14 @@
-//! How the algorithm reaches a node: one small trait, [`NodeClient`], with two implementations.
+//! How the algorithm reaches a node: one small trait, [`NodeClient`], with three implementations.
 //!
 //! - [`pipeline`]: the engine's own connection (default). One TCP connection per node; every queued request
 //!   is written with the others in one write, replies complete requests in FIFO order.
-//! - `fred` (feature `fred`): the fred client, for comparison and for Cluster/Sentinel node sets (a
-//!   node URL `redis-cluster://` or `redis-sentinel://` always uses it, whatever [`Transport`] says).
+//! - `cluster`: a Redis Cluster node set (`redis-cluster://`) on the same pipelined connections, one
+//!   per shard master, each command routed by its key's hash slot, `MOVED`/`ASK` followed without
+//!   replay, votes and quarantine per shard (its module doc holds the argument).
+//! - `fred` (feature `fred`): the fred client, for comparison (`Transport::Fred`, also for a
+//!   cluster) and for Sentinel node sets (a `redis-sentinel://` URL always uses it).
 //!
-//! The contract both keep, because the lock's safety depends on it:
+//! The contract all keep, because the lock's safety depends on it:
 //! - [`NodeClient::send`] queues the command **now**; the returned [`Pending`] only waits for the reply.
 //!   Release-after-failure relies on this: it fires the release and does not wait.
 //! - A command is never replayed after a reconnect: in-flight commands fail with
@@ -18,6 +21,7 @@
 
 pub(crate) mod bounded;
 mod client;
+mod cluster;
 pub(crate) mod connect;
 #[cfg(feature = "fred")]
 pub(crate) mod fred;
@@ -28,6 +32,7 @@ pub(crate) mod subscriber;
 pub(crate) use client::{ConnectOptions, LinkStatus, NodeClient};
 pub(crate) use pending::Pending;
 
+use crate::addr::Topology;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::server::Profile;
 
@@ -48,8 +53,8 @@ pub enum Transport {
     /// The engine's own pipelined connection per node (the fast path). Default.
     #[default]
     Pipeline,
-    /// The fred client (feature `fred`) for every node: for comparison. Cluster and Sentinel nodes
-    /// use fred under either setting.
+    /// The fred client (feature `fred`) for every node, Cluster node sets included: for
+    /// comparison. Sentinel node sets are carried by fred under either setting.
     #[cfg(feature = "fred")]
     Fred,
 }
@@ -61,10 +66,17 @@ pub(crate) async fn connect(
     addr: crate::addr::NodeAddr,
     opts: &ConnectOptions,
 ) -> std::sync::Arc<dyn NodeClient> {
-    // A cluster or Sentinel node set needs a client that follows the topology: fred's.
-    #[cfg(feature = "fred")]
-    if !addr.topology.is_standalone() {
-        return std::sync::Arc::new(fred::FredNode::connect(addr, opts).await);
+    // A Sentinel node set follows its master through fred; a cluster through the engine's own
+    // connections, or fred's cluster client under `Transport::Fred` (for comparison).
+    match (&addr.topology, kind) {
+        #[cfg(feature = "fred")]
+        (Topology::Sentinel { .. }, _) | (Topology::Cluster, Transport::Fred) => {
+            return std::sync::Arc::new(fred::FredNode::connect(addr, opts).await)
+        }
+        (Topology::Cluster, _) => {
+            return std::sync::Arc::new(cluster::ClusterNode::connect(addr, opts).await)
+        }
+        _ => {}
     }
     match kind {
         Transport::Pipeline => {

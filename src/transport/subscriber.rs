@@ -72,17 +72,19 @@ pub(crate) struct Subscription {
 impl Notifier {
     /// Starts one subscriber connection per node (they idle until a channel is wanted).
     ///
-    /// A cluster node set is subscribed through its first listed member: Redis Cluster forwards a
-    /// `PUBLISH` to every member. A Sentinel-managed node has none (its address is a Sentinel): waiters
-    /// hear releases from the other nodes, or wait out their pause.
+    /// A cluster node set is subscribed through every listed member: Redis Cluster broadcasts a
+    /// `PUBLISH` to every member, so each one hears the releases of every shard, and a member down
+    /// costs nothing while another is up (a release is then heard once per live member: a hint,
+    /// woken waiters simply attempt). A Sentinel-managed node has none (its address is a Sentinel):
+    /// waiters hear releases from the other nodes, or wait out their pause.
     pub(crate) fn start(addrs: &[NodeAddr], opts: &ConnectOptions) -> Self {
         let stop = CancellationToken::new();
         let conns: Vec<Arc<Conn>> = addrs
             .iter()
-            .filter(|addr| !matches!(addr.topology, Topology::Sentinel { .. }))
+            .flat_map(members)
             .map(|addr| {
                 Arc::new(Conn {
-                    addr: addr.clone(),
+                    addr,
                     out: Mutex::new(BytesMut::new()),
                     wake: Notify::new(),
                 })
@@ -208,6 +210,25 @@ impl Conn {
     fn queue(&self, verb: &[u8], channel: &[u8]) {
         encode_args(&mut self.out(), &[verb, channel]);
         self.wake.notify_one();
+    }
+}
+
+/// The servers to subscribe on for one node: itself, each listed member of a cluster, none for a
+/// Sentinel set.
+fn members(addr: &NodeAddr) -> Vec<NodeAddr> {
+    match addr.topology {
+        Topology::Standalone => vec![addr.clone()],
+        Topology::Cluster => std::iter::once((addr.host.clone(), addr.port))
+            .chain(addr.more_hosts.iter().cloned())
+            .map(|(host, port)| NodeAddr {
+                host,
+                port,
+                topology: Topology::Standalone,
+                more_hosts: Vec::new(),
+                ..addr.clone()
+            })
+            .collect(),
+        Topology::Sentinel { .. } => Vec::new(),
     }
 }
 
@@ -339,61 +360,5 @@ fn closed(node: &NodeAddr, why: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use futures::FutureExt;
-
-    fn message(channel: &str, payload: &str) -> BytesMut {
-        BytesMut::from(
-            format!(
-                "*3\r\n$7\r\nmessage\r\n${}\r\n{channel}\r\n${}\r\n{payload}\r\n",
-                channel.len(),
-                payload.len()
-            )
-            .as_bytes(),
-        )
-    }
-
-    /// A named message wakes only the subscription of that name; an empty one wakes everyone.
-    #[test]
-    fn a_named_message_wakes_only_its_waiter() {
-        let hub = Arc::new(Hub {
-            channels: Mutex::new(HashMap::new()),
-            conns: Vec::new(),
-        });
-        let notifier = Notifier {
-            inner: hub.clone(),
-            _stop: CancellationToken::new().drop_guard(),
-        };
-        let key = Bytes::from_static(b"redlock:{k}");
-        let plain = notifier.subscribe(&key);
-        let a = notifier.subscribe_named(&key, Bytes::from_static(b"aaaa"));
-        let b = notifier.subscribe_named(&key, Bytes::from_static(b"bbbb"));
-        let node = NodeAddr::parse("redis://127.0.0.1:1").unwrap();
-        let mut framer = Framer::new(Limits::default());
-        let woken = |buf: &mut BytesMut, framer: &mut Framer| {
-            let armed: Vec<_> = [&plain, &a, &b]
-                .iter()
-                .map(|s| {
-                    let mut n = Box::pin(s.notify().notified_owned());
-                    n.as_mut().enable();
-                    n
-                })
-                .collect();
-            assert!(deliver(&hub, &node, buf, framer));
-            armed
-                .into_iter()
-                .map(|n| n.now_or_never().is_some())
-                .collect::<Vec<_>>()
-        };
-        let mut buf = message("redlock:{k}", "bbbb");
-        assert_eq!(woken(&mut buf, &mut framer), [false, false, true]);
-        let mut buf = message("redlock:{k}", "cccc");
-        assert_eq!(woken(&mut buf, &mut framer), [false, false, false]);
-        let mut buf = message("redlock:{k}", "");
-        assert_eq!(woken(&mut buf, &mut framer), [true, true, true]);
-        // A dropped name is forgotten; the others stay.
-        drop(a);
-        assert_eq!(hub.channels()[&key].named.len(), 1);
-    }
-}
+#[path = "subscriber_tests.rs"]
+mod tests;

@@ -1,6 +1,7 @@
-//! [`RedisCluster`]: a local Redis Cluster of masters without replicas, slots spread evenly by
-//! `redis-cli --cluster create`. Every member is a [`RedisNode`] (a data directory of its own, stopped
-//! by pid when dropped).
+//! [`RedisCluster`]: a local Redis Cluster, slots spread evenly over its masters by
+//! `redis-cli --cluster create`, optionally with replicas; `CLUSTER FAILOVER` and role look-ups.
+//! Every member is a [`RedisNode`] (a data directory of its own, stopped by pid when dropped). Slot
+//! migration is in `reshard`.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,7 +13,8 @@ use crate::node::{NodeSpec, RedisNode};
 /// The running cluster.
 #[derive(Debug)]
 pub struct RedisCluster {
-    /// The masters, in the order given to `--cluster create`.
+    /// Every member, in the order given to `--cluster create`: the masters first, then the replicas
+    /// (their roles change with failovers: see [`RedisCluster::is_master`]).
     pub members: Vec<RedisNode>,
     /// The members' `nodes-<port>.conf` files.
     _conf: TempDir,
@@ -26,35 +28,24 @@ impl RedisCluster {
     /// If a member cannot start, `redis-cli` (Debian package redis-tools) is missing or fails, or the
     /// cluster does not converge within 20 s.
     pub fn start(masters: usize) -> Self {
+        Self::start_with_replicas(masters, 0)
+    }
+
+    /// [`RedisCluster::start`] with `replicas` replicas per master (members `masters..`), each
+    /// replicating from a master picked by `redis-cli`; waits until every replica is in sync.
+    ///
+    /// # Panics
+    /// As [`RedisCluster::start`].
+    pub fn start_with_replicas(masters: usize, replicas: usize) -> Self {
         let conf = TempDir::new("cluster");
-        let members: Vec<RedisNode> = (0..masters)
-            .map(|_| {
-                for _ in 0..20 {
-                    let port = free_port();
-                    let file = conf.path().join(format!("nodes-{port}.conf"));
-                    let spec = NodeSpec::with_args(&[
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        &file.to_string_lossy(),
-                        "--cluster-node-timeout",
-                        "1000",
-                        // The other masters keep serving their slots while one is down.
-                        "--cluster-require-full-coverage",
-                        "no",
-                    ]);
-                    if let Some(node) = RedisNode::try_start_on(port, spec) {
-                        return node;
-                    }
-                }
-                panic!("could not start a cluster member");
-            })
+        let members: Vec<RedisNode> = (0..masters * (1 + replicas))
+            .map(|_| member(&conf))
             .collect();
         let addrs: Vec<String> = members.iter().map(RedisNode::addr).collect();
         let status = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -65,7 +56,91 @@ impl RedisCluster {
             _conf: conf,
         };
         cluster.wait_ok(Duration::from_secs(20));
+        let synced = |m: &RedisNode| {
+            m.cmd_str(&["INFO", "replication"])
+                .contains("master_link_status:up")
+        };
+        let until = Instant::now() + Duration::from_secs(20);
+        while !cluster.members[masters..].iter().all(synced) {
+            assert!(Instant::now() < until, "replicas did not sync");
+            std::thread::sleep(Duration::from_millis(50));
+        }
         cluster
+    }
+
+    /// Starts one more member, an empty master (no slots), and introduces it (`CLUSTER MEET`);
+    /// waits until every member knows it. Returns its index.
+    ///
+    /// # Panics
+    /// If it cannot start or the cluster does not learn of it within 20 s.
+    pub fn add_master(&mut self) -> usize {
+        let node = member(&self._conf);
+        let port = node.port.to_string();
+        assert_eq!(
+            self.members[0].cmd_str(&["CLUSTER", "MEET", "127.0.0.1", &port]),
+            "OK"
+        );
+        self.members.push(node);
+        let needle = format!(":{port}@");
+        let until = Instant::now() + Duration::from_secs(20);
+        while !self.members.iter().all(|m| {
+            m.try_cmd(&[b"CLUSTER", b"NODES"])
+                .is_some_and(|n| n.contains(&needle) && !n.contains("handshake"))
+        }) {
+            assert!(Instant::now() < until, "the new master did not join");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.wait_ok(Duration::from_secs(20));
+        self.members.len() - 1
+    }
+
+    /// Whether member `index` is a master now (`INFO replication`).
+    pub fn is_master(&self, index: usize) -> bool {
+        self.members[index]
+            .try_cmd(&[b"INFO", b"replication"])
+            .is_some_and(|info| info.contains("role:master"))
+    }
+
+    /// The member replicating from member `master`, if any.
+    pub fn replica_of(&self, master: usize) -> Option<usize> {
+        let port = format!("master_port:{}", self.members[master].port);
+        (0..self.members.len()).find(|&i| {
+            i != master
+                && self.members[i]
+                    .try_cmd(&[b"INFO", b"replication"])
+                    .is_some_and(|info| info.contains(&port))
+        })
+    }
+
+    /// `CLUSTER FAILOVER` on `replica` (with `FORCE` when its master is down), then waits until
+    /// every running member says `cluster_state:ok` with `replica` a master.
+    ///
+    /// # Panics
+    /// If the failover does not complete within 20 s.
+    pub fn failover(&self, replica: usize, force: bool) {
+        let mut args: Vec<&[u8]> = vec![b"CLUSTER", b"FAILOVER"];
+        if force {
+            args.push(b"FORCE");
+        }
+        assert_eq!(self.members[replica].cmd(&args), "OK", "CLUSTER FAILOVER");
+        let until = Instant::now() + Duration::from_secs(20);
+        while !self.is_master(replica) {
+            assert!(Instant::now() < until, "failover did not complete");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.wait_ok(Duration::from_secs(20));
+    }
+
+    /// Waits until member `replica` has been promoted by the cluster itself (its master died).
+    ///
+    /// # Panics
+    /// If that takes longer than `within`.
+    pub fn wait_promoted(&self, replica: usize, within: Duration) {
+        let until = Instant::now() + within;
+        while !self.is_master(replica) {
+            assert!(Instant::now() < until, "replica was not promoted");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until every running member says `cluster_state:ok`.
@@ -88,7 +163,7 @@ impl RedisCluster {
         }
     }
 
-    /// `redis-cluster://first?node=second&node=third`.
+    /// `redis-cluster://first?node=second&node=third`: every member.
     pub fn url(&self) -> String {
         let mut url = format!("redis-cluster://{}", self.members[0].addr());
         for (i, m) in self.members.iter().enumerate().skip(1) {
@@ -98,11 +173,63 @@ impl RedisCluster {
         url
     }
 
-    /// The member that serves `key`'s slot (the one that does not answer MOVED).
+    /// The member that serves `key`'s slot (a running master that does not answer MOVED).
     pub fn owner_of(&self, key: &[u8]) -> usize {
-        self.members
-            .iter()
-            .position(|m| !m.cmd(&[b"GET", key]).starts_with("MOVED"))
+        (0..self.members.len())
+            .find(|&i| {
+                self.is_master(i)
+                    && self.members[i]
+                        .try_cmd(&[b"GET", key])
+                        .is_some_and(|r| !r.starts_with("MOVED"))
+            })
             .expect("some member owns every slot")
     }
+
+    /// `key`'s hash slot (`CLUSTER KEYSLOT`, asked of the first running member).
+    pub fn slot_of(&self, key: &[u8]) -> u16 {
+        let member = self
+            .members
+            .iter()
+            .find(|m| m.pid().is_some())
+            .expect("a running member");
+        member
+            .cmd(&[b"CLUSTER", b"KEYSLOT", key])
+            .parse()
+            .expect("a slot number")
+    }
+
+    /// How many MOVED and ASK replies member `index` has sent (`INFO errorstats`).
+    pub fn redirects_sent(&self, index: usize) -> (u64, u64) {
+        let info = self.members[index].cmd_str(&["INFO", "errorstats"]);
+        let count = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("errorstat_{name}:count=")))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        (count("MOVED"), count("ASK"))
+    }
+}
+
+/// One cluster-enabled server on a free port, its `nodes-<port>.conf` in `conf`.
+fn member(conf: &TempDir) -> RedisNode {
+    for _ in 0..20 {
+        let port = free_port();
+        let file = conf.path().join(format!("nodes-{port}.conf"));
+        let spec = NodeSpec::with_args(&[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            &file.to_string_lossy(),
+            "--cluster-node-timeout",
+            "1000",
+            // The other masters keep serving their slots while one is down.
+            "--cluster-require-full-coverage",
+            "no",
+        ]);
+        if let Some(node) = RedisNode::try_start_on(port, spec) {
+            return node;
+        }
+    }
+    panic!("could not start a cluster member");
 }

@@ -6,7 +6,10 @@
 //! - `node`: [`RedisNode`], one standalone server in a data directory of its own ([`NodeSpec`] says
 //!   how it is started), with kill -9, restart on the same port, SIGSTOP/SIGCONT; [`nodes`], [`urls`].
 //! - `sentinel`: [`replica_of`] and [`SentinelSet`] (a master, a replica and a Sentinel).
-//! - `cluster`: [`RedisCluster`], a local Redis Cluster made by `redis-cli --cluster create`.
+//! - `cluster`: [`RedisCluster`], a local Redis Cluster made by `redis-cli --cluster create`, with
+//!   replicas if asked, a master added later (`CLUSTER MEET`), `CLUSTER FAILOVER`, role and
+//!   redirect-count look-ups; `reshard`: moving one
+//!   slot between masters step by step (`SETSLOT ... MIGRATING/IMPORTING`, `MIGRATE`, `SETSLOT ... NODE`).
 //! - `proxy`: [`Proxy`], a TCP proxy that delays, blackholes, hangs or resets (one [`Mode`] at a time).
 //! - `hostile`: [`Hostile`], a RESP server that answers the handshake like Redis and chosen commands
 //!   with crafted bytes.
@@ -28,6 +31,7 @@ pub mod dir;
 pub mod hostile;
 pub mod node;
 pub mod proxy;
+pub mod reshard;
 pub mod resp;
 pub mod sentinel;
 pub mod server;

@@ -1,10 +1,8 @@
-//! Redis Cluster node sets (through fred): a local 3-master cluster started here, as the only node and
-//! beside standalone masters; every lock kind; a master killed and restarted.
-//!
-//! Not asserted: whether the live masters' slots stay usable while one master is down. With fred 10
-//! they do not (its cluster client resynchronises and reports itself disconnected until every master
-//! answers or the cluster fails over), so a dead master costs the node set's vote until then.
-#![cfg(feature = "fred")]
+//! Redis Cluster node sets on the engine's own connections (one per shard master): a local 3-master
+//! cluster started here, as the only node and beside standalone masters; every lock kind and its
+//! hash-tag rules; waiters woken through every shard; a master killed and restarted costs only its
+//! own slots; fred still carries a cluster under `Transport::Fred`. Failover and resharding under
+//! load: `cluster_failover.rs`, `cluster_reshard.rs`.
 
 use std::time::{Duration, Instant};
 
@@ -61,7 +59,16 @@ async fn a_cluster_votes_like_one_node_beside_standalone_masters() {
 #[tokio::test]
 async fn every_lock_kind_keeps_its_keys_in_one_slot() {
     let cluster = RedisCluster::start(3);
-    let e = engine(vec![cluster.url()], Transport::Pipeline).await;
+    let standalone = nodes(2);
+    let mut beside = vec![cluster.url()];
+    beside.extend(urls(&standalone));
+    for set in [vec![cluster.url()], beside] {
+        let e = engine(set, Transport::Pipeline).await;
+        every_kind(&e).await;
+    }
+}
+
+async fn every_kind(e: &redlock_engine::Redlock) {
     // Multi-resource: one hash tag for all, or a clear error before anything is sent.
     let both = e
         .acquire_many(&[b"{order:7}:items", b"{order:7}:payment"], TTL)
@@ -100,23 +107,45 @@ async fn every_lock_kind_keeps_its_keys_in_one_slot() {
     let second = e.acquire_fenced(b"ledger", TTL).await.unwrap();
     assert!(second.fencing_token().unwrap() > t1);
     e.release(second).await.unwrap();
+    // Semaphore and slots: K holders, the (K+1)-th refused.
+    let p1 = e.acquire_permit(b"pool", 2, TTL).await.unwrap();
+    let p2 = e.acquire_permit(b"pool", 2, TTL).await.unwrap();
+    assert!(e.lock(b"pool").permits(2).ttl(TTL).once().await.is_err());
+    e.release(p1).await.unwrap();
+    e.release(p2).await.unwrap();
+    let s1 = e.acquire_slot(b"slots", 1, TTL).await.unwrap();
+    e.release(s1).await.unwrap();
+    // Fair: queue and tickets beside the lock key.
+    let f = e.acquire_fair(b"line", TTL).await.unwrap();
+    e.release(f).await.unwrap();
+    // Renewed: one extend per lock per call on a cluster (no multi-slot batch).
+    let policy = redlock_engine::RenewPolicy::default().every(Duration::from_millis(200));
+    let renewed = e
+        .acquire_renewed(b"long", Duration::from_millis(600), policy)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(
+        renewed.is_valid() && renewed.renewals() >= 2,
+        "renewed past its TTL"
+    );
+    renewed.release().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_waiter_hears_a_release_through_the_cluster() {
-    let cluster = RedisCluster::start(3);
-    let holder = engine(vec![cluster.url()], Transport::Pipeline).await;
-    // Long pauses: only a notification can wake the waiter quickly.
+/// A waiter in another engine, with a 2 s retry pause, acquires `resource` once `holder` releases
+/// it: only a release notification can wake it before its pause ends.
+async fn woken_through(cluster: &RedisCluster, holder: &redlock_engine::Redlock, resource: &str) {
     let waiter = builder()
         .nodes(vec![cluster.url()])
         .retry(50, Duration::from_secs(2), Duration::from_millis(1))
         .build()
         .await
         .unwrap();
-    let lock = holder.acquire(b"queue", TTL).await.unwrap();
+    let lock = holder.acquire(resource.as_bytes(), TTL).await.unwrap();
+    let r = resource.to_string();
     let wait = tokio::spawn(async move {
         let start = Instant::now();
-        let lock = waiter.acquire(b"queue", TTL).await.unwrap();
+        let lock = waiter.acquire(r.as_bytes(), TTL).await.unwrap();
         let waited = start.elapsed();
         waiter.release(lock).await.unwrap();
         waited
@@ -127,24 +156,73 @@ async fn a_waiter_hears_a_release_through_the_cluster() {
     let waited = wait.await.unwrap();
     assert!(
         waited < Duration::from_millis(1500),
-        "woken by the release, not by its 2 s pause: {waited:?}"
+        "{resource}: woken by the release, not by its 2 s pause: {waited:?}"
     );
 }
 
 #[tokio::test]
-async fn a_dead_master_costs_its_slots_and_a_restart_is_quarantined() {
+async fn a_waiter_hears_a_release_through_every_shard_and_with_a_member_down() {
     let mut cluster = RedisCluster::start(3);
-    let victim_key = b"redlock:{victim}";
-    let victim = cluster.owner_of(victim_key);
+    let holder = engine(vec![cluster.url()], Transport::Pipeline).await;
+    let on = |m: usize| {
+        (0..)
+            .map(|i| format!("queue-{i}"))
+            .find(|r| cluster.owner_of(format!("redlock:{{{r}}}").as_bytes()) == m)
+            .unwrap()
+    };
+    let per_shard: Vec<String> = (0..3).map(on).collect();
+    for resource in &per_shard {
+        woken_through(&cluster, &holder, resource).await;
+    }
+    // The first listed member down: the others still carry every live shard's notifications.
+    cluster.members[0].kill9();
+    for resource in &per_shard[1..] {
+        woken_through(&cluster, &holder, resource).await;
+    }
+}
+
+#[tokio::test]
+async fn nodes_status_lists_each_shard_with_its_slots() {
+    let cluster = RedisCluster::start(3);
+    let e = engine(vec![cluster.url()], Transport::Pipeline).await;
+    let status = e.nodes_status();
+    let shards = &status[0].shards;
+    assert_eq!(shards.len(), 3, "{status:?}");
+    assert_eq!(shards.iter().map(|s| s.slots).sum::<usize>(), 16384);
+    assert!(shards.iter().all(|s| s.status.connected && s.status.votes));
+    assert!(shards.iter().all(|s| s.status.rtt.is_some()));
+    assert_eq!(status[0].redirects.map(|r| r.moved), Some(0));
+    let ports: Vec<String> = cluster
+        .members
+        .iter()
+        .map(|m| format!(":{}", m.port))
+        .collect();
+    for shard in shards {
+        assert!(
+            ports.iter().any(|p| shard.status.node.ends_with(p)),
+            "{}",
+            shard.status.node
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_dead_master_costs_only_its_slots_and_its_restart_is_quarantined() {
+    let mut cluster = RedisCluster::start(3);
+    let victim = cluster.owner_of(b"redlock:{victim}");
     let other = (0..12)
         .map(|i| format!("other-{i}"))
         .find(|r| cluster.owner_of(format!("redlock:{{{r}}}").as_bytes()) != victim)
         .unwrap();
 
-    // Quarantine off: only the dead master's slots are lost.
+    // Quarantine off: only the dead master's slots are lost, the others vote throughout.
     let e = engine(vec![cluster.url()], Transport::Pipeline).await;
     cluster.members[victim].kill9();
     assert!(e.try_acquire(b"victim", TTL).await.is_err());
+    for _ in 0..5 {
+        let lock = e.try_acquire(other.as_bytes(), TTL).await.unwrap();
+        e.release(lock).await.unwrap();
+    }
     cluster.members[victim].restart();
     cluster.wait_ok(Duration::from_secs(20));
     assert!(
@@ -152,7 +230,7 @@ async fn a_dead_master_costs_its_slots_and_a_restart_is_quarantined() {
         "the restarted master serves its slots again"
     );
 
-    // Quarantine on (max_ttl 2 s): a restarted master keeps the whole set out for one max_ttl.
+    // Quarantine on (max_ttl 2 s): a restarted master keeps only its own slots out for max_ttl.
     let guarded = builder()
         .nodes(vec![cluster.url()])
         .quarantine(true)
@@ -162,22 +240,38 @@ async fn a_dead_master_costs_its_slots_and_a_restart_is_quarantined() {
         .await
         .unwrap();
     assert!(
-        until_outcome(&guarded, other.as_bytes(), true, Duration::from_secs(10)).await,
+        until_outcome(&guarded, b"victim", true, Duration::from_secs(10)).await,
         "votes once every master is older than max_ttl"
     );
     cluster.members[victim].kill9();
-    // The set stops voting once the drop is seen (the live masters' keys were safe meanwhile).
-    assert!(
-        until_outcome(&guarded, other.as_bytes(), false, Duration::from_secs(5)).await,
-        "a dropped master suspends the set"
-    );
     cluster.members[victim].restart();
     let restarted = Instant::now();
     cluster.wait_ok(Duration::from_secs(20));
-    assert!(until_outcome(&guarded, other.as_bytes(), true, Duration::from_secs(10)).await);
+    for _ in 0..5 {
+        let lock = guarded
+            .try_acquire(other.as_bytes(), Duration::from_secs(1))
+            .await;
+        assert!(lock.is_ok(), "the other shards keep the vote: {lock:?}");
+        guarded.release(lock.unwrap()).await.unwrap();
+    }
+    assert!(until_outcome(&guarded, b"victim", true, Duration::from_secs(10)).await);
     let first_grant = restarted.elapsed();
     assert!(
         first_grant >= Duration::from_millis(1800),
-        "no vote until the restarted master is max_ttl old: first grant after {first_grant:?}"
+        "no vote from the restarted master until it is max_ttl old: first grant after {first_grant:?}"
     );
+}
+
+#[cfg(feature = "fred")]
+#[tokio::test]
+async fn fred_still_carries_a_cluster_for_comparison() {
+    let cluster = RedisCluster::start(3);
+    let e = engine(vec![cluster.url()], Transport::Fred).await;
+    for i in 0..6 {
+        let lock = e
+            .acquire(format!("fred-{i}").as_bytes(), TTL)
+            .await
+            .unwrap();
+        e.release(lock).await.unwrap();
+    }
 }

@@ -24,7 +24,6 @@ const INSPECT_COMMANDS: [&str; 12] = [
     "+zrangebyscore",
 ];
 
-#[cfg(feature = "fred")]
 #[tokio::test]
 async fn inspect_and_force_release_reach_the_key_on_a_cluster() {
     use testkit::RedisCluster;

@@ -155,7 +155,6 @@ async fn kinds_with_extra_keys_work_with_plain_keys_on_standalone_nodes() {
     e.release(tagged).await.unwrap();
 }
 
-#[cfg(feature = "fred")]
 #[tokio::test]
 async fn on_a_cluster_extra_keys_need_a_tag_in_the_name() {
     let cluster = testkit::RedisCluster::start(3);

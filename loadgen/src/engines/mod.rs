@@ -44,7 +44,7 @@ impl EngineKind {
 
     /// Whether it can only use standalone masters (`redis://` nodes). rslock (redis-rs), the raw
     /// engine's per-node commands and redis-benchmark each talk to one server per node; only the engine
-    /// follows a Redis Cluster or Sentinel (through fred).
+    /// follows a Redis Cluster (its own connections, or fred) or a Sentinel (fred).
     pub fn standalone_only(self) -> bool {
         matches!(self, Self::Rslock | Self::Raw | Self::Ceiling)
     }

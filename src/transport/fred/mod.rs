@@ -212,6 +212,7 @@ impl NodeClient for FredNode {
             quarantine: Some(self.quarantine.view()),
             silenced_until: None,
             last_error: self.unusable.clone().or_else(|| last.clone()),
+            ..Default::default()
         }
     }
 }

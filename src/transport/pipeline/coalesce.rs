@@ -22,13 +22,20 @@
 //!   replay: a group lost with its connection fails, like any request.
 //! - A group of one is sent as the plain single script, so an uncontended release is unchanged.
 //!
-//! Only the pipelined transport coalesces, and it only serves standalone nodes, so hash slots never
-//! constrain a group (Cluster node sets use fred, one call per release).
+//! - **One hash slot per group on a cluster shard.** A cluster runs a script only on keys of one
+//!   slot (`CROSSSLOT` otherwise), and a redirect moves a whole slot: so on a cluster shard's
+//!   connection a release joins the open group only if its key is in the group's slot; any other
+//!   closes the group like any other command. A redirected group is forwarded whole, with its
+//!   members (`redirect`).
+//!
+//! Only the pipelined transport coalesces (standalone nodes and the cluster shards it carries; the
+//! fred transport sends one call per release).
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use super::{Shared, Slot, State};
+use super::redirect::Waiters;
+use super::{Route, Shared, Slot, State};
 use crate::algo::value::LockValue;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Args, Cmd, Coalesced, Keys, NodeResult, Reply};
@@ -44,15 +51,14 @@ pub(super) const MAX_GROUP: usize = 16;
 #[derive(Debug)]
 pub(super) struct Group {
     form: &'static Coalesced,
+    /// The members' hash slot on a cluster shard's connection (`None`: a standalone node).
+    slot: Option<u16>,
     locks: Vec<(Bytes, LockValue)>,
 }
 
 /// The lock `cmd` would add to a group, if it is a release the node set may coalesce: the single
 /// script of one of `opts.coalesce`, on one key, with no argument past the value.
-pub(super) fn member(
-    opts: &ConnectOptions,
-    cmd: &Cmd,
-) -> Option<(&'static Coalesced, Bytes, LockValue)> {
+pub(super) fn member(opts: &ConnectOptions, cmd: &Cmd) -> Option<Member> {
     let Cmd::Script {
         script,
         keys: Keys::One(key),
@@ -72,21 +78,28 @@ pub(super) fn member(
     Some((form, key.clone(), *value))
 }
 
+/// A release that may join a group: its coalesced form, key and value.
+pub(super) type Member = (&'static Coalesced, Bytes, LockValue);
+
 /// Adds one release to the open group (opening one if there is none, it is full, or it is of the
 /// other form) and registers its waiter.
+/// `cluster`: the connection is a cluster shard's, where a group holds one hash slot's keys.
 pub(super) fn join(
     st: &mut State,
-    (form, key, value): (&'static Coalesced, Bytes, LockValue),
+    (form, key, value): Member,
     tx: oneshot::Sender<NodeResult>,
+    cluster: bool,
 ) {
+    let slot = cluster.then(|| redis_protocol::redis_keyslot(&key));
     let joins = st
         .group
         .as_ref()
-        .is_some_and(|g| std::ptr::eq(g.form, form) && g.locks.len() < MAX_GROUP);
+        .is_some_and(|g| std::ptr::eq(g.form, form) && g.slot == slot && g.locks.len() < MAX_GROUP);
     if !joins {
         close(st);
         st.group = Some(Group {
             form,
+            slot,
             locks: Vec::with_capacity(4),
         });
         st.pending.push_back(Slot {
@@ -106,7 +119,10 @@ pub(super) fn join(
 /// group of one, as one many-lock call otherwise. Called before anything else is queued and before
 /// the writer takes the buffer, which is what keeps the wire order.
 pub(super) fn close(st: &mut State) {
-    let Some(Group { form, mut locks }) = st.group.take() else {
+    let Some(Group {
+        form, mut locks, ..
+    }) = st.group.take()
+    else {
         return;
     };
     let Some(slot) = st.pending.back_mut() else {
@@ -138,15 +154,22 @@ pub(super) fn answer(
     group: Vec<oneshot::Sender<NodeResult>>,
     script: Option<Cmd>,
     reply: NodeResult,
+    route: Route,
 ) {
-    let codes = match reply {
-        Ok(Reply::Data(codes)) if codes.len() == group.len() => codes,
-        Err(e) if crate::transport::resp::is_noscript(&e) => {
-            if let Some(cmd) = script {
-                return resend(shared, generation, &cmd, group);
-            }
-            return fail_all(group, e);
+    if let Err(e) = &reply {
+        if crate::transport::resp::is_noscript(e) {
+            return match script {
+                Some(cmd) if route.redirected => {
+                    shared.forward_on(generation, &cmd, true, Waiters::Group(group), route, false)
+                }
+                Some(cmd) => resend(shared, generation, &cmd, group),
+                None => fail_all(group, reply.err().unwrap_or(NodeError::Disconnected)),
+            };
         }
+    }
+    // Forwarded here by a redirect: counts only if this connection votes (see `redirect`).
+    let codes = match shared.muted(route, reply) {
+        Ok(Reply::Data(codes)) if codes.len() == group.len() => codes,
         Err(e) => return fail_all(group, e),
         Ok(Reply::Data(codes)) => {
             let why = format!(

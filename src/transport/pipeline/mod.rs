@@ -13,16 +13,16 @@
 //!   has its connection closed; the requests on it fail with a [`NodeError::Protocol`] naming the node
 //!   and the bound, which also stays the node's last error until it reconnects (with backoff).
 //!
-//! Files: this one (the handle, the request queue), `node` (its `NodeClient` side: sending, votes,
-//! status), `write` (the writer, reconnects), `read` (the reader), `clock` (the clock guard's
-//! `TIME` readings) and `coalesce` (releases queued back to back sent as one call).
+//! Files: this one (handle, request queue), `node` (its `NodeClient` side), `write` (writer,
+//! reconnects), `read` (reader), `slot` (a request's place), `clock` (the clock guard's `TIME`s),
+//! `coalesce` (back-to-back releases as one call), `redirect` (a cluster shard's `MOVED`/`ASK`).
 //! - **Fail fast.** While disconnected, requests fail at once with [`NodeError::Disconnected`]; a full queue
 //!   fails with [`NodeError::Backpressure`]. Reconnects run in the background with exponential backoff and
 //!   jitter, so a dead node never blocks a caller.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use bytes::BytesMut;
 use tokio::sync::{oneshot, Notify};
@@ -44,9 +44,11 @@ mod clock;
 mod coalesce;
 mod node;
 mod read;
+pub(crate) mod redirect;
 mod slot;
 mod write;
 use read::read_loop;
+pub(crate) use slot::Route;
 use slot::{push_native, Slot};
 use write::{reconnect_loop, write_loop};
 
@@ -74,6 +76,8 @@ struct Shared {
     profile: AtomicU8,
     /// Cancelled when the handle is dropped: stops the reader, writer and reconnect loop.
     shutdown: CancellationToken,
+    /// A cluster shard's connection: where `MOVED`/`ASK` answers go (`redirect`); `None`: standalone.
+    router: Option<Weak<dyn redirect::Router>>,
 }
 
 #[derive(Debug)]
@@ -125,6 +129,23 @@ impl PipelineNode {
     /// Connects (bounded by `connect_timeout`); on failure starts disconnected and reconnects in the
     /// background.
     pub(crate) async fn connect(addr: NodeAddr, opts: &ConnectOptions) -> Self {
+        Self::connect_with(addr, opts, None).await
+    }
+
+    /// [`connect`](Self::connect) for one master of a cluster: `MOVED`/`ASK` answers go to `router`.
+    pub(crate) async fn connect_shard(
+        addr: NodeAddr,
+        opts: &ConnectOptions,
+        router: Weak<dyn redirect::Router>,
+    ) -> Self {
+        Self::connect_with(addr, opts, Some(router)).await
+    }
+
+    async fn connect_with(
+        addr: NodeAddr,
+        opts: &ConnectOptions,
+        router: Option<Weak<dyn redirect::Router>>,
+    ) -> Self {
         let shared = Arc::new(Shared {
             addr,
             opts: opts.clone(),
@@ -155,6 +176,7 @@ impl PipelineNode {
             backlog: AtomicUsize::new(0),
             profile: AtomicU8::new(Profile::default().code()),
             shutdown: CancellationToken::new(),
+            router,
         });
         let began = Instant::now();
         match open(&shared.addr, &shared.opts, true).await {
@@ -226,9 +248,10 @@ impl Shared {
         let member = (!eval_source)
             .then(|| coalesce::member(&self.opts, cmd))
             .flatten();
-        // A clone of a script command is a refcount and 20 bytes; done before taking the lock.
-        let mut script =
-            (member.is_none() && !eval_source && cmd.script().is_some()).then(|| cmd.clone());
+        // A clone of a script command is a refcount and 20 bytes; done before taking the lock. A
+        // cluster shard keeps every command, to forward it if the server redirects it.
+        let keep = self.router.is_some() || (!eval_source && cmd.script().is_some());
+        let mut script = (member.is_none() && keep).then(|| cmd.clone());
         let mut st = self.lock();
         // This connection's server may take the operation as native commands (never a resend's
         // `EVAL`: that is a script the node lost).
@@ -249,7 +272,7 @@ impl Shared {
         // An open group means the writer was already woken for it.
         let wake = st.out.is_empty() && st.group.is_none();
         if let Some(member) = member {
-            coalesce::join(&mut st, member, tx);
+            coalesce::join(&mut st, member, tx, self.router.is_some());
         } else {
             // Anything else closes the open group first: the wire keeps the order of the calls.
             coalesce::close(&mut st);
@@ -295,8 +318,11 @@ impl Shared {
         // The handshake let a user without scripting through only where native commands serve.
         let profile = Profile::for_info(info.as_ref(), self.opts.native);
         let token = self.shutdown.child_token();
-        let generation = {
+        let (generation, stale) = {
             let mut st = self.lock();
+            // Nothing can be queued while disconnected; should a slot be left, it can never be
+            // answered on the new connection and would shift every reply after it: fail it.
+            let stale = std::mem::take(&mut st.pending);
             st.generation += 1;
             st.connected = true;
             st.last_error = None;
@@ -312,8 +338,11 @@ impl Shared {
             st.conn_token = token.clone();
             st.profile = profile;
             self.profile.store(profile.code(), Ordering::Relaxed);
-            st.generation
+            (st.generation, stale)
         };
+        for slot in stale {
+            slot.fail(&NodeError::ConnectionLost);
+        }
         match stream {
             // Owned halves: no lock between reader and writer on the plain path.
             Stream::Tcp(tcp) => {

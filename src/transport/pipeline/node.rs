@@ -81,6 +81,7 @@ impl NodeClient for PipelineNode {
             quarantine: Some(self.shared.quarantine.view()),
             silenced_until: self.shared.clock.silenced_until(),
             last_error,
+            ..Default::default()
         }
     }
 }

@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::redirect::{redirect_of, Waiters};
 use super::{Shared, Slot};
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
@@ -130,8 +131,27 @@ fn complete(
         }
         return;
     }
+    // A cluster shard: the server says the slot is served elsewhere, so the command did not run
+    // here and the router sends it on (see `redirect`).
+    if let Some(why) = reply.as_ref().err().and_then(redirect_of) {
+        if let (Some(router), Some(cmd)) = (shared.router(), slot.script.clone()) {
+            let waiters = match slot.tx {
+                _ if !slot.group.is_empty() => Waiters::Group(slot.group),
+                Some(tx) => Waiters::One(tx),
+                None => return,
+            };
+            return router.redirect(why, cmd, waiters, slot.route);
+        }
+    }
     if !slot.group.is_empty() {
-        return super::coalesce::answer(shared, generation, slot.group, slot.script, reply);
+        return super::coalesce::answer(
+            shared,
+            generation,
+            slot.group,
+            slot.script,
+            reply,
+            slot.route,
+        );
     }
     let Some(tx) = slot.tx else { return };
     match (
@@ -140,18 +160,21 @@ fn complete(
     ) {
         // The script did not run (cache flushed or node restarted).
         (Err(e), Some((script, cmd))) if is_noscript(e) => {
-            if script.resend {
+            if script.resend && slot.route.redirected {
+                // Forwarded here: the resend keeps its route (its reply may be muted).
+                shared.forward_on(generation, cmd, true, Waiters::One(tx), slot.route, false);
+            } else if script.resend {
                 // Send its source once, on this connection only (if it has been replaced, `tx` is
                 // dropped and the waiter sees ConnectionLost: never a replay).
                 let _ = shared.enqueue_on(generation, cmd, true, tx);
             } else {
-                let _ = tx.send(reply);
+                let _ = tx.send(shared.muted(slot.route, reply));
                 let (tx, _) = oneshot::channel();
                 let _ = shared.enqueue_on(generation, &Cmd::ScriptLoad(script), false, tx);
             }
         }
         (_, _) => {
-            let _ = tx.send(reply);
+            let _ = tx.send(shared.muted(slot.route, reply));
         }
     }
 }

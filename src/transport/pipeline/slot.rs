@@ -26,8 +26,12 @@ pub(super) struct Slot {
     /// judges its reply itself, before it completes the acquire behind it.
     pub(super) clock: Option<Instant>,
     /// For scripts: the command again, to resend as `EVAL` if the node answers `NOSCRIPT`. The reader
-    /// does this, not the waiter, so fire-and-forget releases recover too.
+    /// does this, not the waiter, so fire-and-forget releases recover too. On a cluster shard's
+    /// connection every command keeps it, to be sent where a `MOVED`/`ASK` says (see `redirect`).
     pub(super) script: Option<Cmd>,
+    /// How a cluster shard's connection got this command: redirected how many times, and whether
+    /// its reply must be muted if this connection does not vote when it arrives (see `redirect`).
+    pub(super) route: Route,
     /// A native form's reply reading: on its last command's slot (the reader hands the form every
     /// reply of its commands, see `crate::protocol::native`); the slots before it have `held`.
     pub(super) native: Option<Native>,
@@ -45,8 +49,28 @@ impl Slot {
             script,
             native: None,
             held: false,
+            route: Route::DIRECT,
         }
     }
+}
+
+/// How a command reached this connection (cluster shards only; [`Route::DIRECT`] otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Route {
+    /// `MOVED`/`ASK`/`TRYAGAIN` answers followed so far (bounded by the cluster router).
+    pub(crate) hops: u8,
+    /// Sent here by a redirect: the fan-out judged the vote of the shard it first routed to, so
+    /// the reply is muted ([`NodeError::Quarantined`] or [`NodeError::ClockJump`]) if this
+    /// connection does not vote when it arrives.
+    pub(crate) redirected: bool,
+}
+
+impl Route {
+    /// Sent where the slot map said, not redirected.
+    pub(crate) const DIRECT: Self = Self {
+        hops: 0,
+        redirected: false,
+    };
 }
 
 /// Registers the slots of a native form already encoded into `st.out`: one per command, the last

@@ -41,6 +41,11 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
                 shared.wake_writer.notify_one();
                 return;
             }
+            if !st.connected {
+                // This connection failed (its token's cancel and the idle timer were ready at
+                // once): queueing an idle `TIME` now would leave a slot no reply will ever match.
+                return;
+            }
             if idle_fired {
                 if now.saturating_duration_since(st.last_sample) >= IDLE_SAMPLE {
                     clock::queue_sample(&mut st);
