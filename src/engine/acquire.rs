@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use super::core::Core;
 use super::fanout::{fan_out_into, fire, Deadline};
 use super::release::HeldGuard;
+use super::takeover::TakeOver;
 use super::waitq::LocalHold;
 use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
@@ -71,6 +72,13 @@ impl Core {
             nodes: self.nodes(),
             cmd: target.kind.give_up_cmd(&target.keys),
         };
+        // A kind with a cross-process hand-off (`crate::protocol::handoff`) attempts as a named
+        // take-over once it waits on another process: one command tries and marks it at once.
+        let mut take_over = None;
+        if hold.as_ref().is_some_and(LocalHold::remote_waiting) {
+            // Our process just yielded to a waiter elsewhere: we will wait too, so mark at once.
+            take_over = self.take_over_mode(&target, ttl, &mut subscription);
+        }
         // Once we wait on another process, every attempt is preceded by our waiter mark on each
         // connection: a release that beats the attempt then still finds the mark and publishes.
         let mut mark_ahead: Option<Cmd> = None;
@@ -89,7 +97,7 @@ impl Core {
             if let Some(w) = woken.as_mut() {
                 w.as_mut().enable();
             }
-            let err = match self.attempt(&target, ttl, budget_end).await {
+            let err = match self.attempt(&target, ttl, budget_end, take_over).await {
                 Ok(mut lock) => {
                     lock.set_attempts(attempts);
                     break Ok(lock);
@@ -107,7 +115,16 @@ impl Core {
                 break Err(LockError::Timeout { attempts, last });
             }
             let remote = matches!(err, LockError::Contended { local: false, .. });
-            if remote && self.notifies(&target.keys) && target.kind.queues_locally() {
+            if remote && take_over.is_none() {
+                take_over = self.take_over_mode(&target, ttl, &mut subscription);
+                if take_over.is_some() {
+                    // Marked by the take-over itself, atomically with its attempt: at once (free).
+                    counted -= 1;
+                    continue;
+                }
+            }
+            let marks = take_over.is_none() && self.notifies(&target.keys);
+            if remote && marks && target.kind.queues_locally() {
                 // Tell the holder's process that someone elsewhere waits, so it yields to us when its
                 // local hand-off streak ends (see `Redlock::release`).
                 let key = &target.keys.as_slice()[0];
@@ -229,6 +246,7 @@ impl Core {
         target: &Target,
         ttl: Duration,
         admit_until: Option<Instant>,
+        take_over: Option<TakeOver>,
     ) -> Result<Lock, LockError> {
         let s = self.settings();
         let code = target.kind.spec().code;
@@ -247,7 +265,10 @@ impl Core {
             ttl,
             armed: true,
         };
-        let (cmd, vote) = self.acquire_cmd(target, value, ttl);
+        let (cmd, vote) = match take_over {
+            Some(t) => (t.cmd(target, value, ttl), Vote::of_script as fn(_) -> _),
+            None => self.acquire_cmd(target, value, ttl),
+        };
         let deadline = self.round_deadline(start, ttl, None);
         let quorum = target.kind.tally(self.nodes().len());
         let tally = fan_out_into(self.nodes(), &cmd, deadline, vote, quorum).await;

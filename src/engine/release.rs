@@ -49,7 +49,7 @@ impl Core {
         };
         let timeout = self.round_timeout(lock.ttl());
         let started = Instant::now();
-        let cmd = lock.release_cmd(self.notifies(lock.keys()));
+        let cmd = self.release_cmd_for(&lock, local.as_ref());
         // Past one TTL the keys are gone anyway; until then a node that is answering is waited for.
         let deadline = Deadline::new(started, timeout, started + lock.ttl());
         let mut round = pin!(release_round(self.nodes(), &cmd, deadline));
@@ -132,7 +132,7 @@ impl Core {
     /// is written behind the release on every connection and finds the key gone. Needs no runtime.
     pub(crate) fn release_on_drop(&self, mut lock: Lock) {
         let local = lock.take_local();
-        let cmd = lock.release_cmd(self.notifies(lock.keys()));
+        let cmd = self.release_cmd_for(&lock, local.as_ref());
         self.release_retry()
             .fire(self.nodes(), &cmd, Instant::now() + lock.ttl());
         if let Some(hold) = local {

@@ -1,0 +1,100 @@
+//! The engine's side of the cross-process hand-off (`crate::protocol::handoff`, which holds the
+//! scripts and the safety argument): when a waiter becomes a named take-over, and when a release
+//! reserves the key for the oldest waiter elsewhere instead of waking everyone.
+//!
+//! A queue head that lost a round to another process switches, for the rest of its acquire, to
+//! [`TakeOver`] attempts under a wake name of its own, subscribed by that name: a hand-off release
+//! wakes it alone, with the key reserved for it, so the next process gets in without a race of
+//! every head against every other and without a retry pause. A release takes the hand-off form
+//! only where this process has seen contention (the lock took more than one attempt, or the last
+//! release of the resource here found a waiter): the uncontended release is unchanged.
+
+use std::time::Duration;
+
+use super::core::Core;
+use super::waitq::LocalHold;
+use crate::algo::timing::millis;
+use crate::algo::value::LockValue;
+use crate::lock::Lock;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::handoff::{wake_name, Handoff};
+use crate::protocol::spec::Target;
+use crate::transport::subscriber::Subscription;
+
+/// A waiter's take-over attempts: its kind's hand-off, its wake name and how long its mark lives.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TakeOver {
+    handoff: &'static Handoff,
+    name: u64,
+    mark_ms: u64,
+}
+
+impl TakeOver {
+    /// The attempt command for `value`.
+    pub(crate) fn cmd(&self, target: &Target, value: LockValue, ttl: Duration) -> Cmd {
+        self.handoff
+            .take_over_cmd(&target.keys, value, millis(ttl), self.name, self.mark_ms)
+    }
+}
+
+/// The shortest reservation: time for the publish to reach the waiter and its take-over the node
+/// on a busy machine. A reservation for a waiter that left blocks that node at most this long (or
+/// a node timeout, when that is longer than the measured round trips ask for).
+const MIN_RESERVATION: Duration = Duration::from_millis(10);
+
+impl Core {
+    /// Turns the acquire of `target` into named take-overs, when its kind has a hand-off and its
+    /// releases are published; `subscription` becomes the named one.
+    pub(crate) fn take_over_mode(
+        &self,
+        target: &Target,
+        ttl: Duration,
+        subscription: &mut Option<Subscription>,
+    ) -> Option<TakeOver> {
+        let handoff = target.kind.handoff()?;
+        if !self.notifies(&target.keys) || !target.kind.queues_locally() {
+            return None;
+        }
+        let s = self.settings();
+        // Names need only differ between waiters of one key (they are not secrets): 64 random bits.
+        let name = fastrand::u64(1..);
+        let key = &target.keys.as_slice()[0];
+        *subscription = Some(self.notifier().subscribe_named(key, wake_name(name)));
+        // The list lives while someone refreshes it: a waiter refreshes it at every attempt, at
+        // most one retry pause apart.
+        let mark_for = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl) * 2;
+        Some(TakeOver {
+            handoff,
+            name,
+            mark_ms: millis(mark_for).max(1),
+        })
+    }
+
+    /// The release command for `lock`: the hand-off release where this process saw contention on
+    /// it (see the module doc), else the kind's release (waking waiters when configured).
+    pub(crate) fn release_cmd_for(&self, lock: &Lock, local: Option<&LocalHold<Lock>>) -> Cmd {
+        let notify = self.notifies(lock.keys());
+        match lock.kind().handoff() {
+            Some(handoff)
+                if notify
+                    && (lock.attempts() > 1 || local.is_some_and(LocalHold::remote_waiting)) =>
+            {
+                let reserve = self.reservation(lock.ttl());
+                handoff.release_cmd(lock.keys(), lock.value(), millis(reserve))
+            }
+            _ => lock.release_cmd(notify),
+        }
+    }
+
+    /// How long a hand-off release reserves the key: a few measured round trips, at least
+    /// [`MIN_RESERVATION`], at most a node timeout.
+    fn reservation(&self, ttl: Duration) -> Duration {
+        let cap = self
+            .settings()
+            .timing
+            .node_timeout(ttl)
+            .max(MIN_RESERVATION);
+        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
+        rtt.map_or(cap, |rtt| rtt * 8).clamp(MIN_RESERVATION, cap)
+    }
+}

@@ -1,0 +1,115 @@
+//! The cross-process hand-off of the plain lock (issue 29): a release that finds a waiter in another
+//! process leaves the key to exactly that waiter for a moment, and wakes only it.
+//!
+//! # How
+//! Per node, beside the lock key `K`: the waiter list `K:wait` (the waiter mark, now a list of wake
+//! names, oldest first; the plain mark's `EXISTS` still reads it). A wake name is a random `u64`
+//! drawn once per acquire call (decimal; not a secret, it is published).
+//! - **Take-over** ([`TAKE_OVER`], an acquire): sets `K` to the waiter's fresh value when `K` is
+//!   free **or holds the reservation `r<name>` of this waiter**, and then drops its name from the
+//!   list; otherwise it appends the name (once) and keeps the list alive. One command both tries and
+//!   marks, atomically: a release after it always sees the mark (the old "lost, then mark" window
+//!   is gone).
+//! - **Hand-off release** ([`RELEASE_HANDOFF`]): owner-checked like `RELEASE`; when the list has a
+//!   name it pops the oldest, replaces our value with the reservation `r<name>` for a short time
+//!   (`ARGV[2]` ms) and publishes the name on `K`'s channel (a named wake: only that waiter's
+//!   subscription wakes). Answers 2 (handed off), 1, 0 or -1 as `RELEASE_NOTIFY` does.
+//!
+//! # Why it is safe
+//! - *Mutual exclusion is SET NX's.* A reservation is no one's lock: no `Lock` is ever returned for
+//!   it, and it is only ever written by the holder's owner-checked release, in place of a value that
+//!   was being deleted. A take-over writes a value only where `K` is free or holds nothing but a
+//!   reservation, so on every node it replaces no live lock — exactly the cases where `SET NX` would
+//!   have written (plus a key nobody holds). Two clients can thus hold a majority at the same time
+//!   no more than with `SET NX`.
+//! - *Quorum and validity are the attempt's.* A take-over is an ordinary attempt round: its value is
+//!   fresh, the clock starts before it is queued, the lock is granted only on a majority with
+//!   validity left, and a lost round releases its value on every node.
+//! - *No replay.* `TAKE_OVER` is acquire-side (`resend: false`); `RELEASE_HANDOFF` is owner-checked
+//!   (a second copy finds our value gone and changes nothing), so its `NOSCRIPT` resend is safe.
+//! - *Liveness.* A reservation for a waiter that died or gave up expires on its own (`ARGV[2]`, one
+//!   node timeout); the key is then free to anyone's `SET NX` or take-over. Names whose waiter left
+//!   stay in the list until popped (one short reservation each) or until the list expires.
+//!
+//! Fairness across processes: only queue heads mark, so the list holds at most one name per
+//! process and is served oldest first; a process that just held the lock joins the back.
+
+use super::cmd::{Args, Cmd, Keys, Script};
+use super::spec::script_cmd;
+use crate::algo::value::LockValue;
+
+/// A kind's cross-process hand-off (`Spec::handoff`): its take-over acquire and its release.
+#[derive(Debug)]
+pub(crate) struct Handoff {
+    pub(crate) take_over: &'static Script,
+    pub(crate) release: &'static Script,
+}
+
+/// The single-key exclusive lock's hand-off.
+pub(crate) static PLAIN_HANDOFF: Handoff = Handoff {
+    take_over: &TAKE_OVER,
+    release: &RELEASE_HANDOFF,
+};
+
+/// Take-over: KEYS = `K`; ARGV = value, TTL ms, wake name, list TTL ms. Answers 1 (set) or -1
+/// (taken). A string mark of an older client at `K:wait` (`pcall`: `WRONGTYPE`) is replaced by the
+/// list.
+pub(crate) static TAKE_OVER: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) local q = KEYS[1] .. ':wait' \
+if v == false or v == 'r' .. ARGV[3] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
+redis.pcall('LREM', q, 1, ARGV[3]) return 1 end \
+local at = redis.pcall('LPOS', q, ARGV[3]) \
+if type(at) == 'table' then redis.call('DEL', q) at = false end \
+if not at then redis.call('RPUSH', q, ARGV[3]) end \
+redis.call('PEXPIRE', q, ARGV[4]) return -1",
+    sha1: "27232d57a2335e313bbe6133a24bb289e8992ef6",
+    resend: false,
+};
+
+/// Hand-off release: KEYS = `K`; ARGV = value, reservation ms. A string mark (an older client's)
+/// is a waiter without a name: the key is deleted and everyone is woken, as by `RELEASE_NOTIFY`.
+pub(crate) static RELEASE_HANDOFF: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) \
+if v == ARGV[1] then local n = redis.pcall('LPOP', KEYS[1] .. ':wait') \
+if type(n) == 'string' then redis.call('SET', KEYS[1], 'r' .. n, 'PX', ARGV[2]) \
+redis.call('PUBLISH', KEYS[1], n) return 2 end \
+redis.call('DEL', KEYS[1]) \
+if n then redis.call('PUBLISH', KEYS[1], '') return 2 end return 1 \
+elseif v == false then return 0 else return -1 end",
+    sha1: "1a4e81d800e1c7a441231cc6ea42783d6ad630ee",
+    resend: true,
+};
+
+impl Handoff {
+    /// A take-over attempt of the waiter named `name`, marking it for `mark_ms` if it loses.
+    pub(crate) fn take_over_cmd(
+        &self,
+        keys: &Keys,
+        value: LockValue,
+        ttl_ms: u64,
+        name: u64,
+        mark_ms: u64,
+    ) -> Cmd {
+        script_cmd(
+            self.take_over,
+            &Keys::One(keys.as_slice()[0].clone()),
+            value,
+            Args::of(&[ttl_ms, name, mark_ms]),
+        )
+    }
+
+    /// The release that reserves the key for the oldest marked waiter for `reserve_ms`.
+    pub(crate) fn release_cmd(&self, keys: &Keys, value: LockValue, reserve_ms: u64) -> Cmd {
+        script_cmd(
+            self.release,
+            &Keys::One(keys.as_slice()[0].clone()),
+            value,
+            Args::of(&[reserve_ms.max(1)]),
+        )
+    }
+}
+
+/// The subscription name a waiter named `name` is woken by (what the release publishes).
+pub(crate) fn wake_name(name: u64) -> bytes::Bytes {
+    bytes::Bytes::from(name.to_string())
+}
