@@ -113,3 +113,7 @@ impl Handoff {
 pub(crate) fn wake_name(name: u64) -> bytes::Bytes {
     bytes::Bytes::from(name.to_string())
 }
+
+#[cfg(test)]
+#[path = "handoff_tests.rs"]
+mod tests;
