@@ -77,7 +77,7 @@ impl Core {
         let mut take_over = None;
         if hold.as_ref().is_some_and(LocalHold::remote_waiting) {
             // Our process just yielded to a waiter elsewhere: we will wait too, so mark at once.
-            take_over = self.take_over_mode(&target, ttl, &mut subscription);
+            take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription);
         }
         // Once we wait on another process, every attempt is preceded by our waiter mark on each
         // connection: a release that beats the attempt then still finds the mark and publishes.
@@ -100,6 +100,9 @@ impl Core {
             let err = match self.attempt(&target, ttl, budget_end, take_over).await {
                 Ok(mut lock) => {
                     lock.set_attempts(attempts);
+                    if let Some(t) = &take_over {
+                        self.unmark(&target, t, lock.held());
+                    }
                     break Ok(lock);
                 }
                 Err(err) => err,
@@ -116,7 +119,7 @@ impl Core {
             }
             let remote = matches!(err, LockError::Contended { local: false, .. });
             if remote && take_over.is_none() {
-                take_over = self.take_over_mode(&target, ttl, &mut subscription);
+                take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription);
                 if take_over.is_some() {
                     // Marked by the take-over itself, atomically with its attempt: at once (free).
                     counted -= 1;

@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use super::core::Core;
+use super::fanout::fire;
 use super::waitq::LocalHold;
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
@@ -49,6 +50,7 @@ impl Core {
         &self,
         target: &Target,
         ttl: Duration,
+        hold: Option<&LocalHold<Lock>>,
         subscription: &mut Option<Subscription>,
     ) -> Option<TakeOver> {
         let handoff = target.kind.handoff()?;
@@ -56,8 +58,9 @@ impl Core {
             return None;
         }
         let s = self.settings();
-        // Names need only differ between waiters of one key (they are not secrets): 64 random bits.
-        let name = fastrand::u64(1..);
+        // The local queue's name, so the next head keeps this process's place; without a queue, one
+        // per acquire. Names need only differ between waiters of one key: 64 random bits.
+        let name = hold.map_or_else(|| fastrand::u64(1..), LocalHold::name);
         let key = &target.keys.as_slice()[0];
         *subscription = Some(self.notifier().subscribe_named(key, wake_name(name)));
         // The list lives while someone refreshes it: a waiter refreshes it at every attempt, at
@@ -68,6 +71,17 @@ impl Core {
             name,
             mark_ms: millis(mark_for).max(1),
         })
+    }
+
+    /// After a won take-over: drops our name where the round did not grant it (`held`: the nodes
+    /// that did), so no list keeps a name whose waiter holds the lock.
+    pub(crate) fn unmark(&self, target: &Target, take_over: &TakeOver, held: u16) {
+        let cmd = take_over.handoff.unmark_cmd(&target.keys, take_over.name);
+        for (i, node) in self.nodes().iter().enumerate() {
+            if held & (1 << i) == 0 {
+                fire(std::slice::from_ref(node), &cmd);
+            }
+        }
     }
 
     /// The release command for `lock`: the hand-off release where this process saw contention on

@@ -57,6 +57,10 @@ pub(crate) struct LocalQueue<T> {
     /// The last release on the nodes reported a client waiting in another process (see
     /// `kinds::exclusive::MARK_WAITING`): the next one yields to it before letting local waiters in.
     remote_waiting: Arc<AtomicBool>,
+    /// The name this process's waiters for the resource answer to across processes (the
+    /// cross-process hand-off's wake name, `crate::protocol::handoff`): one per queue, so the
+    /// next head keeps the place its predecessor held in the nodes' waiter lists.
+    name: u64,
 }
 
 /// This task's place at the head of a resource's local queue; held inside the lock (`crate::Lock`).
@@ -95,6 +99,7 @@ impl<T> LocalQueues<T> {
                     waiting: AtomicUsize::new(0),
                     holder_until: Mutex::new(None),
                     remote_waiting: Arc::default(),
+                    name: fastrand::u64(1..),
                 })
             })
             .clone()
@@ -242,6 +247,11 @@ impl<T> LocalHold<T> {
     /// (possibly after this hold has been left).
     pub(crate) fn remote_waiting_flag(&self) -> Arc<AtomicBool> {
         self.queue.remote_waiting.clone()
+    }
+
+    /// The name this process's waiters for the resource answer to (see `LocalQueue::name`).
+    pub(crate) fn name(&self) -> u64 {
+        self.queue.name
     }
 
     /// Leaves `lock` for the next local holder.

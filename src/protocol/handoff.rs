@@ -4,12 +4,16 @@
 //! # How
 //! Per node, beside the lock key `K`: the waiter list `K:wait` (the waiter mark, now a list of wake
 //! names, oldest first; the plain mark's `EXISTS` still reads it). A wake name is a random `u64`
-//! drawn once per acquire call (decimal; not a secret, it is published).
+//! drawn once per process and resource (the local queue's: whichever task heads that queue answers
+//! to it), or per acquire call without a local queue (decimal; not a secret, it is published). So a
+//! list holds at most one name per waiting process, and a process's next head keeps its place.
 //! - **Take-over** ([`TAKE_OVER`], an acquire): sets `K` to the waiter's fresh value when `K` is
 //!   free **or holds the reservation `r<name>` of this waiter**, and then drops its name from the
 //!   list; otherwise it appends the name (once) and keeps the list alive. One command both tries and
 //!   marks, atomically: a release after it always sees the mark (the old "lost, then mark" window
 //!   is gone).
+//! - **Unmark** ([`UNMARK`]): a waiter that won its take-over drops its name where the take-over
+//!   did not run as a grant (a node that refused it, or that it reached before the release).
 //! - **Hand-off release** ([`RELEASE_HANDOFF`]): owner-checked like `RELEASE`; when the list has a
 //!   name it pops the oldest, replaces our value with the reservation `r<name>` for a short time
 //!   (`ARGV[2]` ms) and publishes the name on `K`'s channel (a named wake: only that waiter's
@@ -43,12 +47,14 @@ use crate::algo::value::LockValue;
 pub(crate) struct Handoff {
     pub(crate) take_over: &'static Script,
     pub(crate) release: &'static Script,
+    pub(crate) unmark: &'static Script,
 }
 
 /// The single-key exclusive lock's hand-off.
 pub(crate) static PLAIN_HANDOFF: Handoff = Handoff {
     take_over: &TAKE_OVER,
     release: &RELEASE_HANDOFF,
+    unmark: &UNMARK,
 };
 
 /// Take-over: KEYS = `K`; ARGV = value, TTL ms, wake name, list TTL ms. Answers 1 (set) or -1
@@ -80,7 +86,26 @@ elseif v == false then return 0 else return -1 end",
     resend: true,
 };
 
+/// Unmark: KEYS = `K`; ARGV = (unused value), wake name. Drops the name from the list: sent by a
+/// waiter that won its take-over to the nodes that did not grant it, so no node keeps a name nobody
+/// answers to (the lists stay one entry per waiting process, in the same order on every node).
+pub(crate) static UNMARK: Script = Script {
+    source: "redis.pcall('LREM', KEYS[1] .. ':wait', 1, ARGV[2]) return 1",
+    sha1: "d15497cd4e84cd3c25354f1d6806aa76f3e60ac7",
+    resend: true,
+};
+
 impl Handoff {
+    /// Drops the waiter named `name` from the list (see [`UNMARK`]).
+    pub(crate) fn unmark_cmd(&self, keys: &Keys, name: u64) -> Cmd {
+        script_cmd(
+            self.unmark,
+            &Keys::One(keys.as_slice()[0].clone()),
+            LockValue::ZERO,
+            Args::of(&[name]),
+        )
+    }
+
     /// A take-over attempt of the waiter named `name`, marking it for `mark_ms` if it loses.
     pub(crate) fn take_over_cmd(
         &self,

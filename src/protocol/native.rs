@@ -52,7 +52,7 @@ use bytes::Bytes;
 
 use super::cmd::Script;
 use super::cmd::{Cmd, Extend, NodeResult, Reply};
-use super::handoff::{RELEASE_HANDOFF, TAKE_OVER};
+use super::handoff::{RELEASE_HANDOFF, TAKE_OVER, UNMARK};
 use super::scripts::{
     EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_NOTIFY, RELEASE_NOTIFY_MANY,
 };
@@ -74,6 +74,7 @@ pub(crate) fn covers(script: &Script) -> bool {
         &RELEASE_NOTIFY_MANY,
         &TAKE_OVER,
         &RELEASE_HANDOFF,
+        &UNMARK,
     ]
     .into_iter()
     .any(|s| std::ptr::eq(s, script))
@@ -93,6 +94,8 @@ pub(crate) enum Native {
     Extend(Extend),
     /// `SET key:wait 1 PX ttl_ms`.
     Mark { key: Bytes, ttl_ms: u64 },
+    /// `LREM key:wait 1 name` (the hand-off's unmark).
+    Unmark { key: Bytes, name: u64 },
     /// The take-over without scripts: `SET key value NX PX ttl_ms`, `RPUSH key:wait name`,
     /// `PEXPIRE key:wait mark_ms`.
     TakeOver {
@@ -181,6 +184,9 @@ impl Native {
                 notify: true,
             });
         }
+        if let (true, &[name]) = (std::ptr::eq(*script, &UNMARK), args.as_slice()) {
+            return Some(Self::Unmark { key, name });
+        }
         match (std::ptr::eq(*script, &TAKE_OVER), args.as_slice()) {
             (true, &[ttl_ms, name, mark_ms]) => Some(Self::TakeOver {
                 key,
@@ -226,6 +232,10 @@ impl Native {
                 let mark = [&key[..], &b":wait"[..]].concat();
                 each(&[b"RPUSH", &mark, name.to_string().as_bytes()]);
                 each(&[b"PEXPIRE", &mark, mark_ms.to_string().as_bytes()]);
+            }
+            Self::Unmark { key, name } => {
+                let mark = [&key[..], &b":wait"[..]].concat();
+                each(&[b"LREM", &mark, b"1", name.to_string().as_bytes()]);
             }
             Self::Mark { key, ttl_ms } => {
                 let mark = [&key[..], &b":wait"[..]].concat();
@@ -312,6 +322,7 @@ impl Native {
                 Err(e) => Err(e),
             }),
             Self::Publish { .. } => Answer::Done(next().map(|_| Reply::Int(0))),
+            Self::Unmark { .. } => Answer::Done(next().map(|_| Reply::Int(1))),
         }
     }
 }
