@@ -20,6 +20,7 @@ use crate::error::LockError;
 use crate::lock::{Grant, Lock};
 use crate::observe::Op;
 use crate::protocol::cmd::{Args, Cmd, Keys};
+use crate::protocol::handoff::take_over_vote;
 use crate::protocol::scripts::MARK_WAITING;
 use crate::protocol::spec::{script_cmd, Target};
 use crate::transport::subscriber::Subscription;
@@ -269,7 +270,7 @@ impl Core {
             armed: true,
         };
         let (cmd, vote) = match take_over {
-            Some(t) => (t.cmd(target, value, ttl), Vote::of_script as fn(_) -> _),
+            Some(t) => (t.cmd(target, value, ttl), take_over_vote as fn(_) -> _),
             None => self.acquire_cmd(target, value, ttl),
         };
         let deadline = self.round_deadline(start, ttl, None);
@@ -285,6 +286,12 @@ impl Core {
         match s.timing.validity(ttl, elapsed) {
             Some(validity) if validity >= min => {
                 guard.disarm();
+                // A take-over's grants name the next waiter (see `protocol::handoff`).
+                let next_waiter = if take_over.is_some() {
+                    tally.max_counter
+                } else {
+                    0
+                };
                 let grant = Grant {
                     prefix_len: s.key_prefix.len(),
                     key_format: s.key_format,
@@ -294,7 +301,7 @@ impl Core {
                     tally,
                     jumps,
                 };
-                Ok(Lock::granted(target, grant))
+                Ok(Lock::granted(target, grant).waited_on_by(next_waiter))
             }
             left => Err(LockError::ValidityExpired {
                 left: left.unwrap_or_default(),

@@ -18,7 +18,7 @@ use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
 use crate::lock::Lock;
 use crate::protocol::cmd::Cmd;
-use crate::protocol::handoff::{wake_name, Handoff};
+use crate::protocol::handoff::{new_name, wake_name, Handoff};
 use crate::protocol::spec::Target;
 use crate::transport::subscriber::Subscription;
 
@@ -60,7 +60,7 @@ impl Core {
         let s = self.settings();
         // The local queue's name, so the next head keeps this process's place; without a queue, one
         // per acquire. Names need only differ between waiters of one key: 64 random bits.
-        let name = hold.map_or_else(|| fastrand::u64(1..), LocalHold::name);
+        let name = hold.map_or_else(new_name, LocalHold::name);
         let key = &target.keys.as_slice()[0];
         *subscription = Some(self.notifier().subscribe_named(key, wake_name(name)));
         // The list lives while someone refreshes it: a waiter refreshes it at every attempt, at
@@ -91,10 +91,15 @@ impl Core {
         match lock.kind().handoff() {
             Some(handoff)
                 if notify
-                    && (lock.attempts() > 1 || local.is_some_and(LocalHold::remote_waiting)) =>
+                    && (lock.next_waiter() != 0
+                        || lock.attempts() > 1
+                        || local.is_some_and(LocalHold::remote_waiting)) =>
             {
-                let reserve = self.reservation(lock.ttl());
-                handoff.release_cmd(lock.keys(), lock.value(), millis(reserve))
+                let reserve = millis(self.reservation(lock.ttl()));
+                match lock.next_waiter() {
+                    0 => handoff.release_cmd(lock.keys(), lock.value(), reserve),
+                    next => handoff.release_to_cmd(lock.keys(), lock.value(), reserve, next),
+                }
             }
             _ => lock.release_cmd(notify),
         }

@@ -99,7 +99,8 @@ impl<T> LocalQueues<T> {
                     waiting: AtomicUsize::new(0),
                     holder_until: Mutex::new(None),
                     remote_waiting: Arc::default(),
-                    name: fastrand::u64(1..),
+                    // At least 2, below 2^53: the hand-off's rule for names (`protocol::handoff`).
+                    name: fastrand::u64(2..1 << 53),
                 })
             })
             .clone()

@@ -18,7 +18,7 @@ use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
 use crate::protocol::cmd::{Cmd, Keys, Script};
-use crate::protocol::handoff::{PLAIN_HANDOFF, RELEASE_HANDOFF, TAKE_OVER, UNMARK};
+use crate::protocol::handoff::{PLAIN_HANDOFF, RELEASE_HANDOFF, RELEASE_TO, TAKE_OVER, UNMARK};
 use crate::protocol::scripts::{
     EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_NOTIFY, RELEASE_NOTIFY_MANY,
     WAIT_MARK,
@@ -57,6 +57,7 @@ pub(crate) static EXCLUSIVE: Spec = Spec {
         &TAKE_OVER,
         &RELEASE_HANDOFF,
         &UNMARK,
+        &RELEASE_TO,
     ],
 };
 

@@ -14,7 +14,10 @@
 //!   is gone).
 //! - **Unmark** ([`UNMARK`]): a waiter that won its take-over drops its name where the take-over
 //!   did not run as a grant (a node that refused it, or that it reached before the release).
-//! - **Hand-off release** ([`RELEASE_HANDOFF`]): owner-checked like `RELEASE`; when the list has a
+//! - **Release to a known waiter** ([`RELEASE_TO`]): a take-over that wins answers the name of the
+//!   list's head after it (the next waiter); the holder's release then reserves for that one name
+//!   on every node, whatever order each node's list has.
+//! - **Hand-off release** ([`RELEASE_HANDOFF`], for a holder that knows no name): owner-checked like `RELEASE`; when the list has a
 //!   name it pops the oldest, replaces our value with the reservation `r<name>` for a short time
 //!   (`ARGV[2]` ms) and publishes the name on `K`'s channel (a named wake: only that waiter's
 //!   subscription wakes). Answers 2 (handed off), 1, 0 or -1 as `RELEASE_NOTIFY` does.
@@ -38,8 +41,9 @@
 //! Fairness across processes: only queue heads mark, so the list holds at most one name per
 //! process and is served oldest first; a process that just held the lock joins the back.
 
-use super::cmd::{Args, Cmd, Keys, Script};
+use super::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
 use super::spec::script_cmd;
+use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 
 /// A kind's cross-process hand-off (`Spec::handoff`): its take-over acquire and its release.
@@ -47,6 +51,7 @@ use crate::algo::value::LockValue;
 pub(crate) struct Handoff {
     pub(crate) take_over: &'static Script,
     pub(crate) release: &'static Script,
+    pub(crate) release_to: &'static Script,
     pub(crate) unmark: &'static Script,
 }
 
@@ -54,22 +59,38 @@ pub(crate) struct Handoff {
 pub(crate) static PLAIN_HANDOFF: Handoff = Handoff {
     take_over: &TAKE_OVER,
     release: &RELEASE_HANDOFF,
+    release_to: &RELEASE_TO,
     unmark: &UNMARK,
 };
 
-/// Take-over: KEYS = `K`; ARGV = value, TTL ms, wake name, list TTL ms. Answers 1 (set) or -1
-/// (taken). A string mark of an older client at `K:wait` (`pcall`: `WRONGTYPE`) is replaced by the
+/// Take-over: KEYS = `K`; ARGV = value, TTL ms, wake name, list TTL ms. Answers -1 (taken), or when
+/// set the name of the list's new head (the next waiter; names are at least 2 and below 2^53, so a
+/// Lua number holds them exactly), or 1 when nobody else waits. A string mark of an older client at `K:wait` (`pcall`: `WRONGTYPE`) is replaced by the
 /// list.
 pub(crate) static TAKE_OVER: Script = Script {
-    source: "local v = redis.call('GET', KEYS[1]) local q = KEYS[1] .. ':wait' \
-if v == false or v == 'r' .. ARGV[3] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
-redis.pcall('LREM', q, 1, ARGV[3]) return 1 end \
-local at = redis.pcall('LPOS', q, ARGV[3]) \
-if type(at) == 'table' then redis.call('DEL', q) at = false end \
-if not at then redis.call('RPUSH', q, ARGV[3]) end \
-redis.call('PEXPIRE', q, ARGV[4]) return -1",
-    sha1: "27232d57a2335e313bbe6133a24bb289e8992ef6",
+    source:
+        "local v = redis.call('GET', KEYS[1]) local q = KEYS[1] .. ':wait' if v == false or v == \
+'r' .. ARGV[3] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
+redis.pcall('LREM', q, 1, ARGV[3]) local h = redis.pcall('LINDEX', q, 0) if type(h) == \
+'string' then return tonumber(h) or 1 end return 1 end local at = redis.pcall('LPOS', q, \
+ARGV[3]) if type(at) == 'table' then redis.call('DEL', q) at = false end if not at then \
+redis.call('RPUSH', q, ARGV[3]) end redis.call('PEXPIRE', q, ARGV[4]) return -1",
+    sha1: "daf78ab91aebfaa4b544a33b3a4af5e962eedab9",
     resend: false,
+};
+
+/// Hand-off release to a known waiter: KEYS = `K`; ARGV = value, reservation ms, the waiter's name
+/// (what the holder's take-over learned: the list's head when it was granted). Every node reserves
+/// for that one name, so the hand-off never splits between waiters the nodes' lists order
+/// differently. Answers 2 (handed off), 0 or -1 as [`RELEASE_HANDOFF`].
+pub(crate) static RELEASE_TO: Script = Script {
+    source:
+        "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then redis.pcall('LREM', KEYS[1] .. \
+':wait', 1, ARGV[3]) redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) \
+redis.call('PUBLISH', KEYS[1], ARGV[3]) return 2 elseif v == false then return 0 else \
+return -1 end",
+    sha1: "eb255b0f870b5b408a3b908f892efc00d287d355",
+    resend: true,
 };
 
 /// Hand-off release: KEYS = `K`; ARGV = value, reservation ms. A string mark (an older client's)
@@ -123,6 +144,22 @@ impl Handoff {
         )
     }
 
+    /// The release that reserves the key for the waiter named `name` for `reserve_ms`.
+    pub(crate) fn release_to_cmd(
+        &self,
+        keys: &Keys,
+        value: LockValue,
+        reserve_ms: u64,
+        name: u64,
+    ) -> Cmd {
+        script_cmd(
+            self.release_to,
+            &Keys::One(keys.as_slice()[0].clone()),
+            value,
+            Args::of(&[reserve_ms.max(1), name]),
+        )
+    }
+
     /// The release that reserves the key for the oldest marked waiter for `reserve_ms`.
     pub(crate) fn release_cmd(&self, keys: &Keys, value: LockValue, reserve_ms: u64) -> Cmd {
         script_cmd(
@@ -132,6 +169,19 @@ impl Handoff {
             Args::of(&[reserve_ms.max(1)]),
         )
     }
+}
+
+/// Reads a take-over reply: granted (with the next waiter's name, see [`TAKE_OVER`]) or taken.
+pub(crate) fn take_over_vote(result: NodeResult) -> Vote {
+    match result {
+        Ok(Reply::Int(name)) if name >= 2 => Vote::YesAt(name as u64),
+        other => Vote::of_script(other),
+    }
+}
+
+/// A fresh wake name: at least 2 (1 is the take-over's "nobody waits"), below 2^53 (exact in Lua).
+pub(crate) fn new_name() -> u64 {
+    fastrand::u64(2..1 << 53)
 }
 
 /// The subscription name a waiter named `name` is woken by (what the release publishes).

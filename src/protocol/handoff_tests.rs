@@ -32,12 +32,23 @@ fn a_release_reserves_the_key_for_the_oldest_waiter_and_only_it_takes_it() {
         eval(&node, &TAKE_OVER, &["v22", "5000", "22", "5000"]),
         "-1"
     );
-    assert_eq!(eval(&node, &TAKE_OVER, &["v11", "5000", "11", "5000"]), "1");
+    assert_eq!(
+        eval(&node, &TAKE_OVER, &["v11", "5000", "11", "5000"]),
+        "22",
+        "granted, naming the next waiter"
+    );
     assert_eq!(node.cmd_str(&["GET", "k"]), "v11");
     assert_eq!(node.cmd_str(&["LRANGE", "k:wait", "0", "-1"]), "22");
-    // Released with nobody else waiting after 22 took over: a plain delete.
-    assert_eq!(eval(&node, &RELEASE_HANDOFF, &["v11", "5000"]), "2");
+    // Released to the waiter the grant named, on every node alike; the last one knows nobody.
+    assert_eq!(eval(&node, &RELEASE_TO, &["v11", "5000", "22"]), "2");
+    assert_eq!(node.cmd_str(&["GET", "k"]), "r22");
+    assert_eq!(node.cmd_str(&["LLEN", "k:wait"]), "0");
     assert_eq!(eval(&node, &TAKE_OVER, &["v22", "5000", "22", "5000"]), "1");
+    assert_eq!(
+        eval(&node, &RELEASE_TO, &["v11", "5000", "22"]),
+        "-1",
+        "not ours"
+    );
     assert_eq!(eval(&node, &RELEASE_HANDOFF, &["v22", "5000"]), "1");
     assert!(!node.exists(b"k"));
     assert_eq!(eval(&node, &RELEASE_HANDOFF, &["v22", "5000"]), "0");

@@ -52,7 +52,7 @@ use bytes::Bytes;
 
 use super::cmd::Script;
 use super::cmd::{Cmd, Extend, NodeResult, Reply};
-use super::handoff::{RELEASE_HANDOFF, TAKE_OVER, UNMARK};
+use super::handoff::{RELEASE_HANDOFF, RELEASE_TO, TAKE_OVER, UNMARK};
 use super::scripts::{
     EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_NOTIFY, RELEASE_NOTIFY_MANY,
 };
@@ -75,6 +75,7 @@ pub(crate) fn covers(script: &Script) -> bool {
         &TAKE_OVER,
         &RELEASE_HANDOFF,
         &UNMARK,
+        &RELEASE_TO,
     ]
     .into_iter()
     .any(|s| std::ptr::eq(s, script))
@@ -177,7 +178,7 @@ impl Native {
             return None;
         };
         let key = keys.as_slice().first()?.clone();
-        if std::ptr::eq(*script, &RELEASE_HANDOFF) {
+        if std::ptr::eq(*script, &RELEASE_HANDOFF) || std::ptr::eq(*script, &RELEASE_TO) {
             return Some(Self::Release {
                 key,
                 value: *value,
