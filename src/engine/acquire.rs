@@ -268,6 +268,7 @@ impl Core {
             value,
             ttl,
             armed: true,
+            take_over,
         };
         let (cmd, vote) = match take_over {
             Some(t) => (t.cmd(target, value, ttl), take_over_vote as fn(_) -> _),
@@ -329,6 +330,8 @@ struct ReleaseOnDrop<'a> {
     value: LockValue,
     ttl: Duration,
     armed: bool,
+    /// A lost take-over keeps its place where it set the key (see `TakeOver::keep_place_cmd`).
+    take_over: Option<TakeOver>,
 }
 
 impl ReleaseOnDrop<'_> {
@@ -342,10 +345,13 @@ impl Drop for ReleaseOnDrop<'_> {
         if self.armed {
             // Queued now; each connection writes it after this attempt's command, so it cannot
             // overtake it. No notification: a failed attempt freed nothing anyone waits for.
-            let cmd = self
-                .target
-                .kind
-                .release_cmd(&self.target.keys, self.value, false);
+            let cmd = match &self.take_over {
+                Some(t) => t.keep_place_cmd(self.core, self.target, self.value, self.ttl),
+                None => self
+                    .target
+                    .kind
+                    .release_cmd(&self.target.keys, self.value, false),
+            };
             // Keys this attempt set expire within one TTL of now (the SET was sent before now).
             let until = Instant::now() + self.ttl;
             self.core

@@ -31,6 +31,22 @@ pub(crate) struct TakeOver {
 }
 
 impl TakeOver {
+    /// What a lost take-over round sends instead of its release: our value, where the round set
+    /// it, becomes our reservation again (owner-checked, [`Handoff::release_to_cmd`] naming us).
+    /// Freeing it would let any other head in there while the nodes that have not run the
+    /// holder's hand-off yet still reserve the key for us: a split, and both sides' retry pauses.
+    pub(crate) fn keep_place_cmd(
+        &self,
+        core: &Core,
+        target: &Target,
+        value: LockValue,
+        ttl: Duration,
+    ) -> Cmd {
+        let reserve = millis(core.reservation(ttl));
+        self.handoff
+            .release_to_cmd(&target.keys, value, reserve, self.name, false)
+    }
+
     /// The attempt command for `value`.
     pub(crate) fn cmd(&self, target: &Target, value: LockValue, ttl: Duration) -> Cmd {
         self.handoff
@@ -41,7 +57,7 @@ impl TakeOver {
 /// The shortest reservation: time for the publish to reach the waiter and its take-over the node
 /// on a busy machine. A reservation for a waiter that left blocks that node at most this long (or
 /// a node timeout, when that is longer than the measured round trips ask for).
-const MIN_RESERVATION: Duration = Duration::from_millis(10);
+const MIN_RESERVATION: Duration = Duration::from_millis(3);
 
 impl Core {
     /// Turns the acquire of `target` into named take-overs, when its kind has a hand-off and its
@@ -85,8 +101,13 @@ impl Core {
     }
 
     /// The release command for `lock`: the hand-off release where this process saw contention on
-    /// it (see the module doc), else the kind's release (waking waiters when configured).
-    pub(crate) fn release_cmd_for(&self, lock: &Lock, local: Option<&LocalHold<Lock>>) -> Cmd {
+    /// it (see the module doc), else the kind's release (waking waiters when configured); and
+    /// whether it is the hand-off's (its answer 2 then means the key is reserved for a waiter).
+    pub(crate) fn release_cmd_for(
+        &self,
+        lock: &Lock,
+        local: Option<&LocalHold<Lock>>,
+    ) -> (Cmd, bool) {
         let notify = self.notifies(lock.keys());
         match lock.kind().handoff() {
             Some(handoff)
@@ -96,24 +117,25 @@ impl Core {
                         || local.is_some_and(LocalHold::remote_waiting)) =>
             {
                 let reserve = millis(self.reservation(lock.ttl()));
-                match lock.next_waiter() {
+                let cmd = match lock.next_waiter() {
                     0 => handoff.release_cmd(lock.keys(), lock.value(), reserve),
-                    next => handoff.release_to_cmd(lock.keys(), lock.value(), reserve, next),
-                }
+                    next => handoff.release_to_cmd(lock.keys(), lock.value(), reserve, next, true),
+                };
+                (cmd, true)
             }
-            _ => lock.release_cmd(notify),
+            _ => (lock.release_cmd(notify), false),
         }
     }
 
     /// How long a hand-off release reserves the key: a few measured round trips, at least
     /// [`MIN_RESERVATION`], at most a node timeout.
-    fn reservation(&self, ttl: Duration) -> Duration {
+    pub(crate) fn reservation(&self, ttl: Duration) -> Duration {
         let cap = self
             .settings()
             .timing
             .node_timeout(ttl)
             .max(MIN_RESERVATION);
         let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
-        rtt.map_or(cap, |rtt| rtt * 8).clamp(MIN_RESERVATION, cap)
+        rtt.map_or(cap, |rtt| rtt * 2).clamp(MIN_RESERVATION, cap)
     }
 }

@@ -80,16 +80,17 @@ redis.call('RPUSH', q, ARGV[3]) end redis.call('PEXPIRE', q, ARGV[4]) return -1"
 };
 
 /// Hand-off release to a known waiter: KEYS = `K`; ARGV = value, reservation ms, the waiter's name
-/// (what the holder's take-over learned: the list's head when it was granted). Every node reserves
+/// (what the holder's take-over learned: the list's head when it was granted), `1` to publish the
+/// name (`0`: a lost take-over keeping its own place, which must not wake itself). Every node reserves
 /// for that one name, so the hand-off never splits between waiters the nodes' lists order
 /// differently. Answers 2 (handed off), 0 or -1 as [`RELEASE_HANDOFF`].
 pub(crate) static RELEASE_TO: Script = Script {
     source:
         "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then redis.pcall('LREM', KEYS[1] .. \
-':wait', 1, ARGV[3]) redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) \
-redis.call('PUBLISH', KEYS[1], ARGV[3]) return 2 elseif v == false then return 0 else \
-return -1 end",
-    sha1: "eb255b0f870b5b408a3b908f892efc00d287d355",
+':wait', 1, ARGV[3]) redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) if \
+ARGV[4] == '1' then redis.call('PUBLISH', KEYS[1], ARGV[3]) end return 2 elseif v == \
+false then return 0 else return -1 end",
+    sha1: "98ca1b7b02959807ecf38096c13cd6a4f8d53852",
     resend: true,
 };
 
@@ -151,12 +152,13 @@ impl Handoff {
         value: LockValue,
         reserve_ms: u64,
         name: u64,
+        wake: bool,
     ) -> Cmd {
         script_cmd(
             self.release_to,
             &Keys::One(keys.as_slice()[0].clone()),
             value,
-            Args::of(&[reserve_ms.max(1), name]),
+            Args::of(&[reserve_ms.max(1), name, u64::from(wake)]),
         )
     }
 

@@ -40,12 +40,12 @@ fn a_release_reserves_the_key_for_the_oldest_waiter_and_only_it_takes_it() {
     assert_eq!(node.cmd_str(&["GET", "k"]), "v11");
     assert_eq!(node.cmd_str(&["LRANGE", "k:wait", "0", "-1"]), "22");
     // Released to the waiter the grant named, on every node alike; the last one knows nobody.
-    assert_eq!(eval(&node, &RELEASE_TO, &["v11", "5000", "22"]), "2");
+    assert_eq!(eval(&node, &RELEASE_TO, &["v11", "5000", "22", "1"]), "2");
     assert_eq!(node.cmd_str(&["GET", "k"]), "r22");
     assert_eq!(node.cmd_str(&["LLEN", "k:wait"]), "0");
     assert_eq!(eval(&node, &TAKE_OVER, &["v22", "5000", "22", "5000"]), "1");
     assert_eq!(
-        eval(&node, &RELEASE_TO, &["v11", "5000", "22"]),
+        eval(&node, &RELEASE_TO, &["v11", "5000", "22", "1"]),
         "-1",
         "not ours"
     );
