@@ -93,7 +93,7 @@ impl Core {
             }
             just_marked = false;
             // Armed before the attempt, so a release that lands while it runs still wakes us.
-            let notify = subscription.as_ref().map(Subscription::notify);
+            let notify = subscription.as_deref().map(Subscription::notify);
             let mut woken = notify.as_ref().map(|n| Box::pin(n.notified()));
             if let Some(w) = woken.as_mut() {
                 w.as_mut().enable();
@@ -135,7 +135,7 @@ impl Core {
                 let mark_for = pause + s.timing.node_timeout(ttl) * 2;
                 let mark = mark_waiting_cmd(key, mark_for);
                 if subscription.is_none() {
-                    subscription = Some(self.notifier().subscribe(key));
+                    subscription = Some(Arc::new(self.notifier().subscribe(key)));
                 }
                 if mark_ahead.is_none() {
                     // The first loss: the holder may have released between our attempt and our

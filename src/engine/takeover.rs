@@ -9,6 +9,7 @@
 //! only where this process has seen contention (the lock took more than one attempt, or the last
 //! release of the resource here found a waiter): the uncontended release is unchanged.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::core::Core;
@@ -67,7 +68,7 @@ impl Core {
         target: &Target,
         ttl: Duration,
         hold: Option<&LocalHold<Lock>>,
-        subscription: &mut Option<Subscription>,
+        subscription: &mut Option<Arc<Subscription>>,
     ) -> Option<TakeOver> {
         let handoff = target.kind.handoff()?;
         if !self.notifies(&target.keys) || !target.kind.queues_locally() {
@@ -78,7 +79,12 @@ impl Core {
         // per acquire. Names need only differ between waiters of one key: 64 random bits.
         let name = hold.map_or_else(new_name, LocalHold::name);
         let key = &target.keys.as_slice()[0];
-        *subscription = Some(self.notifier().subscribe_named(key, wake_name(name)));
+        let subscribe = || self.notifier().subscribe_named(key, wake_name(name));
+        // Kept by the local queue for its next heads (same name): no resubscribing per head.
+        *subscription = Some(match hold {
+            Some(hold) => hold.kept(subscribe),
+            None => Arc::new(subscribe()),
+        });
         // The list lives while someone refreshes it: a waiter refreshes it at every attempt, at
         // most one retry pause apart.
         let mark_for = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl) * 2;
