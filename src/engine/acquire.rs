@@ -113,7 +113,13 @@ impl Core {
             if !wait.retries() || !err.is_retryable() || counted > retries || out_of_time {
                 break Err(err);
             }
-            let pause = s.retry.next_delay();
+            let mut pause = s.retry.next_delay();
+            if take_over.is_some() && split(&err) {
+                // A take-over that lost a split (granted on too few nodes) keeps the key reserved
+                // there (`TakeOver::keep_place_cmd`), and no release will wake it: retry within the
+                // reservation, at a random moment so that the other side of the split is not met again.
+                pause = pause.min(self.reservation(ttl).mul_f64(fastrand::f64()));
+            }
             if deadline.is_some_and(|d| Instant::now() + pause >= d) {
                 let last = Some(Box::new(err));
                 break Err(LockError::Timeout { attempts, last });
@@ -310,6 +316,12 @@ impl Core {
             }),
         }
     }
+}
+
+/// Whether `err` is a round lost to another process with some nodes granting it (fewer said taken
+/// than a majority).
+fn split(err: &LockError) -> bool {
+    matches!(err, LockError::Contended { taken, nodes, local: false } if *taken < crate::algo::quorum::quorum(*nodes))
 }
 
 /// Marks (for `mark_for`) that a client elsewhere waits for the lock at `key`.
