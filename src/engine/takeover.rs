@@ -20,7 +20,7 @@ use crate::algo::value::LockValue;
 use crate::lock::Lock;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::handoff::{new_name, wake_name, Handoff};
-use crate::protocol::spec::Target;
+use crate::protocol::spec::{Kind, Target};
 use crate::transport::subscriber::Subscription;
 
 /// A waiter's take-over attempts: its kind's hand-off, its wake name and how long its mark lives.
@@ -70,7 +70,7 @@ impl Core {
         hold: Option<&LocalHold<Lock>>,
         subscription: &mut Option<Arc<Subscription>>,
     ) -> Option<TakeOver> {
-        let handoff = target.kind.handoff()?;
+        let handoff = self.handoff_of(target.kind)?;
         if !self.notifies(&target.keys) || !target.kind.queues_locally() {
             return None;
         }
@@ -115,7 +115,7 @@ impl Core {
         local: Option<&LocalHold<Lock>>,
     ) -> (Cmd, bool) {
         let notify = self.notifies(lock.keys());
-        match lock.kind().handoff() {
+        match self.handoff_of(lock.kind()) {
             Some(handoff)
                 if notify
                     && (lock.next_waiter() != 0
@@ -131,6 +131,12 @@ impl Core {
             }
             _ => (lock.release_cmd(notify), false),
         }
+    }
+
+    /// `kind`'s hand-off, where `Config::cross_process_handoff` turns it on.
+    fn handoff_of(&self, kind: Kind) -> Option<&'static Handoff> {
+        kind.handoff()
+            .filter(|_| self.settings().cross_process_handoff)
     }
 
     /// How long a hand-off release reserves the key: a few measured round trips, at least

@@ -18,6 +18,7 @@ fn config(urls: Vec<String>, retry_delay: Duration) -> Config {
         retry_count: 200,
         retry_delay,
         retry_jitter: Duration::ZERO,
+        cross_process_handoff: true,
         ..crate::common::fresh_config()
     }
 }
