@@ -182,6 +182,12 @@ impl Builder {
         self
     }
 
+    /// See [`Config::cross_process_handoff`].
+    pub fn cross_process_handoff(mut self, on: bool) -> Self {
+        self.config.cross_process_handoff = on;
+        self
+    }
+
     /// See [`Config::native_commands`].
     pub fn native_commands(mut self, on: bool) -> Self {
         self.config.native_commands = on;

@@ -90,6 +90,11 @@ pub struct Config {
     /// Releases publish on the lock's key name and waiters subscribe, so a waiter in another process
     /// wakes at the release instead of at its retry timer (the timer stays as the fallback). Default: `true`.
     pub notify_releases: bool,
+    /// With `notify_releases` and `local_queue`: the plain lock's cross-process hand-off
+    /// (`protocol::handoff` in the source): a release that finds a waiter in another process
+    /// reserves the key for the oldest one and wakes only it. Experimental: on a loaded 2-core box it
+    /// measured slower than without (results/2026-12-02/contention/). Default: `false`.
+    pub cross_process_handoff: bool,
     /// PEM file of the CA certificates to trust for `rediss://` nodes. `None`: the Mozilla root set.
     /// Default: `None`.
     pub tls_ca_file: Option<std::path::PathBuf>,
@@ -157,6 +162,7 @@ impl Default for Config {
             local_queue: true,
             quarantine: true,
             notify_releases: true,
+            cross_process_handoff: false,
             max_local_handoffs: 4,
             max_reply_size: crate::transport::bounded::DEFAULT_MAX_SIZE,
             holder_label: None,
@@ -180,6 +186,7 @@ pub(crate) struct Settings {
     pub(crate) max_readers: u32,
     pub(crate) local_queue: bool,
     pub(crate) notify_releases: bool,
+    pub(crate) cross_process_handoff: bool,
     pub(crate) max_local_handoffs: u32,
     pub(crate) max_in_flight: usize,
     pub(crate) connect: ConnectOptions,
@@ -329,6 +336,7 @@ impl Config {
             max_readers: self.max_readers,
             local_queue: self.local_queue,
             notify_releases: self.notify_releases,
+            cross_process_handoff: self.cross_process_handoff,
             max_local_handoffs: self.max_local_handoffs,
             // Each admitted round queues one command per node and may leave one background release
             // behind; admission also waits while a majority of connections are half full, so a

@@ -55,6 +55,9 @@ pub struct Lock {
     /// The nodes' clock jumps since the last won round started: a node in `held` that jumped has
     /// dropped its key.
     jumps: JumpMark,
+    /// The waiter elsewhere a take-over's grant named (its wake name; 0: none known), whom the
+    /// release hands the lock to (`crate::protocol::handoff`).
+    next_waiter: u64,
     /// Counted in `redlock_locks_held` while it lives.
     _held: Held,
 }
@@ -90,8 +93,20 @@ impl Lock {
             held: grant.tally.yes_mask,
             attempts: 1,
             jumps: grant.jumps,
+            next_waiter: 0,
             _held: Held::new(),
         }
+    }
+
+    /// Records the waiter elsewhere this lock's grant named (0: none).
+    pub(crate) fn waited_on_by(mut self, next_waiter: u64) -> Self {
+        self.next_waiter = next_waiter;
+        self
+    }
+
+    /// The waiter elsewhere the release hands off to (0: none known).
+    pub(crate) fn next_waiter(&self) -> u64 {
+        self.next_waiter
     }
 
     /// Attaches this task's place in the local queue and tells waiters how long the lock is valid.

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use super::core::Core;
 use super::fanout::{fan_out_into, fire, Deadline};
 use super::release::HeldGuard;
+use super::takeover::TakeOver;
 use super::waitq::LocalHold;
 use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
@@ -19,6 +20,7 @@ use crate::error::LockError;
 use crate::lock::{Grant, Lock};
 use crate::observe::Op;
 use crate::protocol::cmd::{Args, Cmd, Keys};
+use crate::protocol::handoff::take_over_vote;
 use crate::protocol::scripts::MARK_WAITING;
 use crate::protocol::spec::{script_cmd, Target};
 use crate::transport::subscriber::Subscription;
@@ -71,6 +73,13 @@ impl Core {
             nodes: self.nodes(),
             cmd: target.kind.give_up_cmd(&target.keys),
         };
+        // A kind with a cross-process hand-off (`crate::protocol::handoff`) attempts as a named
+        // take-over once it waits on another process: one command tries and marks it at once.
+        let mut take_over = None;
+        if hold.as_ref().is_some_and(LocalHold::remote_waiting) {
+            // Our process just yielded to a waiter elsewhere: we will wait too, so mark at once.
+            take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription);
+        }
         // Once we wait on another process, every attempt is preceded by our waiter mark on each
         // connection: a release that beats the attempt then still finds the mark and publishes.
         let mut mark_ahead: Option<Cmd> = None;
@@ -84,14 +93,17 @@ impl Core {
             }
             just_marked = false;
             // Armed before the attempt, so a release that lands while it runs still wakes us.
-            let notify = subscription.as_ref().map(Subscription::notify);
+            let notify = subscription.as_deref().map(Subscription::notify);
             let mut woken = notify.as_ref().map(|n| Box::pin(n.notified()));
             if let Some(w) = woken.as_mut() {
                 w.as_mut().enable();
             }
-            let err = match self.attempt(&target, ttl, budget_end).await {
+            let err = match self.attempt(&target, ttl, budget_end, take_over).await {
                 Ok(mut lock) => {
                     lock.set_attempts(attempts);
+                    if let Some(t) = &take_over {
+                        self.unmark(&target, t, lock.held());
+                    }
                     break Ok(lock);
                 }
                 Err(err) => err,
@@ -101,20 +113,35 @@ impl Core {
             if !wait.retries() || !err.is_retryable() || counted > retries || out_of_time {
                 break Err(err);
             }
-            let pause = s.retry.next_delay();
+            let mut pause = s.retry.next_delay();
+            if take_over.is_some() && split(&err) {
+                // A take-over that lost a split (granted on too few nodes) keeps the key reserved
+                // there (`TakeOver::keep_place_cmd`), and no release will wake it: retry within the
+                // reservation, at a random moment so that the other side of the split is not met again.
+                pause = pause.min(self.reservation(ttl).mul_f64(fastrand::f64()));
+            }
             if deadline.is_some_and(|d| Instant::now() + pause >= d) {
                 let last = Some(Box::new(err));
                 break Err(LockError::Timeout { attempts, last });
             }
             let remote = matches!(err, LockError::Contended { local: false, .. });
-            if remote && self.notifies(&target.keys) && target.kind.queues_locally() {
+            if remote && take_over.is_none() {
+                take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription);
+                if take_over.is_some() {
+                    // Marked by the take-over itself, atomically with its attempt: at once (free).
+                    counted -= 1;
+                    continue;
+                }
+            }
+            let marks = take_over.is_none() && self.notifies(&target.keys);
+            if remote && marks && target.kind.queues_locally() {
                 // Tell the holder's process that someone elsewhere waits, so it yields to us when its
                 // local hand-off streak ends (see `Redlock::release`).
                 let key = &target.keys.as_slice()[0];
                 let mark_for = pause + s.timing.node_timeout(ttl) * 2;
                 let mark = mark_waiting_cmd(key, mark_for);
                 if subscription.is_none() {
-                    subscription = Some(self.notifier().subscribe(key));
+                    subscription = Some(Arc::new(self.notifier().subscribe(key)));
                 }
                 if mark_ahead.is_none() {
                     // The first loss: the holder may have released between our attempt and our
@@ -229,6 +256,7 @@ impl Core {
         target: &Target,
         ttl: Duration,
         admit_until: Option<Instant>,
+        take_over: Option<TakeOver>,
     ) -> Result<Lock, LockError> {
         let s = self.settings();
         let code = target.kind.spec().code;
@@ -246,8 +274,12 @@ impl Core {
             value,
             ttl,
             armed: true,
+            take_over,
         };
-        let (cmd, vote) = self.acquire_cmd(target, value, ttl);
+        let (cmd, vote) = match take_over {
+            Some(t) => (t.cmd(target, value, ttl), take_over_vote as fn(_) -> _),
+            None => self.acquire_cmd(target, value, ttl),
+        };
         let deadline = self.round_deadline(start, ttl, None);
         let quorum = target.kind.tally(self.nodes().len());
         let tally = fan_out_into(self.nodes(), &cmd, deadline, vote, quorum).await;
@@ -261,6 +293,12 @@ impl Core {
         match s.timing.validity(ttl, elapsed) {
             Some(validity) if validity >= min => {
                 guard.disarm();
+                // A take-over's grants name the next waiter (see `protocol::handoff`).
+                let next_waiter = if take_over.is_some() {
+                    tally.max_counter
+                } else {
+                    0
+                };
                 let grant = Grant {
                     prefix_len: s.key_prefix.len(),
                     key_format: s.key_format,
@@ -270,7 +308,7 @@ impl Core {
                     tally,
                     jumps,
                 };
-                Ok(Lock::granted(target, grant))
+                Ok(Lock::granted(target, grant).waited_on_by(next_waiter))
             }
             left => Err(LockError::ValidityExpired {
                 left: left.unwrap_or_default(),
@@ -278,6 +316,12 @@ impl Core {
             }),
         }
     }
+}
+
+/// Whether `err` is a round lost to another process with some nodes granting it (fewer said taken
+/// than a majority).
+fn split(err: &LockError) -> bool {
+    matches!(err, LockError::Contended { taken, nodes, local: false } if *taken < crate::algo::quorum::quorum(*nodes))
 }
 
 /// Marks (for `mark_for`) that a client elsewhere waits for the lock at `key`.
@@ -298,6 +342,8 @@ struct ReleaseOnDrop<'a> {
     value: LockValue,
     ttl: Duration,
     armed: bool,
+    /// A lost take-over keeps its place where it set the key (see `TakeOver::keep_place_cmd`).
+    take_over: Option<TakeOver>,
 }
 
 impl ReleaseOnDrop<'_> {
@@ -311,10 +357,13 @@ impl Drop for ReleaseOnDrop<'_> {
         if self.armed {
             // Queued now; each connection writes it after this attempt's command, so it cannot
             // overtake it. No notification: a failed attempt freed nothing anyone waits for.
-            let cmd = self
-                .target
-                .kind
-                .release_cmd(&self.target.keys, self.value, false);
+            let cmd = match &self.take_over {
+                Some(t) => t.keep_place_cmd(self.core, self.target, self.value, self.ttl),
+                None => self
+                    .target
+                    .kind
+                    .release_cmd(&self.target.keys, self.value, false),
+            };
             // Keys this attempt set expire within one TTL of now (the SET was sent before now).
             let until = Instant::now() + self.ttl;
             self.core

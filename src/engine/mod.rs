@@ -7,6 +7,8 @@
 //! - `acquire`: the attempt loop every lock kind shares — local queue, attempts, pauses cut short by
 //!   release notifications, release-on-failure, taking over a locally handed-off lock.
 //! - `release`: release (with local hand-off) and extend, for every kind.
+//! - `takeover`: the cross-process hand-off's engine side — when a waiter attempts as a named
+//!   take-over, when a release reserves the key for the oldest waiter elsewhere.
 //! - `fanout`: the one fan-out — send to every node, decide as soon as the majority is won or lost.
 //! - `admission`: admission control — at most `max_in_flight` rounds on the nodes, the rest wait (FIFO).
 //! - `release_retry`: releases are not dropped — re-sent in the background where they did not land.
@@ -38,6 +40,7 @@ pub(crate) mod report;
 mod signals;
 mod start;
 mod status;
+pub(crate) mod takeover;
 pub(crate) mod waitq;
 
 /// A Redlock engine over a fixed set of independent Redis masters. Cheap to clone (one `Arc`).

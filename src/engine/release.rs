@@ -49,7 +49,7 @@ impl Core {
         };
         let timeout = self.round_timeout(lock.ttl());
         let started = Instant::now();
-        let cmd = lock.release_cmd(self.notifies(lock.keys()));
+        let (cmd, reserves) = self.release_cmd_for(&lock, local.as_ref());
         // Past one TTL the keys are gone anyway; until then a node that is answering is waited for.
         let deadline = Deadline::new(started, timeout, started + lock.ttl());
         let mut round = pin!(release_round(self.nodes(), &cmd, deadline));
@@ -84,8 +84,12 @@ impl Core {
         if let Some(local) = local {
             // A waiter elsewhere was told of this release; local waiters, already in line, would beat
             // it every time. Give its SET a moment to arrive first (cohort fairness across processes).
-            let grace = (timeout / 20).clamp(Duration::from_millis(1), Duration::from_millis(5));
-            tokio::time::sleep(grace).await;
+            // Not needed where the release reserved the key for that waiter (`protocol::handoff`).
+            if !(reserves && tally.waiters > 0) {
+                let grace =
+                    (timeout / 20).clamp(Duration::from_millis(1), Duration::from_millis(5));
+                tokio::time::sleep(grace).await;
+            }
             self.leave(local);
         }
         // The release rule (a majority can no longer hold our value, and at least one delete
@@ -132,7 +136,7 @@ impl Core {
     /// is written behind the release on every connection and finds the key gone. Needs no runtime.
     pub(crate) fn release_on_drop(&self, mut lock: Lock) {
         let local = lock.take_local();
-        let cmd = lock.release_cmd(self.notifies(lock.keys()));
+        let (cmd, _) = self.release_cmd_for(&lock, local.as_ref());
         self.release_retry()
             .fire(self.nodes(), &cmd, Instant::now() + lock.ttl());
         if let Some(hold) = local {

@@ -57,6 +57,13 @@ pub(crate) struct LocalQueue<T> {
     /// The last release on the nodes reported a client waiting in another process (see
     /// `kinds::exclusive::MARK_WAITING`): the next one yields to it before letting local waiters in.
     remote_waiting: Arc<AtomicBool>,
+    /// What the engine keeps for the queue's successive heads while it lives (the hand-off's named
+    /// subscription: one per queue, not one per head, so heads do not resubscribe in turn).
+    kept: Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
+    /// The name this process's waiters for the resource answer to across processes (the
+    /// cross-process hand-off's wake name, `crate::protocol::handoff`): one per queue, so the
+    /// next head keeps the place its predecessor held in the nodes' waiter lists.
+    name: u64,
 }
 
 /// This task's place at the head of a resource's local queue; held inside the lock (`crate::Lock`).
@@ -95,6 +102,9 @@ impl<T> LocalQueues<T> {
                     waiting: AtomicUsize::new(0),
                     holder_until: Mutex::new(None),
                     remote_waiting: Arc::default(),
+                    kept: Mutex::new(None),
+                    // At least 2, below 2^53: the hand-off's rule for names (`protocol::handoff`).
+                    name: fastrand::u64(2..1 << 53),
                 })
             })
             .clone()
@@ -242,6 +252,22 @@ impl<T> LocalHold<T> {
     /// (possibly after this hold has been left).
     pub(crate) fn remote_waiting_flag(&self) -> Arc<AtomicBool> {
         self.queue.remote_waiting.clone()
+    }
+
+    /// What the queue keeps for its heads (see `LocalQueue::kept`), made by `make` the first time.
+    pub(crate) fn kept<K: std::any::Any + Send + Sync>(&self, make: impl FnOnce() -> K) -> Arc<K> {
+        let mut kept = self.queue.kept.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = kept.as_ref().and_then(|k| k.clone().downcast::<K>().ok()) {
+            return k;
+        }
+        let k = Arc::new(make());
+        *kept = Some(k.clone());
+        k
+    }
+
+    /// The name this process's waiters for the resource answer to (see `LocalQueue::name`).
+    pub(crate) fn name(&self) -> u64 {
+        self.queue.name
     }
 
     /// Leaves `lock` for the next local holder.

@@ -1,5 +1,6 @@
 //! The exclusive lock: one resource, one owner. The hot path: its acquire is a plain `SET NX PX`, no
 //! script; its release and extend are the shared single-key scripts (`crate::protocol::scripts`).
+//! Waiters in other processes take the cross-process hand-off (`crate::protocol::handoff`).
 //!
 //! With a holder label (`Config::holder_label`) it takes its labeled form, [`LABELED`]: the label key
 //! beside the lock, written by the acquire and kept alive by the extend.
@@ -17,6 +18,7 @@ use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
 use crate::protocol::cmd::{Cmd, Keys, Script};
+use crate::protocol::handoff::{PLAIN_HANDOFF, RELEASE_HANDOFF, RELEASE_TO, TAKE_OVER, UNMARK};
 use crate::protocol::scripts::{
     EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_NOTIFY, RELEASE_NOTIFY_MANY,
     WAIT_MARK,
@@ -41,6 +43,7 @@ pub(crate) static EXCLUSIVE: Spec = Spec {
     acquire_labeled: None,
     queues_locally: true,
     hands_off: true,
+    handoff: Some(&PLAIN_HANDOFF),
     multi_resource: false,
     shared: false,
     scripts: &[
@@ -51,6 +54,10 @@ pub(crate) static EXCLUSIVE: Spec = Spec {
         &EXTEND_MANY,
         &RELEASE_MANY,
         &RELEASE_NOTIFY_MANY,
+        &TAKE_OVER,
+        &RELEASE_HANDOFF,
+        &UNMARK,
+        &RELEASE_TO,
     ],
 };
 
@@ -157,6 +164,7 @@ pub(crate) static LABELED: Spec = Spec {
     acquire_labeled: Some(labeled_acquire),
     queues_locally: true,
     hands_off: true,
+    handoff: None,
     multi_resource: false,
     shared: false,
     scripts: &[&ACQUIRE_LABELED, &EXTEND_LABELED],

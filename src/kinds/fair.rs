@@ -108,6 +108,7 @@ pub(crate) static FAIR: Spec = Spec {
     // Every waiter takes its own ticket: local queueing or hand-off would overtake remote waiters.
     queues_locally: false,
     hands_off: false,
+    handoff: None,
     multi_resource: false,
     shared: false,
     scripts: &[

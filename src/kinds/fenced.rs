@@ -74,6 +74,7 @@ pub(crate) static FENCED: Spec = Spec {
     queues_locally: true,
     // Its token belongs to one holder: the next holder needs a larger one.
     hands_off: false,
+    handoff: None,
     multi_resource: false,
     shared: false,
     scripts: &[&ACQUIRE_FENCED, &COMMIT_FENCE],

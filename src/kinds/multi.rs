@@ -37,6 +37,7 @@ pub(crate) static MULTI: Spec = Spec {
     // One queue per resource: a lock spanning several would wait in all of them.
     queues_locally: false,
     hands_off: false,
+    handoff: None,
     multi_resource: true,
     shared: false,
     scripts: &[&ACQUIRE_MULTI, &RELEASE_MULTI, &EXTEND_MULTI],

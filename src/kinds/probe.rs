@@ -30,6 +30,7 @@ pub(crate) static PROBE: Spec = Spec {
     acquire_labeled: None,
     queues_locally: false,
     hands_off: false,
+    handoff: None,
     multi_resource: false,
     shared: false,
     scripts: &[&ACQUIRE_PROBE],

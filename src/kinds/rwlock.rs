@@ -57,6 +57,7 @@ pub(crate) static READ: Spec = Spec {
     // Readers share: there is no one to wait behind locally.
     queues_locally: false,
     hands_off: false,
+    handoff: None,
     multi_resource: false,
     shared: true,
     scripts: &[&ACQUIRE_READ, &RELEASE_READ, &EXTEND_READ],
@@ -81,6 +82,7 @@ pub(crate) static WRITE: Spec = Spec {
     acquire_labeled: None,
     queues_locally: true,
     hands_off: true,
+    handoff: None,
     multi_resource: false,
     shared: false,
     scripts: &[&ACQUIRE_WRITE, &CANCEL_INTENT],

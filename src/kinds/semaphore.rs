@@ -98,6 +98,7 @@ pub(crate) static SEMAPHORE: Spec = Spec {
     // Holders share the resource: nobody to wait behind locally, nothing to hand off.
     queues_locally: false,
     hands_off: false,
+    handoff: None,
     multi_resource: false,
     shared: false,
     scripts: &[&ACQUIRE_PERMIT, &RELEASE_PERMIT, &EXTEND_PERMIT],

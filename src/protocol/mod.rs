@@ -9,6 +9,8 @@
 //!   handshake's scripts, a resource's keys, the kind of a value's code).
 //! - `scripts`: the scripts the single-key kinds share (release, extend, the waiter mark, their
 //!   coalesced forms).
+//! - `handoff`: the plain lock's cross-process hand-off: the take-over acquire and the release that
+//!   reserves the key for the oldest waiter elsewhere (its safety argument).
 //! - `operator`: inspect and forced release, which take their keys by suffix, not by position.
 //! - `server`: what a handshake learns of a node's server ([`server::Server`]) and the rendering
 //!   [`server::Profile`] each connection encodes its commands with: the per-node command seam.
@@ -17,6 +19,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod cmd;
+pub(crate) mod handoff;
 pub(crate) mod native;
 pub(crate) mod operator;
 pub(crate) mod scripts;

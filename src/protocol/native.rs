@@ -35,6 +35,13 @@
 //! - **Coalesced extend** (`EXTEND_MANY`): one `SET ... IFEQ ... GET` per lock, back to back,
 //!   answered as the script's one character per lock.
 //!
+//! - **Cross-process hand-off** (`crate::protocol::handoff`), only where scripts are refused
+//!   (`Profile::NativeOnly`; a node that may run scripts runs the hand-off's own): the take-over is
+//!   `SET key value NX PX ttl` then `RPUSH key:wait name` and `PEXPIRE key:wait ms` (no reservation
+//!   is ever taken over there: none is written), read from the `SET` alone; the hand-off release is
+//!   the release that wakes waiters above. Such a node behaves as before the hand-off: free at the
+//!   release, everyone woken — still mutual exclusion by `SET NX`.
+//!
 //! Measured on Valkey 9.1.2 (`results/2026-12-01/native/`): each native form costs the server less
 //! than its script, and than the coalesced scripts per lock, so a server with these commands gets
 //! no release coalescing and a renewal batch of native commands.
@@ -45,6 +52,7 @@ use bytes::Bytes;
 
 use super::cmd::Script;
 use super::cmd::{Cmd, Extend, NodeResult, Reply};
+use super::handoff::{RELEASE_HANDOFF, RELEASE_TO, TAKE_OVER, UNMARK};
 use super::scripts::{
     EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_NOTIFY, RELEASE_NOTIFY_MANY,
 };
@@ -64,6 +72,10 @@ pub(crate) fn covers(script: &Script) -> bool {
         &EXTEND_MANY,
         &RELEASE_MANY,
         &RELEASE_NOTIFY_MANY,
+        &TAKE_OVER,
+        &RELEASE_HANDOFF,
+        &UNMARK,
+        &RELEASE_TO,
     ]
     .into_iter()
     .any(|s| std::ptr::eq(s, script))
@@ -83,6 +95,17 @@ pub(crate) enum Native {
     Extend(Extend),
     /// `SET key:wait 1 PX ttl_ms`.
     Mark { key: Bytes, ttl_ms: u64 },
+    /// `LREM key:wait 1 name` (the hand-off's unmark).
+    Unmark { key: Bytes, name: u64 },
+    /// The take-over without scripts: `SET key value NX PX ttl_ms`, `RPUSH key:wait name`,
+    /// `PEXPIRE key:wait mark_ms`.
+    TakeOver {
+        key: Bytes,
+        value: LockValue,
+        ttl_ms: u64,
+        name: u64,
+        mark_ms: u64,
+    },
     /// One [`Native::Extend`] per lock, answered as one string of `1`/`0`/`-`.
     ExtendMany(Arc<[Extend]>),
     /// After a release's `0`: `EXISTS key` tells gone (`0`) from someone else's (`-1`).
@@ -143,10 +166,45 @@ impl Native {
         }
     }
 
+    /// The native forms of the hand-off's scripts, for a node that may not run scripts.
+    pub(crate) fn without_scripts(op: &Cmd) -> Option<Self> {
+        let Cmd::Script {
+            script,
+            keys,
+            value,
+            args,
+        } = op
+        else {
+            return None;
+        };
+        let key = keys.as_slice().first()?.clone();
+        if std::ptr::eq(*script, &RELEASE_HANDOFF) || std::ptr::eq(*script, &RELEASE_TO) {
+            return Some(Self::Release {
+                key,
+                value: *value,
+                notify: true,
+            });
+        }
+        if let (true, &[name]) = (std::ptr::eq(*script, &UNMARK), args.as_slice()) {
+            return Some(Self::Unmark { key, name });
+        }
+        match (std::ptr::eq(*script, &TAKE_OVER), args.as_slice()) {
+            (true, &[ttl_ms, name, mark_ms]) => Some(Self::TakeOver {
+                key,
+                value: *value,
+                ttl_ms,
+                name,
+                mark_ms,
+            }),
+            _ => None,
+        }
+    }
+
     /// How many commands this form sends (one reply each).
     pub(crate) fn parts(&self) -> usize {
         match self {
             Self::Release { notify: true, .. } => 2,
+            Self::TakeOver { .. } => 3,
             Self::ExtendMany(locks) => locks.len().max(1),
             _ => 1,
         }
@@ -163,6 +221,23 @@ impl Native {
                 }
             }
             Self::Extend(lock) => extend(lock, &mut each),
+            Self::TakeOver {
+                key,
+                value,
+                ttl_ms,
+                name,
+                mark_ms,
+            } => {
+                let ttl = ttl_ms.to_string();
+                each(&[b"SET", key, value.as_bytes(), b"NX", b"PX", ttl.as_bytes()]);
+                let mark = [&key[..], &b":wait"[..]].concat();
+                each(&[b"RPUSH", &mark, name.to_string().as_bytes()]);
+                each(&[b"PEXPIRE", &mark, mark_ms.to_string().as_bytes()]);
+            }
+            Self::Unmark { key, name } => {
+                let mark = [&key[..], &b":wait"[..]].concat();
+                each(&[b"LREM", &mark, b"1", name.to_string().as_bytes()]);
+            }
             Self::Mark { key, ttl_ms } => {
                 let mark = [&key[..], &b":wait"[..]].concat();
                 each(&[b"SET", &mark, b"1", b"PX", ttl_ms.to_string().as_bytes()]);
@@ -203,6 +278,17 @@ impl Native {
                 }
             }
             Self::Extend(lock) => Answer::Done(extended(lock, next()).map(Reply::Int)),
+            Self::TakeOver { .. } => {
+                // The mark's replies say nothing about the vote (a string mark refuses RPUSH).
+                let set = next();
+                let _ = (next(), next());
+                Answer::Done(match set {
+                    Ok(Reply::Ok) => Ok(Reply::Int(1)),
+                    Ok(Reply::Nil) => Ok(Reply::Int(-1)),
+                    Ok(other) => Err(other.unexpected("SET NX PX (take-over)")),
+                    Err(e) => Err(e),
+                })
+            }
             Self::Mark { .. } => Answer::Done(match next() {
                 Ok(Reply::Ok) => Ok(Reply::Int(1)),
                 Ok(other) => Err(other.unexpected("SET (waiter mark)")),
@@ -237,6 +323,7 @@ impl Native {
                 Err(e) => Err(e),
             }),
             Self::Publish { .. } => Answer::Done(next().map(|_| Reply::Int(0))),
+            Self::Unmark { .. } => Answer::Done(next().map(|_| Reply::Int(1))),
         }
     }
 }
@@ -267,92 +354,5 @@ fn extended(lock: &Extend, reply: NodeResult) -> Result<i64, NodeError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::cmd::{Args, Keys};
-
-    fn release(notify: bool) -> Native {
-        let script = if notify { &RELEASE_NOTIFY } else { &RELEASE };
-        let cmd = Cmd::Script {
-            script,
-            keys: Keys::One(Bytes::from_static(b"k")),
-            value: LockValue::ZERO,
-            args: Args::NONE,
-        };
-        Native::of(&cmd).unwrap()
-    }
-
-    fn read(native: &Native, replies: Vec<NodeResult>) -> Answer {
-        native.answer(&mut replies.into_iter())
-    }
-
-    #[test]
-    fn a_release_reads_as_the_script_and_asks_who_holds_it_after_a_zero() {
-        let plain = release(false);
-        assert_eq!(plain.parts(), 1);
-        assert!(matches!(
-            read(&plain, vec![Ok(Reply::Int(1))]),
-            Answer::Done(Ok(Reply::Int(1)))
-        ));
-        let Answer::Then(owner) = read(&plain, vec![Ok(Reply::Int(0))]) else {
-            panic!("a 0 is asked again")
-        };
-        assert!(matches!(
-            read(&owner, vec![Ok(Reply::Int(0))]),
-            Answer::Done(Ok(Reply::Int(0)))
-        ));
-        assert!(matches!(
-            read(&owner, vec![Ok(Reply::Int(1))]),
-            Answer::Done(Ok(Reply::Int(-1)))
-        ));
-        let notify = release(true);
-        assert_eq!(notify.parts(), 2);
-        let woke = read(&notify, vec![Ok(Reply::Int(1)), Ok(Reply::Int(1))]);
-        assert!(matches!(
-            woke,
-            Answer::DoneThen(Ok(Reply::Int(2)), Native::Publish { .. })
-        ));
-        let quiet = read(&notify, vec![Ok(Reply::Int(1)), Ok(Reply::Int(0))]);
-        assert!(matches!(quiet, Answer::Done(Ok(Reply::Int(1)))));
-        let wrong = read(
-            &notify,
-            vec![
-                Err(NodeError::Server("WRONGTYPE x".into())),
-                Ok(Reply::Int(0)),
-            ],
-        );
-        assert!(matches!(wrong, Answer::Done(Err(NodeError::Server(_)))));
-    }
-
-    #[test]
-    fn an_extend_tells_ours_gone_and_taken_from_the_old_value() {
-        let value = LockValue::ZERO;
-        let lock = Extend {
-            key: Bytes::from_static(b"k"),
-            value,
-            ttl_ms: 5,
-        };
-        let ours = Ok(Reply::Data(Bytes::copy_from_slice(value.as_bytes())));
-        assert_eq!(extended(&lock, ours.clone()), Ok(1));
-        assert_eq!(extended(&lock, Ok(Reply::Nil)), Ok(0));
-        assert_eq!(
-            extended(&lock, Ok(Reply::Data(Bytes::from_static(b"x")))),
-            Ok(-1)
-        );
-        let many = Native::ExtendMany(vec![lock.clone(), lock.clone(), lock].into());
-        let replies = vec![
-            ours,
-            Ok(Reply::Nil),
-            Err(NodeError::Server("WRONGTYPE".into())),
-        ];
-        let Answer::Done(Ok(Reply::Data(codes))) = read(&many, replies) else {
-            panic!("one code per lock")
-        };
-        assert_eq!(&codes[..], b"10-");
-        let mut args = Vec::new();
-        many.commands(|a| args.push(a.iter().map(|x| x.to_vec()).collect::<Vec<_>>()));
-        assert_eq!(args.len(), 3);
-        assert_eq!(args[0][0], b"SET");
-        assert_eq!(args[0][3], b"IFEQ");
-    }
-}
+#[path = "native_tests.rs"]
+mod tests;

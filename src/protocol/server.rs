@@ -99,7 +99,8 @@ impl Profile {
     pub(crate) fn native(&self, op: &Cmd) -> Option<Native> {
         match self {
             Self::Scripts => None,
-            Self::Native | Self::NativeOnly => Native::of(op),
+            Self::Native => Native::of(op),
+            Self::NativeOnly => Native::of(op).or_else(|| Native::without_scripts(op)),
         }
     }
 

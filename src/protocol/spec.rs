@@ -58,6 +58,10 @@ pub(crate) struct Spec {
     /// Whether a release may hand the lock to a local waiter (not a fenced lock: its token belongs to
     /// one holder, and the next holder needs a larger one).
     pub(crate) hands_off: bool,
+    /// The cross-process hand-off (`super::handoff`): how a waiter that lost to another process
+    /// attempts, and how a release with such waiters reserves the key for the oldest. `None`: the
+    /// waiter mark and the release that wakes everyone.
+    pub(crate) handoff: Option<&'static super::handoff::Handoff>,
     /// Whether every key is a resource of its own (multi-resource locks).
     pub(crate) multi_resource: bool,
     /// Whether holders share the resource (readers).
@@ -208,6 +212,10 @@ impl Kind {
 
     pub(crate) fn hands_off(self) -> bool {
         self.spec.hands_off
+    }
+
+    pub(crate) fn handoff(self) -> Option<&'static super::handoff::Handoff> {
+        self.spec.handoff
     }
 
     pub(crate) fn multi_resource(self) -> bool {

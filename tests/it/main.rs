@@ -25,6 +25,7 @@ mod fair_wake;
 mod faults;
 mod fencing;
 mod guards;
+mod handoff;
 mod hostile_fred;
 mod hostile_node;
 mod hostile_shard;

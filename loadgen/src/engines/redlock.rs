@@ -108,6 +108,12 @@ pub fn with_waiting(builder: Builder, waiting: Waiting) -> Builder {
         .local_queue(queue)
         .notify_releases(notify)
         .max_local_handoffs(handoffs)
+        // The engine's experimental cross-process hand-off (issue 29), for A/B runs; inherited by
+        // the worker processes of a `--processes` run.
+        .cross_process_handoff(
+            waiting == Waiting::Smart
+                && std::env::var_os("LOADGEN_CROSS_PROCESS_HANDOFF").is_some(),
+        )
 }
 
 impl LockClient for RedlockClient {

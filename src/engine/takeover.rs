@@ -1,0 +1,153 @@
+//! The engine's side of the cross-process hand-off (`crate::protocol::handoff`, which holds the
+//! scripts and the safety argument): when a waiter becomes a named take-over, and when a release
+//! reserves the key for the oldest waiter elsewhere instead of waking everyone.
+//!
+//! A queue head that lost a round to another process switches, for the rest of its acquire, to
+//! [`TakeOver`] attempts under a wake name of its own, subscribed by that name: a hand-off release
+//! wakes it alone, with the key reserved for it, so the next process gets in without a race of
+//! every head against every other and without a retry pause. A release takes the hand-off form
+//! only where this process has seen contention (the lock took more than one attempt, or the last
+//! release of the resource here found a waiter): the uncontended release is unchanged.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::core::Core;
+use super::fanout::fire;
+use super::waitq::LocalHold;
+use crate::algo::timing::millis;
+use crate::algo::value::LockValue;
+use crate::lock::Lock;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::handoff::{new_name, wake_name, Handoff};
+use crate::protocol::spec::{Kind, Target};
+use crate::transport::subscriber::Subscription;
+
+/// A waiter's take-over attempts: its kind's hand-off, its wake name and how long its mark lives.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TakeOver {
+    handoff: &'static Handoff,
+    name: u64,
+    mark_ms: u64,
+}
+
+impl TakeOver {
+    /// What a lost take-over round sends instead of its release: our value, where the round set
+    /// it, becomes our reservation again (owner-checked, [`Handoff::release_to_cmd`] naming us).
+    /// Freeing it would let any other head in there while the nodes that have not run the
+    /// holder's hand-off yet still reserve the key for us: a split, and both sides' retry pauses.
+    pub(crate) fn keep_place_cmd(
+        &self,
+        core: &Core,
+        target: &Target,
+        value: LockValue,
+        ttl: Duration,
+    ) -> Cmd {
+        let reserve = millis(core.reservation(ttl));
+        self.handoff
+            .release_to_cmd(&target.keys, value, reserve, self.name, false)
+    }
+
+    /// The attempt command for `value`.
+    pub(crate) fn cmd(&self, target: &Target, value: LockValue, ttl: Duration) -> Cmd {
+        self.handoff
+            .take_over_cmd(&target.keys, value, millis(ttl), self.name, self.mark_ms)
+    }
+}
+
+/// The shortest reservation: time for the publish to reach the waiter and its take-over the node
+/// on a busy machine. A reservation for a waiter that left blocks that node at most this long (or
+/// a node timeout, when that is longer than the measured round trips ask for).
+const MIN_RESERVATION: Duration = Duration::from_millis(3);
+
+impl Core {
+    /// Turns the acquire of `target` into named take-overs, when its kind has a hand-off and its
+    /// releases are published; `subscription` becomes the named one.
+    pub(crate) fn take_over_mode(
+        &self,
+        target: &Target,
+        ttl: Duration,
+        hold: Option<&LocalHold<Lock>>,
+        subscription: &mut Option<Arc<Subscription>>,
+    ) -> Option<TakeOver> {
+        let handoff = self.handoff_of(target.kind)?;
+        if !self.notifies(&target.keys) || !target.kind.queues_locally() {
+            return None;
+        }
+        let s = self.settings();
+        // The local queue's name, so the next head keeps this process's place; without a queue, one
+        // per acquire. Names need only differ between waiters of one key: 64 random bits.
+        let name = hold.map_or_else(new_name, LocalHold::name);
+        let key = &target.keys.as_slice()[0];
+        let subscribe = || self.notifier().subscribe_named(key, wake_name(name));
+        // Kept by the local queue for its next heads (same name): no resubscribing per head.
+        *subscription = Some(match hold {
+            Some(hold) => hold.kept(subscribe),
+            None => Arc::new(subscribe()),
+        });
+        // The list lives while someone refreshes it: a waiter refreshes it at every attempt, at
+        // most one retry pause apart.
+        let mark_for = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl) * 2;
+        Some(TakeOver {
+            handoff,
+            name,
+            mark_ms: millis(mark_for).max(1),
+        })
+    }
+
+    /// After a won take-over: drops our name where the round did not grant it (`held`: the nodes
+    /// that did), so no list keeps a name whose waiter holds the lock.
+    pub(crate) fn unmark(&self, target: &Target, take_over: &TakeOver, held: u16) {
+        let cmd = take_over.handoff.unmark_cmd(&target.keys, take_over.name);
+        for (i, node) in self.nodes().iter().enumerate() {
+            if held & (1 << i) == 0 {
+                fire(std::slice::from_ref(node), &cmd);
+            }
+        }
+    }
+
+    /// The release command for `lock`: the hand-off release where this process saw contention on
+    /// it (see the module doc), else the kind's release (waking waiters when configured); and
+    /// whether it is the hand-off's (its answer 2 then means the key is reserved for a waiter).
+    pub(crate) fn release_cmd_for(
+        &self,
+        lock: &Lock,
+        local: Option<&LocalHold<Lock>>,
+    ) -> (Cmd, bool) {
+        let notify = self.notifies(lock.keys());
+        match self.handoff_of(lock.kind()) {
+            Some(handoff)
+                if notify
+                    && (lock.next_waiter() != 0
+                        || lock.attempts() > 1
+                        || local.is_some_and(LocalHold::remote_waiting)) =>
+            {
+                let reserve = millis(self.reservation(lock.ttl()));
+                let cmd = match lock.next_waiter() {
+                    0 => handoff.release_cmd(lock.keys(), lock.value(), reserve),
+                    next => handoff.release_to_cmd(lock.keys(), lock.value(), reserve, next, true),
+                };
+                (cmd, true)
+            }
+            _ => (lock.release_cmd(notify), false),
+        }
+    }
+
+    /// `kind`'s hand-off, where `Config::cross_process_handoff` turns it on.
+    fn handoff_of(&self, kind: Kind) -> Option<&'static Handoff> {
+        kind.handoff()
+            .filter(|_| self.settings().cross_process_handoff)
+    }
+
+    /// How long a hand-off release reserves the key: a few measured round trips, at least
+    /// [`MIN_RESERVATION`], at most a node timeout.
+    pub(crate) fn reservation(&self, ttl: Duration) -> Duration {
+        let cap = self
+            .settings()
+            .timing
+            .node_timeout(ttl)
+            .max(MIN_RESERVATION);
+        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
+        rtt.map_or(cap, |rtt| rtt * 2).clamp(MIN_RESERVATION, cap)
+    }
+}

@@ -1,0 +1,144 @@
+//! The plain lock's cross-process hand-off (`protocol::handoff`): a release with a waiter marked in
+//! another engine reserves the key for the oldest one and wakes only it — also with a node killed,
+//! and when that waiter is a process killed with `kill -9` (its reservation expires by itself).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{eventually, nodes, urls, RedisNode};
+use redlock_engine::{Config, Lock, Redlock};
+
+const TTL: Duration = Duration::from_secs(5);
+const KEY: &[u8] = b"redlock:{h}";
+const LIST: &[u8] = b"redlock:{h}:wait";
+
+fn config(urls: Vec<String>, retry_delay: Duration) -> Config {
+    Config {
+        nodes: urls,
+        retry_count: 200,
+        retry_delay,
+        retry_jitter: Duration::ZERO,
+        cross_process_handoff: true,
+        ..crate::common::fresh_config()
+    }
+}
+
+/// Waiters marked on a majority of `cluster` (the list's length on each node).
+fn marked_on_majority(cluster: &[RedisNode], waiters: usize) -> bool {
+    let on = cluster
+        .iter()
+        .filter(|n| {
+            n.try_cmd(&[b"LLEN", LIST])
+                .is_some_and(|l| l == waiters.to_string())
+        })
+        .count();
+    on > cluster.len() / 2
+}
+
+/// A lock held by `holder` that took more than one attempt (it lost to `other` first), so its
+/// release takes the hand-off form.
+async fn contended_lock(holder: &Redlock, other: &Redlock) -> Lock {
+    let first = other.acquire("h", TTL).await.unwrap();
+    let holder = holder.clone();
+    let taking = tokio::spawn(async move { holder.acquire("h", TTL).await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    other.release(first).await.unwrap();
+    let lock = taking.await.unwrap();
+    assert!(lock.attempts() > 1, "it waited");
+    lock
+}
+
+/// Waits for `"h"` in `waiter` and reports how long it took.
+fn wait_for(waiter: &Redlock) -> tokio::task::JoinHandle<Duration> {
+    let waiter = waiter.clone();
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let lock = waiter.acquire("h", TTL).await.unwrap();
+        let waited = started.elapsed();
+        waiter.release(lock).await.unwrap();
+        waited
+    })
+}
+
+#[tokio::test]
+async fn a_release_hands_the_lock_to_the_waiter_elsewhere_with_a_node_killed() {
+    let mut cluster = nodes(5);
+    // Slow retries: only the hand-off's wake can bring the waiter in quickly.
+    let slow = || config(urls(&cluster), Duration::from_millis(1500));
+    let holder = Redlock::new(slow()).await.unwrap();
+    let other = Redlock::new(slow()).await.unwrap();
+    let waiter = Redlock::new(slow()).await.unwrap();
+    let lock = contended_lock(&holder, &other).await;
+    let started = Instant::now();
+    let waiting = wait_for(&waiter);
+    assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 1)).await);
+    let marked_after = started.elapsed();
+    cluster[0].kill9();
+    holder.release(lock).await.unwrap();
+    let waited = waiting.await.unwrap();
+    assert!(
+        waited < marked_after + Duration::from_millis(800),
+        "woken and let in by the release, not by its 1.5 s timer: {waited:?}"
+    );
+    // The hand-off took its name off the list where it won.
+    assert!(marked_on_majority(&cluster[1..], 0));
+}
+
+#[tokio::test]
+async fn a_waiter_killed_with_sigkill_holds_the_key_no_longer_than_its_reservation() {
+    let cluster = nodes(3);
+    let fast = || config(urls(&cluster), Duration::from_millis(30));
+    let holder = Redlock::new(fast()).await.unwrap();
+    let other = Redlock::new(fast()).await.unwrap();
+    let lock = contended_lock(&holder, &other).await;
+    // The oldest waiter: another process, killed while it waits.
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "handoff::waiting_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("HANDOFF_CHILD_NODES", urls(&cluster).join(","))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let child_marked =
+        eventually(Duration::from_secs(10), || marked_on_majority(&cluster, 1)).await;
+    assert!(child_marked, "the child process waits, marked");
+    let waiter = Redlock::new(fast()).await.unwrap();
+    let waiting = wait_for(&waiter);
+    assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 2)).await);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    holder.release(lock).await.unwrap();
+    // Reserved for the dead child (the oldest), on a majority: nobody's lock, only its name.
+    let reserved = cluster
+        .iter()
+        .filter(|n| n.cmd(&[b"GET", KEY]).starts_with('r'))
+        .count();
+    assert!(reserved >= 2, "the key is reserved for the oldest waiter");
+    let waited = tokio::time::timeout(Duration::from_secs(3), waiting)
+        .await
+        .expect("the next waiter gets the lock once the reservation expired")
+        .unwrap();
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+}
+
+/// The child process of the test above: waits for `"h"` until killed. Run only by that test.
+#[tokio::test]
+#[ignore = "a child process of a_waiter_killed_with_sigkill_holds_the_key_no_longer_than_its_reservation"]
+async fn waiting_child() {
+    let Ok(nodes) = std::env::var("HANDOFF_CHILD_NODES") else {
+        return;
+    };
+    let urls = nodes.split(',').map(String::from).collect();
+    let engine = Redlock::new(config(urls, Duration::from_millis(30)))
+        .await
+        .unwrap();
+    let lock = engine.acquire("h", Duration::from_secs(60)).await;
+    // Killed before it gets here in the test; were it granted, it would hold until killed.
+    std::mem::forget(lock);
+    std::future::pending::<()>().await;
+}
