@@ -326,6 +326,9 @@ async fn probe_native<S: AsyncRead + AsyncWrite + Unpin>(
     let io = |e: &dyn std::fmt::Display| format!("native command probe: {e}");
     stream.write_all(&out).await.map_err(|e| io(&e))?;
     stream.flush().await.map_err(|e| io(&e))?;
+    // Both replies are read before either is judged: a refusal of the first must not leave the
+    // second's reply on the connection, where it would answer the first lock command.
+    let mut verdict = Ok(());
     for command in ["DELIFEQ", "EXISTS"] {
         let frame = loop {
             if let Some(frame) = framer.next_frame(buf).map_err(|e| io(&e))? {
@@ -335,23 +338,24 @@ async fn probe_native<S: AsyncRead + AsyncWrite + Unpin>(
                 return Err(io(&"closed"));
             }
         };
-        match to_reply(frame.freeze()) {
-            Ok(Reply::Int(_)) => {}
+        let judged = match to_reply(frame.freeze()) {
+            Ok(Reply::Int(_)) => Ok(()),
             // `NOPERM No permissions to access a key`: the key pattern, not the command.
-            Err(NodeError::Server(why)) if why.starts_with("NOPERM") && why.contains(" key") => {}
-            Err(NodeError::Server(why)) => {
-                return Err(format!(
-                    "{command} is refused too ({why}): the lock user needs +{} or +@scripting",
-                    command.to_ascii_lowercase()
-                ))
+            Err(NodeError::Server(why)) if why.starts_with("NOPERM") && why.contains(" key") => {
+                Ok(())
             }
-            other => return Err(io(&format_args!("{command}: unexpected {other:?}"))),
-        }
+            Err(NodeError::Server(why)) => Err(format!(
+                "{command} is refused too ({why}): the lock user needs +{} or +@scripting",
+                command.to_ascii_lowercase()
+            )),
+            other => Err(io(&format_args!("{command}: unexpected {other:?}"))),
+        };
+        verdict = verdict.and(judged);
     }
     if !buf.is_empty() {
         return Err(io(&"reply with no request outstanding"));
     }
-    Ok(())
+    verdict
 }
 
 /// The settings a durable claim is checked against, in the order `DurableCheck::of` takes them.
