@@ -8,10 +8,10 @@
 # 16 processes x 4, redlock and rslock in the same run; then the standard scenarios (a), (b), (c)
 # (redlock only, the uncontended path). 5 spawned redis-server 7.0.15 nodes per loadgen run.
 #   BEFORE=/tmp/contend-bin/loadgen-before AFTER=/tmp/contend-bin/loadgen-after \
-#     results/2026-12-02/contention/run.sh
+#     results/2026-12-02/contention/run.sh        (OUT=dir writes the runs there; summarize.py [dir])
 # Build each with: CARGO_TARGET_DIR=/tmp/contend-target cargo build --release -p loadgen
 set -euo pipefail
-out="$(cd "$(dirname "$0")" && pwd)"
+out="${OUT:-$(cd "$(dirname "$0")" && pwd)}"
 rounds="${ROUNDS:-3}"
 run() { # build exe env...
   local build="$1" exe="$2"; shift 2

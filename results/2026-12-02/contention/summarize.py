@@ -4,7 +4,7 @@ fairness (workers, and processes), overtakes (max / per grant), server CPU per c
 same-run ratios (after/before, cross-process/one-process)."""
 import glob, json, os, statistics, sys
 
-here = os.path.dirname(os.path.abspath(__file__))
+here = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 rows = {}
 for path in sorted(glob.glob(os.path.join(here, "*.json"))):
     layout, build, _ = os.path.basename(path)[:-5].split("-")
