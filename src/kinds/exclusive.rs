@@ -18,11 +18,9 @@ use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
 use crate::protocol::cmd::{Cmd, Keys, Script};
-use crate::protocol::handoff::{PLAIN_HANDOFF, RELEASE_HANDOFF, RELEASE_TO, TAKE_OVER, UNMARK};
-use crate::protocol::scripts::{
-    EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_NOTIFY, RELEASE_NOTIFY_MANY,
-    WAIT_MARK,
-};
+use crate::protocol::handoff::PLAIN_HANDOFF;
+use crate::protocol::native::NATIVE_COVERED;
+use crate::protocol::scripts::{EXTEND, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
 use crate::protocol::spec::{majority, Forced, Kind, Spec, Suffix};
 
 /// The exclusive lock.
@@ -46,19 +44,8 @@ pub(crate) static EXCLUSIVE: Spec = Spec {
     handoff: Some(&PLAIN_HANDOFF),
     multi_resource: false,
     shared: false,
-    scripts: &[
-        &RELEASE,
-        &RELEASE_NOTIFY,
-        &MARK_WAITING,
-        &EXTEND,
-        &EXTEND_MANY,
-        &RELEASE_MANY,
-        &RELEASE_NOTIFY_MANY,
-        &TAKE_OVER,
-        &RELEASE_HANDOFF,
-        &UNMARK,
-        &RELEASE_TO,
-    ],
+    // Every one has a native form: a plain lock works for a lock user without scripting.
+    scripts: &NATIVE_COVERED,
 };
 
 fn set_nx_px(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {

@@ -33,10 +33,12 @@ pub(crate) enum Cmd {
     },
     /// `EVALSHA` of a coalesced release (`KEYS` = the locks' keys, `ARGV` = their values): releases
     /// queued back to back on one pipelined connection, sent as one call (see [`Coalesced`]). Built
-    /// by the transport only, never by the algorithm.
+    /// by the transport only, never by the algorithm. `keys_in_argv`: no declared key, `ARGV` = the
+    /// keys then the values (a cluster shard's form, [`Coalesced::any_slot`]).
     ReleaseMany {
         script: &'static Script,
         locks: std::sync::Arc<[(Bytes, LockValue)]>,
+        keys_in_argv: bool,
     },
     /// `EVALSHA sha numkeys keys... args...` with byte arguments: the operator's scripts (inspect,
     /// forced release) and the labeled acquire, off the hot path.
@@ -97,6 +99,10 @@ pub(crate) struct Script {
 pub(crate) struct Coalesced {
     pub(crate) one: &'static Script,
     pub(crate) many: &'static Script,
+    /// `many` for a cluster shard: the same answers over keys of any slots it serves, sent with
+    /// the keys in `ARGV` (a declared key set must be one slot), plus `m` for a key the node does
+    /// not serve now, which nothing was done to.
+    pub(crate) any_slot: &'static Script,
 }
 
 /// One lock of a coalesced extend: its key, its value, its new TTL.

@@ -54,31 +54,36 @@ use super::cmd::Script;
 use super::cmd::{Cmd, Extend, NodeResult, Reply};
 use super::handoff::{RELEASE_HANDOFF, RELEASE_TO, TAKE_OVER, UNMARK};
 use super::scripts::{
-    EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_NOTIFY, RELEASE_NOTIFY_MANY,
+    EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_MANY_ANY_SLOT,
+    RELEASE_NOTIFY, RELEASE_NOTIFY_MANY, RELEASE_NOTIFY_MANY_ANY_SLOT,
 };
 use crate::algo::value::LockValue;
 use crate::error::NodeError;
 
+/// The plain lock's scripts, each of whose uses has a native form (the exclusive kind's script list
+/// is this one, so a plain lock works for a lock user without scripting). The coalesced releases
+/// count: a native connection never coalesces releases (`Profile::coalesces_releases`), it sends
+/// each one's `DELIFEQ`.
+pub(crate) static NATIVE_COVERED: [&Script; 13] = [
+    &RELEASE,
+    &RELEASE_NOTIFY,
+    &MARK_WAITING,
+    &EXTEND,
+    &EXTEND_MANY,
+    &RELEASE_MANY,
+    &RELEASE_NOTIFY_MANY,
+    &RELEASE_MANY_ANY_SLOT,
+    &RELEASE_NOTIFY_MANY_ANY_SLOT,
+    &TAKE_OVER,
+    &RELEASE_HANDOFF,
+    &UNMARK,
+    &RELEASE_TO,
+];
+
 /// Whether every use of `script` has a native form, so a kind listing only such scripts works on a
-/// node whose user may not run scripts (`Profile::NativeOnly`). The coalesced releases count: a
-/// native connection never coalesces releases (`Profile::coalesces_releases`), it sends each one's
-/// `DELIFEQ`.
+/// node whose user may not run scripts (`Profile::NativeOnly`): one of [`NATIVE_COVERED`].
 pub(crate) fn covers(script: &Script) -> bool {
-    [
-        &RELEASE,
-        &RELEASE_NOTIFY,
-        &EXTEND,
-        &MARK_WAITING,
-        &EXTEND_MANY,
-        &RELEASE_MANY,
-        &RELEASE_NOTIFY_MANY,
-        &TAKE_OVER,
-        &RELEASE_HANDOFF,
-        &UNMARK,
-        &RELEASE_TO,
-    ]
-    .into_iter()
-    .any(|s| std::ptr::eq(s, script))
+    NATIVE_COVERED.iter().any(|s| std::ptr::eq(*s, script))
 }
 
 /// One operation in its native form: the commands it sends (see [`Native::commands`]) and how their

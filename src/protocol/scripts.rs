@@ -122,6 +122,39 @@ return table.concat(r)",
     resend: true,
 };
 
+/// [`RELEASE_MANY`] for a cluster shard, over keys of **any hash slots** the shard serves: the keys
+/// travel in `ARGV` (`ARGV[1..n]` keys, `ARGV[n+1..2n]` values), undeclared, so the server's
+/// `CROSSSLOT` check of declared keys does not apply, and each `GET`/`DEL` is checked on its own
+/// (a script without a `#!` line may touch undeclared keys of several slots on one node: Redis 6
+/// and 7, Valkey). A key this node does not serve now (its slot migrating away, moved, the cluster
+/// down) fails that key's `pcall`ed `GET` before anything was done to it: it answers `m`, and the
+/// transport sends that one lock's single release, whose declared key follows `MOVED`/`ASK`
+/// (`crate::transport::pipeline::coalesce`). Otherwise it answers like [`RELEASE_MANY`].
+pub(crate) static RELEASE_MANY_ANY_SLOT: Script = Script {
+    source: "local n = #ARGV / 2 local r = {} \
+for i = 1, n do local k = ARGV[i] local v = redis.pcall('GET', k) \
+if type(v) == 'table' then r[i] = 'm' \
+elseif v == ARGV[n + i] then redis.call('DEL', k) r[i] = '1' \
+elseif v == false then r[i] = '0' else r[i] = '-' end end \
+return table.concat(r)",
+    sha1: "56e94838a7f47fe37ab1ab154ae721e865ff69cc",
+    resend: true,
+};
+
+/// [`RELEASE_NOTIFY_MANY`] over keys of any slots, as [`RELEASE_MANY_ANY_SLOT`]. A lock's `:wait`
+/// key shares its slot (`prefix{resource}:wait`), so it is served where its lock key is.
+pub(crate) static RELEASE_NOTIFY_MANY_ANY_SLOT: Script = Script {
+    source: "local n = #ARGV / 2 local r = {} \
+for i = 1, n do local k = ARGV[i] local v = redis.pcall('GET', k) \
+if type(v) == 'table' then r[i] = 'm' \
+elseif v == ARGV[n + i] then redis.call('DEL', k) \
+if redis.pcall('EXISTS', k .. ':wait') == 1 then redis.call('PUBLISH', k, '') r[i] = '2' else r[i] = '1' end \
+elseif v == false then r[i] = '0' else r[i] = '-' end end \
+return table.concat(r)",
+    sha1: "c292fd7fe2e42de2bc038a27deace5848de11ed3",
+    resend: true,
+};
+
 /// The releases the pipelined transport may coalesce, with their many-lock forms. Only these two:
 /// their answer for one lock depends on nothing but that lock's key, so one call over several keys
 /// answers exactly what the single calls would, in the same order on the node.
@@ -129,9 +162,11 @@ pub(crate) static COALESCED: [Coalesced; 2] = [
     Coalesced {
         one: &RELEASE,
         many: &RELEASE_MANY,
+        any_slot: &RELEASE_MANY_ANY_SLOT,
     },
     Coalesced {
         one: &RELEASE_NOTIFY,
         many: &RELEASE_NOTIFY_MANY,
+        any_slot: &RELEASE_NOTIFY_MANY_ANY_SLOT,
     },
 ];

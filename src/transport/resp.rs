@@ -75,7 +75,11 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
                 put_bulk(out, decimal(lock.ttl_ms, &mut num));
             }
         }
-        Cmd::ReleaseMany { script, locks } => {
+        Cmd::ReleaseMany {
+            script,
+            locks,
+            keys_in_argv,
+        } => {
             let (verb, body): (&[u8], &[u8]) = if eval_source {
                 (b"EVAL", script.source.as_bytes())
             } else {
@@ -86,7 +90,8 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
             put_header(out, 3 + 2 * locks.len());
             put_bulk(out, verb);
             put_bulk(out, body);
-            put_bulk(out, decimal(locks.len() as u64, &mut num));
+            let declared = if *keys_in_argv { 0 } else { locks.len() };
+            put_bulk(out, decimal(declared as u64, &mut num));
             for (key, _) in locks.iter() {
                 put_bulk(out, key);
             }
@@ -340,11 +345,13 @@ mod tests {
             (Bytes::from_static(b"k1"), a),
             (Bytes::from_static(b"k2"), b),
         ];
-        for eval_source in [false, true] {
+        // Declared keys (a standalone node) and keys in ARGV (a cluster shard): only numkeys differs.
+        for (eval_source, keys_in_argv) in [(false, false), (true, false), (false, true)] {
             let mut ours = BytesMut::new();
             let cmd = Cmd::ReleaseMany {
                 script,
                 locks: locks.clone().into(),
+                keys_in_argv,
             };
             encode_cmd(&mut ours, &cmd, eval_source);
             let (verb, body): (&[u8], &[u8]) = if eval_source {
@@ -352,7 +359,16 @@ mod tests {
             } else {
                 (b"EVALSHA", script.sha1.as_bytes())
             };
-            let args: [&[u8]; 7] = [verb, body, b"2", b"k1", b"k2", a.as_bytes(), b.as_bytes()];
+            let declared: &[u8] = if keys_in_argv { b"0" } else { b"2" };
+            let args: [&[u8]; 7] = [
+                verb,
+                body,
+                declared,
+                b"k1",
+                b"k2",
+                a.as_bytes(),
+                b.as_bytes(),
+            ];
             let mut expected = BytesMut::new();
             encode_args(&mut expected, &args);
             assert_eq!(ours, expected);

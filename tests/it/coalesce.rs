@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, nodes, urls, RedisNode};
+use crate::common::{calls, engine, nodes, urls, RedisNode};
 use redlock_engine::{LockError, Transport};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -213,17 +213,6 @@ async fn a_flushed_script_cache_resends_a_coalesced_release_once() {
     })
     .await;
     assert!(gone, "every key released on every node");
-}
-
-/// Calls of `command` (lower case) this node has served so far (`INFO commandstats`).
-fn calls(node: &RedisNode, command: &str) -> u64 {
-    let stats = node.cmd(&[b"INFO", b"commandstats"]);
-    let prefix = format!("cmdstat_{command}:calls=");
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 #[tokio::test]

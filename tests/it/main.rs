@@ -13,6 +13,7 @@ mod basics;
 mod clock_jump;
 mod clock_shim;
 mod cluster;
+mod cluster_coalesce;
 mod cluster_failover;
 mod cluster_load;
 mod cluster_reshard;

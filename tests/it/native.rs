@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::common::calls;
 use redlock_engine::{LockError, Redlock, RenewPolicy, Transport};
 use testkit::server::{self, Needs};
 use testkit::{NodeSpec, RedisNode};
@@ -38,17 +39,6 @@ async fn engine(nodes: &[RedisNode], native: bool) -> Redlock {
     config.transport = Transport::Pipeline;
     config.retry_count = 0;
     Redlock::new(config).await.expect("engine builds")
-}
-
-/// `cmdstat_<command>` calls on `node` (0 if never called).
-fn calls(node: &RedisNode, command: &str) -> u64 {
-    let stats = node.cmd(&[b"INFO", b"commandstats"]);
-    let prefix = format!("cmdstat_{command}:calls=");
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 #[tokio::test]

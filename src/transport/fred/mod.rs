@@ -263,13 +263,22 @@ async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
                 .collect();
             scripts::eval(&client, script, keys, args, clustered).await
         }
-        Cmd::ReleaseMany { script, locks } => {
+        Cmd::ReleaseMany {
+            script,
+            locks,
+            keys_in_argv,
+        } => {
             // Built only by the pipelined transport; handled here so the match stays whole.
-            let keys = locks.iter().map(|(k, _)| Key::from(k.clone())).collect();
-            let args = locks
+            let keys: Vec<Key> = locks.iter().map(|(k, _)| Key::from(k.clone())).collect();
+            let values = locks
                 .iter()
-                .map(|(_, v)| Value::Bytes(Bytes::copy_from_slice(v.as_bytes())))
-                .collect();
+                .map(|(_, v)| Value::Bytes(Bytes::copy_from_slice(v.as_bytes())));
+            let (keys, args) = if keys_in_argv {
+                let names = locks.iter().map(|(k, _)| Value::Bytes(k.clone()));
+                (Vec::new(), names.chain(values).collect())
+            } else {
+                (keys, values.collect())
+            };
             scripts::eval(&client, script, keys, args, clustered).await
         }
         Cmd::Eval { script, keys, args } => {

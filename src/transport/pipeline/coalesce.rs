@@ -22,11 +22,15 @@
 //!   replay: a group lost with its connection fails, like any request.
 //! - A group of one is sent as the plain single script, so an uncontended release is unchanged.
 //!
-//! - **One hash slot per group on a cluster shard.** A cluster runs a script only on keys of one
-//!   slot (`CROSSSLOT` otherwise), and a redirect moves a whole slot: so on a cluster shard's
-//!   connection a release joins the open group only if its key is in the group's slot; any other
-//!   closes the group like any other command. A redirected group is forwarded whole, with its
-//!   members (`redirect`).
+//! - **Any slots per group on a cluster shard.** A cluster refuses a script whose *declared* keys
+//!   span slots (`CROSSSLOT`), and releases of distinct resources almost never share one: so a
+//!   shard's group is sent in its any-slot form, the keys in `ARGV` (`Coalesced::any_slot`), where
+//!   the node checks each key as the script touches it. A key it does not serve now (its slot
+//!   migrating away or moved, the cluster down) fails that key's `GET` alone, before anything was
+//!   done to it, and answers `m`: that member is sent again as its single release on this
+//!   connection, where its declared key gets the `MOVED`/`ASK` that `redirect` follows. Not a
+//!   replay: nothing ran for that key, and a release is owner-checked, so even a late duplicate
+//!   could delete only our own value. Measured: `results/2026-12-02/cluster-coalesce/`.
 //!
 //! Only the pipelined transport coalesces (standalone nodes and the cluster shards it carries; the
 //! fred transport sends one call per release).
@@ -51,8 +55,8 @@ pub(super) const MAX_GROUP: usize = 16;
 #[derive(Debug)]
 pub(super) struct Group {
     form: &'static Coalesced,
-    /// The members' hash slot on a cluster shard's connection (`None`: a standalone node).
-    slot: Option<u16>,
+    /// A cluster shard's connection: sent in the any-slot form.
+    cluster: bool,
     locks: Vec<(Bytes, LockValue)>,
 }
 
@@ -83,23 +87,22 @@ pub(super) type Member = (&'static Coalesced, Bytes, LockValue);
 
 /// Adds one release to the open group (opening one if there is none, it is full, or it is of the
 /// other form) and registers its waiter.
-/// `cluster`: the connection is a cluster shard's, where a group holds one hash slot's keys.
+/// `cluster`: the connection is a cluster shard's (the group goes out in its any-slot form).
 pub(super) fn join(
     st: &mut State,
     (form, key, value): Member,
     tx: oneshot::Sender<NodeResult>,
     cluster: bool,
 ) {
-    let slot = cluster.then(|| redis_protocol::redis_keyslot(&key));
     let joins = st
         .group
         .as_ref()
-        .is_some_and(|g| std::ptr::eq(g.form, form) && g.slot == slot && g.locks.len() < MAX_GROUP);
+        .is_some_and(|g| std::ptr::eq(g.form, form) && g.locks.len() < MAX_GROUP);
     if !joins {
         close(st);
         st.group = Some(Group {
             form,
-            slot,
+            cluster,
             locks: Vec::with_capacity(4),
         });
         st.pending.push_back(Slot {
@@ -120,7 +123,9 @@ pub(super) fn join(
 /// the writer takes the buffer, which is what keeps the wire order.
 pub(super) fn close(st: &mut State) {
     let Some(Group {
-        form, mut locks, ..
+        form,
+        cluster,
+        mut locks,
     }) = st.group.take()
     else {
         return;
@@ -139,8 +144,9 @@ pub(super) fn close(st: &mut State) {
         }
     } else {
         Cmd::ReleaseMany {
-            script: form.many,
+            script: if cluster { form.any_slot } else { form.many },
             locks: locks.into(),
+            keys_in_argv: cluster,
         }
     };
     encode_cmd(&mut st.out, &cmd, false);
@@ -181,7 +187,21 @@ pub(super) fn answer(
         }
         Ok(other) => return fail_all(group, other.unexpected("coalesced release")),
     };
-    for (tx, code) in group.into_iter().zip(codes.iter()) {
+    for (i, (tx, code)) in group.into_iter().zip(codes.iter()).enumerate() {
+        if *code == b'm' {
+            // Not served here now; nothing was done to it: its single release follows the slot.
+            match single(shared.opts.coalesce, script.as_ref(), i) {
+                Some(cmd) => {
+                    shared.forward_on(generation, &cmd, false, Waiters::One(tx), route, false)
+                }
+                None => {
+                    let why =
+                        "coalesced release: `m` for a lock of a group not sent in any-slot form";
+                    let _ = tx.send(Err(NodeError::Protocol(why.into())));
+                }
+            }
+            continue;
+        }
         let _ = tx.send(match code {
             b'1' => Ok(Reply::Int(1)),
             b'2' => Ok(Reply::Int(2)),
@@ -195,6 +215,28 @@ pub(super) fn answer(
             )),
         });
     }
+}
+
+/// Member `i` of the any-slot group `script` as its single release.
+fn single(forms: &[Coalesced], script: Option<&Cmd>, i: usize) -> Option<Cmd> {
+    let Some(Cmd::ReleaseMany {
+        script,
+        locks,
+        keys_in_argv: true,
+    }) = script
+    else {
+        return None;
+    };
+    let form = forms
+        .iter()
+        .find(|form| std::ptr::eq(form.any_slot, *script))?;
+    let (key, value) = locks.get(i)?;
+    Some(Cmd::Script {
+        script: form.one,
+        keys: Keys::One(key.clone()),
+        value: *value,
+        args: Args::NONE,
+    })
 }
 
 fn fail_all(group: Vec<oneshot::Sender<NodeResult>>, cause: NodeError) {

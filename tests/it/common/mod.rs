@@ -160,3 +160,14 @@ pub fn tls_material() -> (
         dir.join("server.key"),
     )
 }
+
+/// Calls of `command` (lower case) this node has served so far (`INFO commandstats`; 0 if never).
+pub fn calls(node: &RedisNode, command: &str) -> u64 {
+    let stats = node.cmd(&[b"INFO", b"commandstats"]);
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
