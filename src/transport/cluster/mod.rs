@@ -9,9 +9,10 @@
 //!
 //! # Routing
 //! A command goes to the shard that serves its first key's slot (CRC16 mod 16384 of the key's hash
-//! tag; every key of one lock shares it: `crate::algo::keys`). A multi-key call never spans slots:
-//! the watchdog extends one lock per call on a cluster (`batches()` is false) and a coalesced
-//! release groups only one slot's keys (`pipeline/coalesce.rs`). The map is read at connect, every
+//! tag; every key of one lock shares it: `crate::algo::keys`). A call's declared keys never span
+//! slots: the watchdog extends one lock per call on a cluster (`batches()` is false), and a
+//! coalesced release spans slots only with its keys undeclared, in `ARGV`, each checked by the
+//! node as the script touches it (`pipeline/coalesce.rs`). The map is read at connect, every
 //! 2 s, every 250 ms while a shard is down, and at once when a redirect names an unknown master.
 //!
 //! # Why every resend is safe (a lock command is never replayed after it may have run)
