@@ -112,7 +112,10 @@ pub struct Config {
     /// Default: `true`.
     pub clock_guard: bool,
     /// With `local_queue`: how many times in a row a lock may be handed to a waiting task of this
-    /// process without releasing it on the nodes (0 disables hand-off). Default: 4.
+    /// process without releasing it on the nodes (0 disables hand-off). The bound is what lets other
+    /// processes in: a longer streak costs their waiters time, a shorter one a cross-process turn
+    /// (a release, a wake-up and an acquire) more often. Default: 8 (4 processes x 16 workers on 4
+    /// keys: 1.5x the cycles/s of 4 at a p99.9 below 10 ms; `results/2026-12-02/contention-grace/`).
     pub max_local_handoffs: u32,
     /// Largest reply, in bytes, a node may send on the engine's own connections (lock commands, the
     /// handshake, release notifications), and so the most one connection buffers for an incomplete
@@ -163,7 +166,7 @@ impl Default for Config {
             quarantine: true,
             notify_releases: true,
             cross_process_handoff: false,
-            max_local_handoffs: 4,
+            max_local_handoffs: 8,
             max_reply_size: crate::transport::bounded::DEFAULT_MAX_SIZE,
             holder_label: None,
             native_commands: true,

@@ -263,8 +263,9 @@ fn standard_notes(plan: &Plan, engines: &[EngineKind]) -> Vec<String> {
     if engines.iter().any(|e| e.has_waiting()) {
         let modes: Vec<&str> = plan.waiting.iter().map(|w| w.name()).collect();
         notes.push(format!(
-            "waiting ({}): smart = the engine's defaults (in-process FIFO queue per resource, release notifications to waiters in other processes, up to 4 local hand-offs in a row); plain = randomized retry backoff only (local_queue, notify_releases off, max_local_handoffs 0), shown as redlock[plain]",
-            modes.join(",")
+            "waiting ({}): smart = the engine's defaults (in-process FIFO queue per resource, release notifications to waiters in other processes, up to {} local hand-offs in a row); plain = randomized retry backoff only (local_queue, notify_releases off, max_local_handoffs 0), shown as redlock[plain]",
+            modes.join(","),
+            redlock_engine::Config::default().max_local_handoffs
         ));
     }
     if plan.processes > 1 {

@@ -86,9 +86,7 @@ impl Core {
             // it every time. Give its SET a moment to arrive first (cohort fairness across processes).
             // Not needed where the release reserved the key for that waiter (`protocol::handoff`).
             if !(reserves && tally.waiters > 0) {
-                let grace =
-                    (timeout / 20).clamp(Duration::from_millis(1), Duration::from_millis(5));
-                tokio::time::sleep(grace).await;
+                tokio::time::sleep(self.yield_grace(timeout)).await;
             }
             self.leave(local);
         }
@@ -99,6 +97,29 @@ impl Core {
         } else {
             Err(owner_error(tally, lock.held()))
         }
+    }
+
+    /// How long a process that yields to a waiter elsewhere keeps its own waiters out after its
+    /// release: time for the release's notification to reach that waiter and the waiter's `SET` to
+    /// reach the nodes, about two round trips (the slowest node's bound; a tenth of a node timeout
+    /// `timeout` before any was measured). Shorter, our own waiters win the race and the other
+    /// process's falls back to its retry pause; longer, the key sits free. Measured at 4 processes x
+    /// 16 workers on 4 keys (`results/2026-12-02/contention-grace/`): a fixed 2.5 ms gave 0.6x the
+    /// cycles/s of two round trips (about 1 ms there), 0.5 ms and none a p99.9 of 55-80 ms.
+    fn yield_grace(&self, timeout: Duration) -> Duration {
+        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
+        rtt.map_or(timeout / 10, |rtt| rtt * 2)
+            .clamp(Duration::from_micros(500), Duration::from_millis(5))
+    }
+
+    /// Over how long waiters woken by one release spread their attempts: one round trip (the
+    /// slowest node's bound; 1 ms before any was measured), 100 µs to 5 ms. Measured at 16
+    /// processes x 4 workers on 4 keys (`results/2026-12-02/contention-grace/`): about 1.5x the
+    /// cycles/s and half the attempts per acquire of waking all at once.
+    pub(crate) fn wake_spread(&self) -> Duration {
+        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
+        rtt.unwrap_or(Duration::from_millis(1))
+            .clamp(Duration::from_micros(100), Duration::from_millis(5))
     }
 
     /// Leaves the local queue; a handed-off lock nobody will take is released.

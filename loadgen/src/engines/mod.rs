@@ -66,7 +66,7 @@ impl EngineKind {
 #[serde(rename_all = "lowercase")]
 pub enum Waiting {
     /// The engine's defaults: in-process FIFO queue per resource (`local_queue`), release notifications
-    /// across processes (`notify_releases`), bounded local hand-off (`max_local_handoffs` 4).
+    /// across processes (`notify_releases`), bounded local hand-off (`max_local_handoffs`, default 8).
     Smart,
     /// Randomized retry backoff only: `local_queue` false, `notify_releases` false, `max_local_handoffs` 0.
     Plain,

@@ -107,7 +107,14 @@ pub fn with_waiting(builder: Builder, waiting: Waiting) -> Builder {
     builder
         .local_queue(queue)
         .notify_releases(notify)
-        .max_local_handoffs(handoffs)
+        // `LOADGEN_MAX_LOCAL_HANDOFFS=N`: another bound, for experiments (inherited like the next).
+        .max_local_handoffs(
+            std::env::var("LOADGEN_MAX_LOCAL_HANDOFFS")
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .filter(|_| waiting == Waiting::Smart)
+                .unwrap_or(handoffs),
+        )
         // The engine's experimental cross-process hand-off (issue 29), for A/B runs; inherited by
         // the worker processes of a `--processes` run.
         .cross_process_handoff(
