@@ -102,7 +102,8 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
     let (nodes, servers) = crate::nodes::preflight(&urls).map_err(failure(1))?;
     let mut engines = plan.engines.clone();
     let mut notes = Vec::new();
-    if plan.default_engines {
+    // The contention scenario compares lock clients only: no ceiling by default.
+    if plan.default_engines && !plan.contention {
         if ceiling::available() {
             engines.push(EngineKind::Ceiling);
         } else {

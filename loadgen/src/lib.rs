@@ -4,17 +4,21 @@
 //! # Layout
 //! - `main.rs`: thin — the allocator and [`app::main`].
 //! - [`app`]: one invocation: options → nodes → runtime → [`session`] → outputs; exit codes, signals.
-//! - [`session`]: every scenario × engine in run order, the ceiling once, then overload; status lines,
-//!   the [`report::Report`] and its notes.
+//! - [`session`]: every scenario × engine in run order, the ceiling once, then contention or overload;
+//!   status lines, the [`report::Report`] and its notes.
 //! - [`cli`]: clap options ([`cli::Options`]) and their validation ([`cli::plan`]) into a [`cli::Plan`];
 //!   [`units`]: `10s`, `100k`, `1ms..5ms`.
-//! - [`workload`]: scenarios, workload knobs, key picking (uniform, zipf).
+//! - [`workload`]: scenarios (and the contention layouts), workload knobs, key picking (uniform, zipf).
 //! - [`nodes`]: spawned servers (`--server`: which binary; stopped on every way out), pre-run checks
 //!   (each server's name and version from `INFO server`), the mid-run health monitor.
 //! - [`engines`]: the [`engines::LockClient`] trait and one file per engine; the redis-benchmark ceiling.
 //! - [`overload`]: issue 14's overload scenarios — burst, held (renewed locks: [`overload::held`], one
 //!   file per engine family), overload — their options, CPU counters and table.
-//! - [`worker`]: one worker's acquire-hold-release loop; [`run`]: one engine on one scenario.
+//! - [`worker`]: one worker's acquire-hold-release loop; [`run`]: one engine on one scenario;
+//!   [`measure`]: one run (in this process or over [`procs`]) as a report record, its status line.
+//! - [`contention`]: `--scenario contention` (issue 29): 64 workers on 4 keys in 1, 4 and 16
+//!   processes, the exclusive and the fair lock, one row each; their table and JSON part are
+//!   [`report::contention`].
 //! - [`procs`]: `--processes P`: one run spread over P loadgen processes, their records merged.
 //! - [`stats`]: per-worker histograms, merged; percentiles; Jain's fairness; [`overtakes`]: each
 //!   grant's (start, grant) instants on the machine's monotonic clock, and the max overtakes.
@@ -22,8 +26,10 @@
 
 pub mod app;
 pub mod cli;
+pub mod contention;
 pub mod engines;
 pub mod machine;
+pub mod measure;
 pub mod nodes;
 pub mod overload;
 pub mod overtakes;

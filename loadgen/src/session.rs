@@ -1,6 +1,7 @@
 //! One invocation's measurements, on the runtime [`crate::app`] started: every scenario × engine (×
-//! waiting mode) in run order, the ceiling measured once, overload's runs after them, each run's status
-//! line, and the [`Report`] with the notes on how the numbers were made.
+//! waiting mode) in run order (each measured by [`crate::measure`]), the ceiling measured once, the
+//! contention scenario's rows or overload's runs after them, each run's status line, and the
+//! [`Report`] with the notes on how the numbers were made.
 
 use std::time::Duration;
 
@@ -9,12 +10,12 @@ use crate::engines::ceiling::{self, Ceiling};
 use crate::engines::rslock::RslockClient;
 use crate::engines::{EngineKind, RetrySpec, Waiting};
 use crate::machine::{Machine, Versions};
+use crate::measure::{measure, status_line, RunSpec};
 use crate::nodes::addr::NodeUrl;
 use crate::nodes::health::Health;
 use crate::nodes::probe::ServerInfo;
-use crate::report::{group, micros, Report, RunRecord};
-use crate::run::{label, run_engine, RunContext};
-use crate::stats::jain;
+use crate::report::{Report, RunRecord};
+use crate::run::RunContext;
 use crate::workload::{Scenario, Stop};
 
 /// Runs every scenario of `plan` on every engine, then the overload part; the report (not yet written).
@@ -61,53 +62,16 @@ pub async fn execute(
                 for waiting in modes {
                     run_no += 1;
                     let tag = format!("{run_no:02}");
-                    let processes = plan.processes.min(scenario.concurrency).max(1);
-                    let mut out = if processes > 1 {
-                        crate::procs::run_processes(
-                            engine,
-                            waiting,
-                            &ctx,
-                            plan.runtime,
-                            scenario,
-                            &tag,
-                            processes,
-                            &label(engine, waiting),
-                        )
-                        .await
-                        .map_err(|e| format!("{}: {e}", label(engine, waiting)))?
-                    } else {
-                        run_engine(engine, waiting, &ctx, scenario, &tag).await?
-                    };
-                    let record = RunRecord {
+                    let spec = RunSpec {
                         engine,
                         waiting,
-                        processes: Some(processes),
-                        scenario: scenario.clone(),
+                        scenario,
+                        tag: &tag,
+                        processes: plan.processes.min(scenario.concurrency).max(1),
+                        runtime: plan.runtime,
                         nodes: nodes.len(),
-                        cycles: out.stats.cycles,
-                        elapsed: out.elapsed,
-                        cycles_per_s: out.stats.cycles as f64 / out.elapsed.as_secs_f64().max(1e-9),
-                        attempts_per_acquire: out.stats.attempts_per_acquire(),
-                        failed_acquires: out
-                            .stats
-                            .failed_acquires
-                            .iter()
-                            .map(|(k, v)| (k.to_string(), *v))
-                            .collect(),
-                        failed_releases: out
-                            .stats
-                            .failed_releases
-                            .iter()
-                            .map(|(k, v)| (k.to_string(), *v))
-                            .collect(),
-                        fairness: jain(&out.per_worker),
-                        overtakes: Some(crate::overtakes::count(&mut out.stats.grants)),
-                        per_process: out.per_process,
-                        acquire: Some(out.stats.acquire),
-                        release: Some(out.stats.release),
-                        ceiling: None,
-                        cpu: Some(out.cpu),
                     };
+                    let record = measure(spec, &ctx).await?;
                     if !plan.quiet {
                         eprintln!("{}", status_line(&record));
                     }
@@ -116,6 +80,12 @@ pub async fn execute(
             }
         }
     }
+    // The contention scenario's rows (layouts x locks x engines), after any ordinary scenario.
+    let contention = if plan.contention {
+        crate::contention::run(plan, &ctx, nodes.len(), &engines).await?
+    } else {
+        Vec::new()
+    };
     let overload = match &plan.overload {
         Some(spec) => {
             let b = |label: &str| {
@@ -128,6 +98,9 @@ pub async fn execute(
         None => Default::default(),
     };
     notes.extend(standard_notes(plan, &engines));
+    if plan.contention {
+        notes.extend(crate::contention::notes(&plan.workload));
+    }
     match ceiling.map(|c| c.native.is_some()) {
         Some(true) => notes.push("ceiling[native]: every node accepts DELIFEQ, so the ceiling was measured with it as the release too (after a SET NX PX round that puts the keys back, not counted): native_cycles_per_s = 1/(1/acquire_rate + 1/delifeq_rate), with the same SET rate as cycles/s, so the two differ by the release command alone; redlock/ceiling[native] is redlock's cycles/s over it".into()),
         Some(false) => notes.push("ceiling[native]: not measured, not every node accepts DELIFEQ (Valkey 9 has it)".into()),
@@ -138,6 +111,7 @@ pub async fn execute(
     }
     Ok(Report {
         overload,
+        contention,
         command: command_line(),
         machine: Machine {
             loadavg_start,
@@ -212,35 +186,6 @@ fn ceiling_record(scenario: &Scenario, nodes: usize, c: Ceiling) -> RunRecord {
         per_process: Vec::new(),
         cpu: None,
     }
-}
-
-fn status_line(r: &RunRecord) -> String {
-    let lat = r.acquire_pct().map_or_else(String::new, |p| {
-        format!("  acquire p50 {} p99 {}", micros(p.p50), micros(p.p99))
-    });
-    let mut fair = r
-        .fairness
-        .map_or_else(String::new, |f| format!("  fairness {f:.3}"));
-    if let Some(f) = r.process_fairness() {
-        fair.push_str(&format!(" (processes {f:.3})"));
-    }
-    let procs = match r.processes {
-        Some(p) if p > 1 => format!(" x{p} proc"),
-        _ => String::new(),
-    };
-    let native = r
-        .ceiling
-        .as_ref()
-        .and_then(|c| c.native)
-        .map_or_else(String::new, |n| {
-            format!("  (native DELIFEQ: {} cycles/s)", group(n.cycles_per_s))
-        });
-    format!(
-        "loadgen: {:<16} {:<34} {:>10} cycles/s{lat}{fair}{native}",
-        r.label(),
-        format!("{}{procs}", r.scenario.label),
-        group(r.cycles_per_s)
-    )
 }
 
 fn standard_notes(plan: &Plan, engines: &[EngineKind]) -> Vec<String> {

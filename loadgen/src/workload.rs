@@ -107,7 +107,8 @@ pub struct Workload {
 /// One scenario: a worker count and a key count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scenario {
-    /// Short id used in ratios and file names: `a`, `b`, `c` or `custom`.
+    /// Short id used in ratios and file names: `a`, `b`, `c`, `custom`, `overload`, or a
+    /// contention layout (`1x64`, `4x16`, `16x4`).
     pub id: &'static str,
     /// Human description.
     pub label: String,
@@ -142,6 +143,22 @@ impl Scenario {
         ]
     }
 
+    /// One row of the contention scenario: 64 workers on 4 keys, named by its layout and lock.
+    pub fn contention(layout: Layout, lock: LockKind) -> Scenario {
+        let spread = match layout.processes {
+            1 => "1 process".to_string(),
+            p => format!("{p} processes x {}", CONTENTION_WORKERS / p),
+        };
+        Scenario {
+            id: layout.id,
+            label: format!(
+                "{CONTENTION_WORKERS} workers on {CONTENTION_KEYS} keys, {spread}, {lock}"
+            ),
+            concurrency: CONTENTION_WORKERS,
+            keys: CONTENTION_KEYS,
+        }
+    }
+
     /// A custom run.
     pub fn custom(concurrency: usize, keys: u64) -> Scenario {
         Scenario {
@@ -152,6 +169,39 @@ impl Scenario {
         }
     }
 }
+
+/// Workers of every row of the contention scenario ([`crate::contention`]).
+pub const CONTENTION_WORKERS: usize = 64;
+/// Keys of every row of the contention scenario.
+pub const CONTENTION_KEYS: u64 = 4;
+
+/// How a contention row's workers are spread over loadgen processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// `1x64`, `4x16`, `16x4`: processes x workers per process (the row's scenario id).
+    pub id: &'static str,
+    /// loadgen processes.
+    pub processes: usize,
+}
+
+/// The contention scenario's layouts, in run order: the one-process reference first.
+pub const CONTENTION_LAYOUTS: [Layout; 3] = [
+    Layout {
+        id: "1x64",
+        processes: 1,
+    },
+    Layout {
+        id: "4x16",
+        processes: 4,
+    },
+    Layout {
+        id: "16x4",
+        processes: 16,
+    },
+];
+
+/// The locks of each contention layout, in run order.
+pub const CONTENTION_LOCKS: [LockKind; 2] = [LockKind::Exclusive, LockKind::Fair];
 
 /// Picks key indexes in `0..keys`.
 #[derive(Debug, Clone)]
@@ -302,5 +352,30 @@ mod lock_kind_tests {
         for bad in ["", "permits", "permits:0", "slots:x", "fair:2", "mutex"] {
             assert!(parse_lock(bad).is_err(), "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod contention_tests {
+    use super::*;
+
+    #[test]
+    fn layouts_split_the_same_workers() {
+        for layout in CONTENTION_LAYOUTS {
+            assert_eq!(CONTENTION_WORKERS % layout.processes, 0, "{layout:?}");
+            let (p, w) = layout.id.split_once('x').unwrap();
+            assert_eq!(p.parse::<usize>().unwrap(), layout.processes);
+            assert_eq!(
+                w.parse::<usize>().unwrap() * layout.processes,
+                CONTENTION_WORKERS
+            );
+        }
+        assert_eq!(
+            CONTENTION_LAYOUTS[0].processes, 1,
+            "the reference runs first"
+        );
+        let s = Scenario::contention(CONTENTION_LAYOUTS[1], LockKind::Fair);
+        assert_eq!((s.id, s.concurrency, s.keys), ("4x16", 64, 4));
+        assert_eq!(s.label, "64 workers on 4 keys, 4 processes x 16, fair");
     }
 }

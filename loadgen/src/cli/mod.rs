@@ -41,6 +41,9 @@ pub struct Options {
     /// `standard`: (a) 1 worker, distinct keys; (b) 64 workers, distinct keys; (c) 64 workers on 4 keys.
     /// `custom`: one run with --concurrency/--keys. Default: standard, or custom when either is given.
     /// `burst`, `held`, `overload`: issue 14's overload scenarios (redlock and rslock by default).
+    /// `contention`: 64 workers on 4 keys in 1 process, 4 x 16 and 16 x 4, each with the exclusive and
+    /// the fair lock, redlock and rslock by default (rslock beside the exclusive lock), one table;
+    /// it sets the processes and the lock of each row, so it refuses --processes and --lock.
     #[arg(long, value_enum)]
     pub scenario: Option<ScenarioKind>,
     /// Concurrent workers (tokio tasks). Default (custom): 64.
@@ -82,9 +85,9 @@ pub struct Options {
     /// loadgen processes on the same nodes: the workers of each run (--concurrency, or the scenario's) are
     /// split among them (64 workers, 4 processes: 16 each), started together, and their histograms and
     /// per-worker counts merged, so contention and fairness across processes are measured. A scenario with
-    /// fewer workers than P runs in that many processes. The ceiling always runs once.
-    #[arg(long, default_value = "1", value_parser = parse_count, value_name = "P")]
-    pub processes: u64,
+    /// fewer workers than P runs in that many processes. The ceiling always runs once. Default: 1.
+    #[arg(long, value_parser = parse_count, value_name = "P")]
+    pub processes: Option<u64>,
     /// How redlock and redlock-fred wait under contention: `smart` (the engine's defaults: in-process
     /// queue, release notifications, local hand-off) or `plain` (randomized retry backoff only). A list,
     /// e.g. `plain,smart`, runs each in turn in the same run. Other engines ignore it.
@@ -98,9 +101,9 @@ pub struct Options {
     pub waiting: Vec<Waiting>,
     /// Which lock redlock and redlock-fred take: `exclusive` (`acquire`), `fair` (`acquire_fair`),
     /// `permits:K` (`acquire_permit`, a counting semaphore) or `slots:K` (`acquire_slot`). Other
-    /// engines always take their exclusive lock.
-    #[arg(long, default_value = "exclusive", value_parser = crate::workload::parse_lock, value_name = "KIND")]
-    pub lock: crate::workload::LockKind,
+    /// engines always take their exclusive lock. Default: exclusive.
+    #[arg(long, value_parser = crate::workload::parse_lock, value_name = "KIND")]
+    pub lock: Option<crate::workload::LockKind>,
     /// Internal: run as one worker process of a `--processes` run, driven over stdin/stdout.
     #[arg(long, hide = true, requires = "tag")]
     pub worker_process: bool,
@@ -152,6 +155,8 @@ pub enum ScenarioKind {
     Held,
     /// (b), then --overload-workers workers on distinct keys.
     Overload,
+    /// Issue 29: the exclusive and the fair lock across processes, 1 x 64, 4 x 16 and 16 x 4 workers.
+    Contention,
 }
 
 impl ScenarioKind {
@@ -161,7 +166,7 @@ impl ScenarioKind {
             Self::Burst => Some(Kind::Burst),
             Self::Held => Some(Kind::Held),
             Self::Overload => Some(Kind::Overload),
-            Self::Standard | Self::Custom => None,
+            Self::Standard | Self::Custom | Self::Contention => None,
         }
     }
 }

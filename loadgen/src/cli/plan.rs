@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::engines::{EngineKind, Waiting};
 use crate::overload::args::Spec;
-use crate::workload::{Scenario, Stop, Workload};
+use crate::workload::{Scenario, Stop, Workload, CONTENTION_LAYOUTS};
 
 use super::{Options, Persistence, RuntimeKind, ScenarioKind, Server};
 
@@ -51,6 +51,8 @@ pub struct Plan {
     pub child: Option<String>,
     /// The burst/held/overload scenario's options, when one was chosen.
     pub overload: Option<Spec>,
+    /// `--scenario contention`: run its rows ([`crate::contention`]) instead of `scenarios`.
+    pub contention: bool,
 }
 
 /// Most loadgen processes per run.
@@ -92,10 +94,12 @@ impl Options {
             NodeSource::Existing(self.nodes.iter().map(|u| u.trim().to_string()).collect())
         };
         let kind = self.scenario.and_then(ScenarioKind::overload);
+        let contention = self.scenario == Some(ScenarioKind::Contention);
         let default_engines = self.engines.is_none() && kind.is_none();
-        let defaults = match kind {
-            Some(_) => vec![EngineKind::Redlock, EngineKind::Rslock],
-            None => DEFAULT_ENGINES.to_vec(),
+        let defaults = if kind.is_some() || contention {
+            vec![EngineKind::Redlock, EngineKind::Rslock]
+        } else {
+            DEFAULT_ENGINES.to_vec()
         };
         let mut engines = Vec::new();
         for e in self.engines.clone().unwrap_or(defaults) {
@@ -113,7 +117,7 @@ impl Options {
                 return Err("--concurrency/--keys define a custom run; the overload scenarios take --burst, --held or --overload-workers".into())
             }
             (Some(_), false) if kind.is_some() => {
-                if self.processes > 1 {
+                if self.processes.is_some_and(|p| p > 1) {
                     return Err("--processes applies to the standard and custom scenarios".into());
                 }
                 let (spec, scenarios) = self.overload.plan(kind.expect("checked"))?;
@@ -126,6 +130,10 @@ impl Options {
                 )
             }
             (Some(ScenarioKind::Standard), false) | (None, false) => Scenario::standard(),
+            (Some(ScenarioKind::Contention), _) => {
+                self.contention_fits(custom, &engines)?;
+                Vec::new()
+            }
             (Some(_), _) | (None, true) => {
                 let concurrency = self.concurrency.unwrap_or(64);
                 let keys = self.keys.unwrap_or(1_000_000);
@@ -162,13 +170,13 @@ impl Options {
         if !(self.zipf_exponent > 0.0 && self.zipf_exponent.is_finite()) {
             return Err("--zipf-exponent must be above zero".into());
         }
-        if !(1..=MAX_PROCESSES).contains(&self.processes) {
+        let processes = self.processes.unwrap_or(1);
+        if !(1..=MAX_PROCESSES).contains(&processes) {
             return Err(format!(
-                "--processes must be between 1 and {MAX_PROCESSES}, got {}",
-                self.processes
+                "--processes must be between 1 and {MAX_PROCESSES}, got {processes}"
             ));
         }
-        let processes = self.processes as usize;
+        let processes = processes as usize;
         if custom && processes > scenarios[0].concurrency {
             return Err(format!(
                 "--concurrency ({}) must be at least --processes ({processes}): the workers are split among the processes",
@@ -177,6 +185,12 @@ impl Options {
         }
         if matches!(stop, Stop::Cycles(n) if n < processes as u64) {
             return Err("--cycles must be at least --processes".into());
+        }
+        let most = CONTENTION_LAYOUTS.iter().map(|l| l.processes).max();
+        if let (true, Stop::Cycles(n), Some(most)) = (contention, stop, most) {
+            if n < most as u64 {
+                return Err(format!("--cycles must be at least {most} with --scenario contention: its {most} processes split the budget"));
+            }
         }
         let mut waiting = Vec::new();
         for w in &self.waiting {
@@ -209,7 +223,7 @@ impl Options {
             retry_jitter: self.retry_jitter,
             stop,
             warmup: self.warmup,
-            lock: self.lock,
+            lock: self.lock.unwrap_or_default(),
         };
         Ok(Plan {
             nodes,
@@ -227,6 +241,25 @@ impl Options {
             waiting,
             child: self.tag.clone().filter(|_| self.worker_process),
             overload,
+            contention,
         })
+    }
+
+    /// `--scenario contention` sets each row's workers, keys, processes and lock itself: the options
+    /// that would set them are refused, not silently overridden; so is the ceiling, which is no lock.
+    fn contention_fits(&self, custom: bool, engines: &[EngineKind]) -> Result<(), String> {
+        if custom {
+            return Err("--scenario contention runs 64 workers on 4 keys in every row: drop --concurrency/--keys".into());
+        }
+        if self.processes.is_some() {
+            return Err("--scenario contention runs each row in its own layout (1, 4 and 16 processes): drop --processes".into());
+        }
+        if self.lock.is_some() {
+            return Err("--scenario contention runs the exclusive and the fair lock in every layout: drop --lock".into());
+        }
+        if engines.contains(&EngineKind::Ceiling) {
+            return Err("--scenario contention compares lock clients; the ceiling takes no lock: drop it from --engine".into());
+        }
+        Ok(())
     }
 }

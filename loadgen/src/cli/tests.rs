@@ -261,3 +261,61 @@ fn server_is_a_name_of_the_matrix_or_a_path_for_spawned_nodes() {
     let err = plan(&["--server", "valkey", "--nodes", "redis://127.0.0.1:1"]).unwrap_err();
     assert!(err.contains("spawned nodes"), "{err}");
 }
+
+#[test]
+fn contention_runs_its_own_rows_and_refuses_what_it_sets() {
+    let p = plan(&["--scenario", "contention", "--duration", "300ms"]).unwrap();
+    assert!(p.contention);
+    assert!(
+        p.scenarios.is_empty(),
+        "its rows are not ordinary scenarios"
+    );
+    assert_eq!(p.engines, [EngineKind::Redlock, EngineKind::Rslock]);
+    assert!(
+        p.default_engines,
+        "rslock is skipped, not refused, on a cluster"
+    );
+    assert_eq!(p.workload.stop, Stop::Duration(Duration::from_millis(300)));
+    assert_eq!(p.processes, 1);
+    let p = plan(&[
+        "--scenario",
+        "contention",
+        "--engine",
+        "redlock,redlock-fred,raw",
+    ])
+    .unwrap();
+    assert_eq!(p.engines.len(), 3);
+    assert!(!plan(&[]).unwrap().contention);
+    for (args, needle) in [
+        (&["--processes", "4"][..], "drop --processes"),
+        (&["--processes", "1"][..], "drop --processes"),
+        (&["--lock", "fair"][..], "drop --lock"),
+        (&["--lock", "exclusive"][..], "drop --lock"),
+        (&["--concurrency", "64"][..], "drop --concurrency/--keys"),
+        (&["--keys", "4"][..], "drop --concurrency/--keys"),
+        (
+            &["--engine", "redlock,ceiling"][..],
+            "drop it from --engine",
+        ),
+        (&["--cycles", "15"][..], "--cycles must be at least 16"),
+    ] {
+        let args: Vec<&str> = ["--scenario", "contention"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        let err = plan(&args).unwrap_err();
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.contains("contention"), "{args:?}: {err}");
+    }
+    assert!(plan(&["--scenario", "contention", "--cycles", "16"]).is_ok());
+    // Outside the scenario both options keep their meaning and defaults.
+    let p = plan(&["--lock", "fair", "--processes", "4"]).unwrap();
+    assert_eq!(
+        (p.workload.lock, p.processes),
+        (crate::workload::LockKind::Fair, 4)
+    );
+    assert_eq!(
+        plan(&[]).unwrap().workload.lock,
+        crate::workload::LockKind::Exclusive
+    );
+}

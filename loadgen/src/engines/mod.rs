@@ -42,6 +42,12 @@ impl EngineKind {
         matches!(self, Self::Redlock | Self::RedlockFred)
     }
 
+    /// Whether it takes every `--lock` kind (the fair lock, permits, slots): this project's engine. The
+    /// others only have an exclusive lock.
+    pub fn takes_lock_kinds(self) -> bool {
+        matches!(self, Self::Redlock | Self::RedlockFred)
+    }
+
     /// Whether it can only use standalone masters (`redis://` nodes). rslock (redis-rs), the raw
     /// engine's per-node commands and redis-benchmark each talk to one server per node; only the engine
     /// follows a Redis Cluster (its own connections, or fred) or a Sentinel (fred).

@@ -2,7 +2,7 @@
 //! issue 3 lists (`machine`, `versions`, `config`, `runs[].engine`, `nodes`, `concurrency`, `keys`,
 //! `hold_us`, `cycles`, `cycles_per_s`, `acquire_us`, `release_us`, `attempts_per_acquire`,
 //! `failed_acquires`, `fairness`, `ratios`) are a contract; the others may grow (`servers`, a run's
-//! `native_cycles_per_s`, added for issue 27).
+//! `native_cycles_per_s`, added for issue 27; `contention`, issue 29).
 
 use std::collections::BTreeMap;
 
@@ -16,8 +16,8 @@ use crate::overload::held::HeldRecord;
 use crate::stats::Percentiles;
 use crate::workload::{Distribution, Stop};
 
-use super::ratios::{goals, ratios};
-use super::Report;
+use super::ratios::{goals, ratios, Goal};
+use super::{Report, RunRecord};
 
 /// The whole document.
 #[derive(Debug, Serialize)]
@@ -45,6 +45,9 @@ pub struct Document<'a> {
     /// `--scenario held`: one entry per engine and held count (absent for other scenarios).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub held: &'a [HeldRecord],
+    /// `--scenario contention`: rows, ratios, goals (absent otherwise; schema: `report/contention.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contention: Option<super::contention::Doc>,
     /// `--scenario overload`: `{label: overload cycles/s ÷ (b) cycles/s}` (absent for other scenarios).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub overload_vs_b: BTreeMap<String, f64>,
@@ -253,6 +256,18 @@ pub struct GoalOut {
     pub met: Option<bool>,
 }
 
+impl From<Goal> for GoalOut {
+    fn from(g: Goal) -> Self {
+        Self {
+            scenario: g.scenario,
+            what: g.what,
+            target: format!("{} {}", g.op, g.target),
+            measured: g.measured,
+            met: g.met(),
+        }
+    }
+}
+
 /// Builds the document.
 pub fn document(report: &Report) -> Document<'_> {
     let w = &report.workload;
@@ -294,40 +309,7 @@ pub fn document(report: &Report) -> Document<'_> {
     let runs = report
         .runs
         .iter()
-        .map(|r| Run {
-            engine: r.engine.name(),
-            label: r.label(),
-            waiting: r.waiting,
-            processes: r.processes,
-            scenario: r.scenario.id,
-            nodes: r.nodes,
-            concurrency: r.scenario.concurrency,
-            keys: r.scenario.keys,
-            hold_us: w.hold.mean_us(),
-            cycles: r.cycles,
-            elapsed_s: r.elapsed.as_secs_f64(),
-            cycles_per_s: r.cycles_per_s,
-            native_cycles_per_s: r.ceiling.as_ref().map(|c| c.native.map(|n| n.cycles_per_s)),
-            acquire_us: r.acquire_pct().map(Latency::from),
-            release_us: r.release_pct().map(Latency::from),
-            attempts_per_acquire: r.attempts_per_acquire,
-            failed_acquires: r.failed_acquires.clone(),
-            failed_releases: r.failed_releases.clone(),
-            fairness: r.fairness,
-            per_process_cycles: (r.per_process.len() > 1).then(|| r.per_process.clone()),
-            process_fairness: r.process_fairness(),
-            max_overtakes: r.overtakes.map(|o| o.max),
-            overtakes_per_grant: r.overtakes.map(|o| o.per_grant),
-            client_cpu_us_per_cycle: r.client_cpu_us_per_cycle(),
-            server_cpu_us_per_cycle: r.server_cpu_us_per_cycle(),
-            ceiling: r.ceiling.as_ref().map(|c| CeilingOut {
-                set_ops_per_s: c.set_ops_per_s,
-                release_ops_per_s: c.release_ops_per_s,
-                delifeq_ops_per_s: c.native.map(|n| n.delifeq_ops_per_s),
-                clients: c.clients,
-                pipeline: crate::engines::ceiling::PIPELINE,
-            }),
-        })
+        .map(|r| run_out(r, w.hold.mean_us()))
         .collect();
     let mut by_scenario: BTreeMap<&'static str, BTreeMap<String, RatioOut>> = BTreeMap::new();
     for r in ratios(report) {
@@ -342,16 +324,7 @@ pub fn document(report: &Report) -> Document<'_> {
             .or_default()
             .insert(r.name(), out);
     }
-    let goals = goals(report)
-        .into_iter()
-        .map(|g| GoalOut {
-            scenario: g.scenario,
-            what: g.what,
-            target: format!("{} {}", g.op, g.target),
-            measured: g.measured,
-            met: g.met(),
-        })
-        .collect();
+    let goals = goals(report).into_iter().map(GoalOut::from).collect();
     Document {
         machine: &report.machine,
         versions: &report.versions,
@@ -372,6 +345,45 @@ pub fn document(report: &Report) -> Document<'_> {
         burst: &report.overload.burst,
         held: &report.overload.held,
         overload_vs_b: report.overload_vs_b(),
+        contention: super::contention::doc(&report.contention, w.hold.mean_us()),
+    }
+}
+
+/// One run's entry, `hold_us` its workload's mean hold (the contention scenario's rows use it too).
+pub fn run_out(r: &RunRecord, hold_us: u64) -> Run {
+    Run {
+        engine: r.engine.name(),
+        label: r.label(),
+        waiting: r.waiting,
+        processes: r.processes,
+        scenario: r.scenario.id,
+        nodes: r.nodes,
+        concurrency: r.scenario.concurrency,
+        keys: r.scenario.keys,
+        hold_us,
+        cycles: r.cycles,
+        elapsed_s: r.elapsed.as_secs_f64(),
+        cycles_per_s: r.cycles_per_s,
+        native_cycles_per_s: r.ceiling.as_ref().map(|c| c.native.map(|n| n.cycles_per_s)),
+        acquire_us: r.acquire_pct().map(Latency::from),
+        release_us: r.release_pct().map(Latency::from),
+        attempts_per_acquire: r.attempts_per_acquire,
+        failed_acquires: r.failed_acquires.clone(),
+        failed_releases: r.failed_releases.clone(),
+        fairness: r.fairness,
+        per_process_cycles: (r.per_process.len() > 1).then(|| r.per_process.clone()),
+        process_fairness: r.process_fairness(),
+        max_overtakes: r.overtakes.map(|o| o.max),
+        overtakes_per_grant: r.overtakes.map(|o| o.per_grant),
+        client_cpu_us_per_cycle: r.client_cpu_us_per_cycle(),
+        server_cpu_us_per_cycle: r.server_cpu_us_per_cycle(),
+        ceiling: r.ceiling.as_ref().map(|c| CeilingOut {
+            set_ops_per_s: c.set_ops_per_s,
+            release_ops_per_s: c.release_ops_per_s,
+            delifeq_ops_per_s: c.native.map(|n| n.delifeq_ops_per_s),
+            clients: c.clients,
+            pipeline: crate::engines::ceiling::PIPELINE,
+        }),
     }
 }
 

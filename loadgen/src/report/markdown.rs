@@ -163,7 +163,15 @@ pub fn render(report: &Report, svg: &str) -> String {
         }
         let _ = writeln!(md);
     }
-    // The overload scenarios' tables are fixed-width text; shown as such rather than kept twice.
+    // The contention and overload scenarios' tables are fixed-width text; shown as such rather than
+    // kept twice.
+    let contention = super::contention::render(&report.contention);
+    if !contention.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Contention across processes\n\n```text{contention}```\n"
+        );
+    }
     let overload = crate::overload::report::render(&report.overload, &report.overload_vs_b());
     if !overload.is_empty() {
         let _ = writeln!(md, "\n## Overload scenarios\n\n```text{overload}```\n");

@@ -6,8 +6,10 @@
 //!   `json_tests`).
 //! - [`markdown`]: the `--out` summary.
 //! - [`svg`]: the `--out` latency-percentile plot.
+//! - [`contention`]: the contention scenario's rows, ratios, goals, table and JSON part (issue 29).
 //! - `sample` (tests only): a small report with made-up numbers, for the renderers' tests.
 
+pub mod contention;
 pub mod json;
 pub mod markdown;
 pub mod ratios;
@@ -145,6 +147,8 @@ pub struct Report {
     pub notes: Vec<String>,
     /// The burst and held scenarios' records (empty for the others).
     pub overload: crate::overload::Records,
+    /// The contention scenario's rows, in run order (empty for the others).
+    pub contention: Vec<contention::ContentionRow>,
 }
 
 impl Report {

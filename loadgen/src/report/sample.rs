@@ -128,5 +128,6 @@ pub(crate) fn sample() -> Report {
         waiting: vec![Waiting::Smart],
         notes: vec!["a note".into()],
         overload: Default::default(),
+        contention: Vec::new(),
     }
 }

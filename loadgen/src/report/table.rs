@@ -26,7 +26,12 @@ pub fn render(report: &Report) -> String {
         w.retries,
         w.retry_delay,
         w.retry_jitter,
-        w.lock,
+        // The contention scenario takes both locks, one per row.
+        if report.contention.is_empty() {
+            w.lock.to_string()
+        } else {
+            "per row".into()
+        },
     );
     let _ = writeln!(out, "servers: {}", servers(report));
     let all_ratios = ratios(report);
@@ -101,6 +106,7 @@ pub fn render(report: &Report) -> String {
             );
         }
     }
+    out.push_str(&super::contention::render(&report.contention));
     out.push_str(&crate::overload::report::render(
         &report.overload,
         &report.overload_vs_b(),

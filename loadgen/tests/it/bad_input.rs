@@ -33,6 +33,18 @@ fn zero_duration() {
 }
 
 #[test]
+fn contention_refuses_the_options_it_sets() {
+    expect_one_line_error(
+        &["--scenario", "contention", "--lock", "fair"],
+        "--scenario contention runs the exclusive and the fair lock in every layout: drop --lock",
+    );
+    expect_one_line_error(
+        &["--scenario", "contention", "--processes", "4"],
+        "drop --processes",
+    );
+}
+
+#[test]
 fn unknown_engine() {
     expect_one_line_error(
         &["--engine", "redlock,zookeeper"],

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod common;
+mod contention;
 mod faults;
 mod overload;
 mod processes;
