@@ -1,11 +1,12 @@
 //! [`RedisCluster`]: a local Redis Cluster, slots spread evenly over its masters by
-//! `redis-cli --cluster create`, optionally with replicas; `CLUSTER FAILOVER` and role look-ups.
-//! Every member is a [`RedisNode`] (a data directory of its own, stopped by pid when dropped). Slot
-//! migration is in `reshard`.
+//! `redis-cli --cluster create`, optionally with replicas; `CLUSTER FAILOVER` and role look-ups; ACL
+//! users on every member. Every member is a [`RedisNode`] (a data directory of its own, stopped by
+//! pid when dropped). Slot migration is in `reshard`, a cluster over TLS in `cluster_tls`.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::cluster_tls::{Tls, TlsFiles};
 use crate::dir::TempDir;
 use crate::free_port;
 use crate::node::{NodeSpec, RedisNode};
@@ -16,6 +17,8 @@ pub struct RedisCluster {
     /// Every member, in the order given to `--cluster create`: the masters first, then the replicas
     /// (their roles change with failovers: see [`RedisCluster::is_master`]).
     pub members: Vec<RedisNode>,
+    /// A TLS cluster's files and each member's TLS port (`cluster_tls`); `None` for plain text.
+    pub(crate) tls: Option<Tls>,
     /// The members' `nodes-<port>.conf` files.
     _conf: TempDir,
 }
@@ -37,12 +40,31 @@ impl RedisCluster {
     /// # Panics
     /// As [`RedisCluster::start`].
     pub fn start_with_replicas(masters: usize, replicas: usize) -> Self {
+        Self::create(masters, replicas, None)
+    }
+
+    /// Starts the members (TLS ones with `tls`), creates the cluster through the ports clients use
+    /// (the TLS ports with `redis-cli --tls` for a TLS cluster: its cluster bus then listens on the
+    /// TLS port + 10000) and waits as [`RedisCluster::start_with_replicas`] says.
+    pub(crate) fn create(masters: usize, replicas: usize, tls: Option<&TlsFiles>) -> Self {
         let conf = TempDir::new("cluster");
-        let members: Vec<RedisNode> = (0..masters * (1 + replicas))
-            .map(|_| member(&conf))
+        let (members, tls_ports): (Vec<RedisNode>, Vec<Option<u16>>) = (0..masters
+            * (1 + replicas))
+            .map(|_| member(&conf, tls))
+            .unzip();
+        let cluster = Self {
+            members,
+            tls: tls.map(|files| Tls {
+                files: files.clone(),
+                ports: tls_ports.into_iter().flatten().collect(),
+            }),
+            _conf: conf,
+        };
+        let addrs: Vec<String> = (0..cluster.members.len())
+            .map(|i| format!("127.0.0.1:{}", cluster.client_port(i)))
             .collect();
-        let addrs: Vec<String> = members.iter().map(RedisNode::addr).collect();
         let status = Command::new("redis-cli")
+            .args(cluster.tls.as_ref().map(Tls::cli_args).unwrap_or_default())
             .args(["--cluster", "create"])
             .args(&addrs)
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
@@ -51,10 +73,6 @@ impl RedisCluster {
             .status()
             .expect("redis-cli (Debian package redis-tools) is needed for the cluster tests");
         assert!(status.success(), "redis-cli --cluster create failed");
-        let cluster = Self {
-            members,
-            _conf: conf,
-        };
         cluster.wait_ok(Duration::from_secs(20));
         let synced = |m: &RedisNode| {
             m.cmd_str(&["INFO", "replication"])
@@ -74,14 +92,19 @@ impl RedisCluster {
     /// # Panics
     /// If it cannot start or the cluster does not learn of it within 20 s.
     pub fn add_master(&mut self) -> usize {
-        let node = member(&self._conf);
-        let port = node.port.to_string();
+        let (node, tls_port) = member(&self._conf, self.tls.as_ref().map(|t| &t.files));
+        // The port its cluster bus is derived from: the TLS port on a TLS cluster.
+        let port = tls_port.unwrap_or(node.port).to_string();
         assert_eq!(
             self.members[0].cmd_str(&["CLUSTER", "MEET", "127.0.0.1", &port]),
             "OK"
         );
+        if let (Some(tls), Some(tls_port)) = (self.tls.as_mut(), tls_port) {
+            tls.ports.push(tls_port);
+        }
         self.members.push(node);
-        let needle = format!(":{port}@");
+        // `CLUSTER NODES` on a plain connection names the plain port.
+        let needle = format!(":{}@", self.members.last().map_or(0, |m| m.port));
         let until = Instant::now() + Duration::from_secs(20);
         while !self.members.iter().all(|m| {
             m.try_cmd(&[b"CLUSTER", b"NODES"])
@@ -163,14 +186,36 @@ impl RedisCluster {
         }
     }
 
-    /// `redis-cluster://first?node=second&node=third`: every member.
+    /// `redis-cluster://first?node=second&node=third`: every member (`rediss-cluster://` and their
+    /// TLS ports for a TLS cluster).
     pub fn url(&self) -> String {
-        let mut url = format!("redis-cluster://{}", self.members[0].addr());
-        for (i, m) in self.members.iter().enumerate().skip(1) {
+        let scheme = if self.tls.is_some() {
+            "rediss-cluster"
+        } else {
+            "redis-cluster"
+        };
+        let mut url = format!("{scheme}://127.0.0.1:{}", self.client_port(0));
+        for i in 1..self.members.len() {
             url.push(if i == 1 { '?' } else { '&' });
-            url.push_str(&format!("node={}", m.addr()));
+            url.push_str(&format!("node=127.0.0.1:{}", self.client_port(i)));
         }
         url
+    }
+
+    /// `ACL SETUSER name rules...` on every running member (e.g. `on`, `>password`, `~redlock:*`,
+    /// `+set`): a cluster does not share ACL users, each server has its own. A member added or
+    /// restarted later does not have it (nothing persists).
+    ///
+    /// # Panics
+    /// If a member refuses the rules (its answer is in the message).
+    pub fn acl_setuser(&self, name: &str, rules: &[&str]) {
+        let mut args = vec!["ACL", "SETUSER", name];
+        args.extend(rules);
+        for (i, m) in self.members.iter().enumerate() {
+            if m.pid().is_some() {
+                assert_eq!(m.cmd_str(&args), "OK", "ACL SETUSER on member {i}");
+            }
+        }
     }
 
     /// The member that serves `key`'s slot (a running master that does not answer MOVED).
@@ -211,12 +256,13 @@ impl RedisCluster {
     }
 }
 
-/// One cluster-enabled server on a free port, its `nodes-<port>.conf` in `conf`.
-fn member(conf: &TempDir) -> RedisNode {
+/// One cluster-enabled server on a free port, its `nodes-<port>.conf` in `conf`; with `tls`, also
+/// on a TLS port of its own (returned), which the cluster bus and replication use too.
+fn member(conf: &TempDir, tls: Option<&TlsFiles>) -> (RedisNode, Option<u16>) {
     for _ in 0..20 {
         let port = free_port();
         let file = conf.path().join(format!("nodes-{port}.conf"));
-        let spec = NodeSpec::with_args(&[
+        let mut spec = NodeSpec::with_args(&[
             "--cluster-enabled",
             "yes",
             "--cluster-config-file",
@@ -227,8 +273,14 @@ fn member(conf: &TempDir) -> RedisNode {
             "--cluster-require-full-coverage",
             "no",
         ]);
+        let tls_port = tls.map(|files| {
+            let tls_port = free_port();
+            spec.args.extend(files.member_args(tls_port));
+            tls_port
+        });
+        // A taken port (the plain one, the TLS one or a bus port) stops the server: try others.
         if let Some(node) = RedisNode::try_start_on(port, spec) {
-            return node;
+            return (node, tls_port);
         }
     }
     panic!("could not start a cluster member");

@@ -8,8 +8,10 @@
 //! - `sentinel`: [`replica_of`] and [`SentinelSet`] (a master, a replica and a Sentinel).
 //! - `cluster`: [`RedisCluster`], a local Redis Cluster made by `redis-cli --cluster create`, with
 //!   replicas if asked, a master added later (`CLUSTER MEET`), `CLUSTER FAILOVER`, role and
-//!   redirect-count look-ups; `reshard`: moving one
-//!   slot between masters step by step (`SETSLOT ... MIGRATING/IMPORTING`, `MIGRATE`, `SETSLOT ... NODE`).
+//!   redirect-count look-ups, ACL users on every member; `reshard`: moving one
+//!   slot between masters step by step (`SETSLOT ... MIGRATING/IMPORTING`, `MIGRATE`, `SETSLOT ... NODE`);
+//!   `cluster_tls`: [`RedisCluster::start_tls`], a cluster over TLS (clients, bus and replication),
+//!   with the caller's [`TlsFiles`].
 //! - `proxy`: [`Proxy`], a TCP proxy that delays, blackholes, hangs or resets (one [`Mode`] at a time).
 //! - `hostile`: [`Hostile`], a RESP server that answers the handshake like Redis and chosen commands
 //!   with crafted bytes.
@@ -27,6 +29,7 @@
 
 pub mod clock;
 pub mod cluster;
+pub mod cluster_tls;
 pub mod dir;
 pub mod hostile;
 pub mod node;
@@ -39,6 +42,7 @@ pub mod signal;
 
 pub use clock::SteppableNode;
 pub use cluster::RedisCluster;
+pub use cluster_tls::TlsFiles;
 pub use dir::TempDir;
 pub use hostile::{Action, Hostile};
 pub use node::{nodes, urls, NodeSpec, RedisNode};

@@ -7,8 +7,8 @@ use redlock_engine::{LockError, NodeError, Redlock};
 
 const TTL: Duration = Duration::from_secs(5);
 
-/// The commands of the README's minimal ACL, without the pub/sub part.
-const LOCK_COMMANDS: [&str; 11] = [
+/// The commands of the README's minimal ACL, without the pub/sub part (also `cluster_tls`'s).
+pub(crate) const LOCK_COMMANDS: [&str; 11] = [
     "+set",
     "+get",
     "+del",

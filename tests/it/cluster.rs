@@ -132,11 +132,14 @@ async fn every_kind(e: &redlock_engine::Redlock) {
     renewed.release().await.unwrap();
 }
 
-/// A waiter in another engine, with a 2 s retry pause, acquires `resource` once `holder` releases
-/// it: only a release notification can wake it before its pause ends.
-async fn woken_through(cluster: &RedisCluster, holder: &redlock_engine::Redlock, resource: &str) {
-    let waiter = builder()
-        .nodes(vec![cluster.url()])
+/// A waiter in another engine (built from `waiter`, with a 2 s retry pause), acquires `resource`
+/// once `holder` releases it: only a release notification can wake it before its pause ends.
+pub(crate) async fn woken_through(
+    waiter: redlock_engine::Builder,
+    holder: &redlock_engine::Redlock,
+    resource: &str,
+) {
+    let waiter = waiter
         .retry(50, Duration::from_secs(2), Duration::from_millis(1))
         .build()
         .await
@@ -160,24 +163,28 @@ async fn woken_through(cluster: &RedisCluster, holder: &redlock_engine::Redlock,
     );
 }
 
+/// A resource whose keys live in member `m`'s slots.
+pub(crate) fn on_member(cluster: &RedisCluster, m: usize) -> String {
+    (0..)
+        .map(|i| format!("queue-{i}"))
+        .find(|r| cluster.owner_of(format!("redlock:{{{r}}}").as_bytes()) == m)
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_waiter_hears_a_release_through_every_shard_and_with_a_member_down() {
     let mut cluster = RedisCluster::start(3);
     let holder = engine(vec![cluster.url()], Transport::Pipeline).await;
-    let on = |m: usize| {
-        (0..)
-            .map(|i| format!("queue-{i}"))
-            .find(|r| cluster.owner_of(format!("redlock:{{{r}}}").as_bytes()) == m)
-            .unwrap()
-    };
-    let per_shard: Vec<String> = (0..3).map(on).collect();
+    let per_shard: Vec<String> = (0..3).map(|m| on_member(&cluster, m)).collect();
+    let url = cluster.url();
+    let waiter = || builder().nodes(vec![url.clone()]);
     for resource in &per_shard {
-        woken_through(&cluster, &holder, resource).await;
+        woken_through(waiter(), &holder, resource).await;
     }
     // The first listed member down: the others still carry every live shard's notifications.
     cluster.members[0].kill9();
     for resource in &per_shard[1..] {
-        woken_through(&cluster, &holder, resource).await;
+        woken_through(waiter(), &holder, resource).await;
     }
 }
 

@@ -113,15 +113,16 @@ async fn a_redirect_to_an_unknown_master_fails_the_vote_at_once() {
 async fn hostile_slot_maps_are_refused() {
     let deep = "*1\r\n".repeat(100_000).into_bytes();
     let out_of_range = b"*1\r\n*3\r\n:0\r\n:99999\r\n*2\r\n$9\r\n127.0.0.1\r\n:1\r\n".to_vec();
-    for map in [
-        deep,
-        out_of_range,
-        b"$2000000000\r\n".to_vec(),
-        b":7\r\n".to_vec(),
+    for (map, why) in [
+        (deep, "nested deeper"),
+        // Read as `CLUSTER SHARDS` (answered, so `CLUSTER SLOTS` is not asked): not a map.
+        (out_of_range, "odd number of items"),
+        (b"$2000000000\r\n".to_vec(), "larger than max_reply_size"),
+        (b":7\r\n".to_vec(), "expected an array"),
     ] {
         let bad = fake_cluster(move |_| Action::Send(map.clone()), |_| Action::Normal);
-        // No map: the node set routes nothing, so its vote fails.
-        survives(bad, "not connected").await;
+        // No map: the node set routes nothing, so its vote fails, with why the map was refused.
+        survives(bad, why).await;
     }
 }
 

@@ -17,6 +17,7 @@ mod cluster_coalesce;
 mod cluster_failover;
 mod cluster_load;
 mod cluster_reshard;
+mod cluster_tls;
 mod coalesce;
 mod common;
 mod durable;

@@ -14,6 +14,8 @@
 //! coalesced release spans slots only with its keys undeclared, in `ARGV`, each checked by the
 //! node as the script touches it (`pipeline/coalesce.rs`). The map is read at connect, every
 //! 2 s, every 250 ms while a shard is down, and at once when a redirect names an unknown master.
+//! Until one is read, every command fails with why no member gave one (a refused certificate, a
+//! `NOPERM`), which the caller's error then names.
 //!
 //! # Why every resend is safe (a lock command is never replayed after it may have run)
 //! - **`MOVED slot host:port`** comes from the server's dispatch before the command runs: it did not
@@ -22,7 +24,9 @@
 //! - **`ASK slot host:port`** (a slot migrating, the key not on the source): did not run. Sent to
 //!   the target as `ASKING` + the command, back to back under one lock on that connection, so no
 //!   command comes between them (a clock-guard `TIME` goes before the `ASKING`). The map is not
-//!   changed: the source keeps the slot until the migration ends.
+//!   changed: the source keeps the slot until the migration ends. An `ASKING` the target refuses (a
+//!   lock user without `+asking`) leaves the command unflagged, so the target answers `MOVED` back to
+//!   the source: it did not run, and it fails with the refusal instead of bouncing to the hop bound.
 //! - **`TRYAGAIN`** (a multi-key command whose keys a migration split): did not run. Sent again
 //!   10 ms later where the map then says.
 //! - **`NOSCRIPT`**: did not run; as on a standalone node (resent once as `EVAL` on the same

@@ -16,10 +16,13 @@ use crate::transport::client::{LinkStatus, NodeClient, ShardLink};
 use crate::transport::pending::Pending;
 
 impl ClusterNode {
-    fn unserved() -> Pending {
+    fn unserved(&self) -> Pending {
         // No shard serves the slot now (the map not read yet, or a master down with no replica and
-        // no failover yet): this node's vote fails for this command.
-        Pending::ready(Err(NodeError::Disconnected))
+        // no failover yet): this node's vote fails for this command. With no map at all, with why
+        // none could be read: a refused certificate or permission is then in the caller's error.
+        let no_map = self.router.map().shards.is_empty();
+        let cause = no_map.then(|| self.router.map_error()).flatten();
+        Pending::ready(Err(cause.unwrap_or(NodeError::Disconnected)))
     }
 
     fn each<T>(&self, f: impl FnMut(&crate::transport::pipeline::PipelineNode) -> T) -> Vec<T> {
@@ -32,14 +35,14 @@ impl NodeClient for ClusterNode {
     fn send(&self, cmd: &Cmd) -> Pending {
         match self.router.route(cmd) {
             Some(conn) => conn.send(cmd),
-            None => Self::unserved(),
+            None => self.unserved(),
         }
     }
 
     fn send_encoded(&self, cmd: &Cmd, encoded: &[u8], profile: Profile) -> Pending {
         match self.router.route(cmd) {
             Some(conn) => conn.send_encoded(cmd, encoded, profile),
-            None => Self::unserved(),
+            None => self.unserved(),
         }
     }
 
@@ -103,12 +106,17 @@ impl NodeClient for ClusterNode {
 
     fn status(&self) -> LinkStatus {
         let map = self.router.map();
+        let scheme = if self.router.seed.tls {
+            "rediss"
+        } else {
+            "redis"
+        };
         let shards: Vec<ShardLink> = map
             .shards
             .iter()
             .enumerate()
             .map(|(index, s)| ShardLink {
-                master: format!("redis://{}:{}", s.master.0, s.master.1),
+                master: format!("{scheme}://{}:{}", s.master.0, s.master.1),
                 slots: map.count(index),
                 votes: s.conn.votes(),
                 rtt: s.conn.rtt_smoothed(),
@@ -126,7 +134,10 @@ impl NodeClient for ClusterNode {
                 .filter_map(|s| s.link.quarantine.clone())
                 .max_by_key(|q| (q.unidentified, q.until)),
             silenced_until: shards.iter().filter_map(|s| s.link.silenced_until).max(),
-            last_error: shards.iter().find_map(|s| s.link.last_error.clone()),
+            last_error: shards
+                .iter()
+                .find_map(|s| s.link.last_error.clone())
+                .or_else(|| self.router.map_error()),
             redirects: Some([read(&r.moved), read(&r.ask), read(&r.tryagain)]),
             shards,
         }

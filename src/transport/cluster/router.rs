@@ -51,6 +51,8 @@ pub(super) struct Router {
     /// Every server ever listed as a replica: one that becomes a master was promoted.
     replicas: Mutex<std::collections::HashSet<(String, u16)>>,
     pub(super) redirects: Redirects,
+    /// Why the last topology read got no map from any member (cleared when one is installed).
+    map_error: Mutex<Option<NodeError>>,
 }
 
 impl Router {
@@ -65,6 +67,7 @@ impl Router {
             jumps: Mutex::new(None),
             replicas: Mutex::default(),
             redirects: Redirects::default(),
+            map_error: Mutex::new(None),
         })
     }
 
@@ -104,8 +107,18 @@ impl Router {
         }
     }
 
+    /// Why no member gave a slot map at the last read, if none did: with no map yet, what every
+    /// command's vote fails with (a wrong CA, a lock user without `+cluster|shards` and
+    /// `+cluster|slots`), rather than a bare "not connected".
+    pub(super) fn map_error(&self) -> Option<NodeError> {
+        self.map_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Reads the topology from the first member that answers (the current masters, then the URL's
-    /// members) and installs it. Keeps the old map if none answers.
+    /// members) and installs it. Keeps the old map if none answers, and the first member's error.
     pub(super) async fn refresh(&self) {
         let current = self.map();
         let mut members: Vec<(String, u16)> = current
@@ -117,13 +130,21 @@ impl Router {
         members.push((self.seed.host.clone(), self.seed.port));
         members.extend(self.seed.more_hosts.iter().cloned());
         members.dedup();
+        let mut first_error = None;
         for member in members {
             match topology::fetch(&self.member(&member), &self.opts).await {
-                Ok(shards) if !shards.is_empty() => return self.install(shards, &current).await,
+                Ok(shards) if !shards.is_empty() => {
+                    *self.map_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                    return self.install(shards, &current).await;
+                }
                 Ok(_) => tracing::debug!(node = %self.seed, "a member knows no slots yet"),
-                Err(e) => tracing::debug!(node = %self.seed, error = %e, "topology read failed"),
+                Err(e) => {
+                    tracing::debug!(node = %self.seed, error = %e, "topology read failed");
+                    first_error.get_or_insert(e);
+                }
             }
         }
+        *self.map_error.lock().unwrap_or_else(|p| p.into_inner()) = first_error;
     }
 
     /// Builds the map for `shards`, keeping the connections of masters already known and opening

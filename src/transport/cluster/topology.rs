@@ -58,6 +58,10 @@ async fn query<S: AsyncRead + AsyncWrite + Unpin>(
     let bad = |why: &dyn std::fmt::Display| NodeError::Protocol(format!("{member}: {why}"));
     let mut framer = Framer::new(opts.limits);
     let mut buf = BytesMut::with_capacity(4096);
+    // `CLUSTER SHARDS`'s refusal, said with `CLUSTER SLOTS`'s if that is refused too: a lock user
+    // lacking both permissions learns what to grant (an older server's "unknown subcommand" says
+    // which one applies).
+    let mut refused_shards = None;
     for subcommand in [&b"SHARDS"[..], b"SLOTS"] {
         let mut out = BytesMut::new();
         encode_args(&mut out, &[b"CLUSTER", subcommand]);
@@ -76,9 +80,14 @@ async fn query<S: AsyncRead + AsyncWrite + Unpin>(
             _ => return Err(bad(&"malformed CLUSTER reply")),
         };
         match (subcommand, parsed) {
-            // An older server: try `CLUSTER SLOTS`.
-            (b"SHARDS", BytesFrame::Error(_)) => continue,
-            (_, BytesFrame::Error(e)) => return Err(NodeError::Server(format!("{member}: {e}"))),
+            // An older server, or a user without `+cluster|shards`: try `CLUSTER SLOTS`.
+            (b"SHARDS", BytesFrame::Error(e)) => refused_shards = Some(e),
+            (_, BytesFrame::Error(e)) => {
+                return Err(NodeError::Connect(format!(
+                    "{member}: the slot map cannot be read: CLUSTER SHARDS: {}; CLUSTER SLOTS: {e}",
+                    refused_shards.as_deref().unwrap_or("-")
+                )))
+            }
             (b"SHARDS", frame) => return shards(&frame, member.tls).map_err(|e| bad(&e)),
             (_, frame) => return slots(&frame).map_err(|e| bad(&e)),
         }

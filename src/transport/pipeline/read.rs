@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::redirect::{redirect_of, Waiters};
+use super::redirect::{asking_refused, redirect_of, Waiters};
 use super::{Shared, Slot};
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
@@ -30,6 +30,8 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
     let mut slots = Vec::new();
     // The replies of a native form's commands before its last (see `Slot::held`).
     let mut held = Vec::new();
+    // A refused `ASKING`, for the command queued right behind it (see `Slot::asking`).
+    let mut refused_asking = None;
     loop {
         let read = tokio::select! {
             _ = token.cancelled() => return,
@@ -87,7 +89,14 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
         }
         // Complete outside the lock: waking a waiter may run it on another thread right away.
         for (slot, reply) in slots.drain(..).zip(replies.drain(..)) {
-            complete(&shared, generation, slot, reply, &mut held);
+            complete(
+                &shared,
+                generation,
+                slot,
+                reply,
+                &mut held,
+                &mut refused_asking,
+            );
         }
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
@@ -96,17 +105,25 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
 }
 
 /// Hands one reply to its request, resending a script once as `EVAL` on `NOSCRIPT`; a native form
-/// reads all its commands' replies at its last one.
+/// reads all its commands' replies at its last one; a refused `ASKING` is kept in `refused_asking`
+/// for the command behind it.
 fn complete(
     shared: &Arc<Shared>,
     generation: u64,
     slot: Slot,
     reply: NodeResult,
     held: &mut Vec<NodeResult>,
+    refused_asking: &mut Option<NodeError>,
 ) {
     if let Some(sent) = slot.clock {
         return super::clock::judge(shared, sent, reply);
     }
+    if slot.asking {
+        // Its command is the very next slot: both were queued back to back under one lock.
+        *refused_asking = reply.err();
+        return;
+    }
+    let refused = refused_asking.take();
     if slot.held {
         return held.push(reply);
     }
@@ -134,6 +151,9 @@ fn complete(
     // A cluster shard: the server says the slot is served elsewhere, so the command did not run
     // here and the router sends it on (see `redirect`).
     if let Some(why) = reply.as_ref().err().and_then(redirect_of) {
+        if let Some(refused) = refused {
+            return slot.fail(&asking_refused(&shared.addr, &refused, why));
+        }
         if let (Some(router), Some(cmd)) = (shared.router(), slot.script.clone()) {
             let waiters = match slot.tx {
                 _ if !slot.group.is_empty() => Waiters::Group(slot.group),

@@ -55,6 +55,28 @@ impl Waiters {
     }
 }
 
+/// The failure of a command whose `ASKING` the server refused (`refused`, e.g. a lock user without
+/// `+asking`) and which was then answered `why` (the `MOVED` back to the migration's source).
+///
+/// Why not follow it: without the flag the target does not serve the migrating slot and sends the
+/// command back to the source, which answers `ASK` again; followed, it would bounce to the hop bound
+/// and fail as "the members disagree", hiding the reason. The command did not run (a redirect), so
+/// failing its vote with the server's own answer is safe and says what to grant.
+pub(super) fn asking_refused(
+    addr: &impl std::fmt::Display,
+    refused: &NodeError,
+    why: &str,
+) -> NodeError {
+    let refused = match refused {
+        NodeError::Server(answer) => answer.clone(),
+        other => other.to_string(),
+    };
+    NodeError::Server(format!(
+        "{addr}: ASKING refused ({refused}): a command for a migrating slot cannot follow its ASK \
+         (not run; answered {why})"
+    ))
+}
+
 /// Whether `e` is a server's redirect (the command did not run there).
 pub(super) fn redirect_of(e: &NodeError) -> Option<&str> {
     match e {
@@ -142,7 +164,10 @@ impl Shared {
         }
         if asking {
             encode_args(&mut st.out, &[b"ASKING"]);
-            st.pending.push_back(Slot::plain(None, None));
+            st.pending.push_back(Slot {
+                asking: true,
+                ..Slot::plain(None, None)
+            });
             st.queued += 1;
             st.unsent += 1;
         }

@@ -37,6 +37,9 @@ pub(super) struct Slot {
     pub(super) native: Option<Native>,
     /// One of a native form's commands but its last: the reader keeps the reply for the last.
     pub(super) held: bool,
+    /// The `ASKING` queued before a command an `ASK` sent here (`redirect`): its reply is judged by
+    /// the reader for the command behind it.
+    pub(super) asking: bool,
 }
 
 impl Slot {
@@ -49,6 +52,7 @@ impl Slot {
             script,
             native: None,
             held: false,
+            asking: false,
             route: Route::DIRECT,
         }
     }
