@@ -178,13 +178,7 @@ impl Core {
                         // Woken by a release: this retry is free (see `counted`).
                         _ = woken => {
                             counted -= 1;
-                            // Every waiter marked on the key heard the same release: spread their
-                            // attempts over one round trip, so that the first reaches every node
-                            // alone instead of all splitting the votes and sleeping their pause.
-                            // (A take-over was woken by its own name: it goes at once.)
-                            if take_over.is_none() {
-                                tokio::time::sleep(self.wake_spread().mul_f64(fastrand::f64())).await;
-                            }
+                            self.spread_wake(take_over.is_some()).await;
                         }
                         _ = tokio::time::sleep(pause) => {}
                     }

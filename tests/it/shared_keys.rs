@@ -108,6 +108,14 @@ async fn a_lock_held_by_one_client_is_refused_to_the_other() {
     );
     assert!(rl.lock("held".as_bytes(), TTL).await.is_err());
     e.release(lock).await.unwrap();
+    // A release returns at its majority: let the last node's delete land first, or rslock's SET
+    // may lose there and win on the other two (a lock held on two of three nodes, which inspect
+    // below would rightly not call held everywhere).
+    let gone = crate::common::eventually(Duration::from_secs(2), || {
+        nodes.iter().all(|n| !n.exists(b"held"))
+    })
+    .await;
+    assert!(gone, "released on every node");
 
     let theirs = rl
         .lock("held".as_bytes(), TTL)
