@@ -25,6 +25,7 @@ mod cluster;
 pub(crate) mod connect;
 #[cfg(feature = "fred")]
 pub(crate) mod fred;
+mod linger;
 mod pending;
 pub(crate) mod pipeline;
 mod resp;

@@ -9,10 +9,12 @@
 //! A message's payload says whom it is for: empty (a plain lock's release) wakes every waiter of the
 //! channel; a waiter's wake name (the fair lock names its queue's new head, see
 //! `kinds::fair::wake_name`) wakes only the subscription registered under that name, so a release
-//! costs one attempt instead of one per waiter.
+//! costs one attempt instead of one per waiter. A **lingering** channel (the fair lock's) stays
+//! subscribed a while without users, so waiters that come and go do not resubscribe (`super::linger`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use redis_protocol::resp2::decode::decode_bytes_mut;
@@ -24,6 +26,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::connect::{jitter, open, Stream};
+use super::linger::Idle;
 use super::resp::encode_args;
 use super::ConnectOptions;
 use crate::addr::{NodeAddr, Topology};
@@ -38,6 +41,8 @@ pub(crate) struct Notifier {
 #[derive(Debug)]
 struct Hub {
     channels: Mutex<HashMap<Bytes, Channel>>,
+    /// Lingering channels without users (touched only while `channels` is held).
+    idle: Idle,
     conns: Vec<Arc<Conn>>,
 }
 
@@ -50,6 +55,9 @@ struct Channel {
     /// Some node confirmed the subscription. Until then a release can go unheard, so the first
     /// confirmation also wakes the waiters: one immediate retry covers a release that landed before.
     active: bool,
+    /// Kept subscribed a while without users; since when it has had none.
+    linger: bool,
+    idle_since: Option<Instant>,
 }
 
 /// One node's subscriber connection: commands to write, and the signal to write them.
@@ -92,6 +100,7 @@ impl Notifier {
             .collect();
         let inner = Arc::new(Hub {
             channels: Mutex::new(HashMap::new()),
+            idle: Idle::default(),
             conns,
         });
         for conn in &inner.conns {
@@ -105,17 +114,23 @@ impl Notifier {
 
     /// Subscribes to `channel` on every node (once per channel, however many subscriptions).
     pub(crate) fn subscribe(&self, channel: &Bytes) -> Subscription {
-        self.subscribe_as(channel, None)
+        self.subscribe_as(channel, None, false)
     }
 
     /// Subscribes to `channel` as `name`: woken by messages naming it (or naming nobody), not by
     /// messages naming another waiter. Names are unique per waiter (digests of random values).
     pub(crate) fn subscribe_named(&self, channel: &Bytes, name: Bytes) -> Subscription {
-        self.subscribe_as(channel, Some(name))
+        self.subscribe_as(channel, Some(name), false)
     }
 
-    fn subscribe_as(&self, channel: &Bytes, name: Option<Bytes>) -> Subscription {
+    /// [`Self::subscribe_named`], lingering (module doc): for a channel naming only our waiters.
+    pub(crate) fn subscribe_lingering(&self, channel: &Bytes, name: Bytes) -> Subscription {
+        self.subscribe_as(channel, Some(name), true)
+    }
+
+    fn subscribe_as(&self, channel: &Bytes, name: Option<Bytes>, linger: bool) -> Subscription {
         let mut channels = self.inner.channels();
+        self.inner.sweep(&mut channels);
         let entry = channels.entry(channel.clone()).or_insert_with(|| {
             for conn in &self.inner.conns {
                 conn.queue(b"SUBSCRIBE", channel);
@@ -125,9 +140,12 @@ impl Notifier {
                 notify: Arc::new(Notify::new()),
                 named: HashMap::new(),
                 active: false,
+                linger,
+                idle_since: None,
             }
         });
         entry.users += 1;
+        entry.idle_since = None;
         let notify = match &name {
             Some(name) => entry
                 .named
@@ -168,13 +186,14 @@ impl Drop for Subscription {
                     entry.named.remove(name);
                 }
             }
-            if entry.users == 0 {
+            if entry.users == 0 && entry.linger {
+                entry.idle_since = Some(self.hub.idle.left(&self.channel));
+            } else if entry.users == 0 {
                 channels.remove(&self.channel);
-                for conn in &self.hub.conns {
-                    conn.queue(b"UNSUBSCRIBE", &self.channel);
-                }
+                self.hub.unsubscribe(&self.channel);
             }
         }
+        self.hub.sweep(&mut channels);
     }
 }
 
@@ -199,6 +218,23 @@ impl Channel {
 impl Hub {
     fn channels(&self) -> MutexGuard<'_, HashMap<Bytes, Channel>> {
         self.channels.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn unsubscribe(&self, channel: &[u8]) {
+        for conn in &self.conns {
+            conn.queue(b"UNSUBSCRIBE", channel);
+        }
+    }
+
+    /// Unsubscribes the lingering channels idle long enough and still unused.
+    fn sweep(&self, channels: &mut HashMap<Bytes, Channel>) {
+        self.idle.sweep(|channel, since| {
+            let unused = |c: &Channel| c.users == 0 && c.idle_since == Some(since);
+            if channels.get(channel).is_some_and(unused) {
+                channels.remove(channel);
+                self.unsubscribe(channel);
+            }
+        });
     }
 }
 

@@ -19,6 +19,7 @@ fn message(channel: &str, payload: &str) -> BytesMut {
 fn a_named_message_wakes_only_its_waiter() {
     let hub = Arc::new(Hub {
         channels: Mutex::new(HashMap::new()),
+        idle: Idle::default(),
         conns: Vec::new(),
     });
     let notifier = Notifier {
