@@ -1,81 +1,108 @@
 //! The fair lock: an exclusive lock granted in **arrival order across processes** — if waiter A's
 //! enqueue completed before waiter B's began, A gets the lock before B, unless A gives up, is
-//! cancelled or dies (its place is then freed within one TTL). A waiter's enqueue is its ticket
-//! round and its add round (steps 1 and 2 below): it **begins with the ticket round**. A's enqueue
-//! completing between B's ticket round and B's add round does not order them
-//! (`tests/fair_ticket_window.rs` builds that window; B went first in 3-5 of 12 trials). Its waiting
-//! loop is `fair_wait`.
+//! cancelled or dies (its place is then freed within one TTL). A waiter's enqueue **begins with its
+//! first round** and completes after it, or after its second when the nodes disagreed on its ticket
+//! (steps 1 and 2 below): one or two round trips. Its waiting loop is `fair_wait`, its scripts are in
+//! `fair_scripts`.
 //!
 //! # Protocol
 //! Per node, beside the lock key `prefix{resource}`: a queue `:fair:q` (a sorted set: waiter →
-//! ticket; Redis orders equal scores by member bytes, so `(ticket, waiter)` is ordered the same way
+//! ticket; Redis orders equal tickets by member bytes, so `(ticket, waiter)` is ordered the same way
 //! on every node) and `:fair:exp` (waiter → expiry on the node's clock). The waiter's id is its lock
-//! value: 20 random bytes, one for the whole acquire, never printed.
-//! 1. **Ticket** (1 round): every node answers its highest live ticket; the waiter needs a majority
-//!    of answers and takes `t = max + 1`.
-//! 2. **Enqueue** (1 round, also the first try): every node adds `(t, waiter)` with an expiry of one
-//!    TTL, then grants the lock key if it is free and the waiter is the head of its live queue. The
-//!    enqueue **completed** once a majority added it; on fewer the waiter leaves every queue and
-//!    starts over with a new ticket.
-//! 3. **Attempts** (1 round each, at each release notification or at the retry pause, at most a
-//!    quarter TTL apart): each refreshes the waiter's expiry — never re-adds an entry a node dropped —
-//!    and the node grants on the same rule, counting only the entry with the waiter's current
-//!    ticket. A waiter granted on a majority holds the lock, with the
-//!    validity rules of any lock; one granted on fewer releases those keys (keeping its place). A
+//! value: 25 bytes, one for the whole acquire, never printed.
+//! 1. **Enqueue** (1 round, also the first try): each node gives the waiter the ticket one above the
+//!    highest in its queue, or the waiter's hint if that is higher (replacing any stale entry of the
+//!    waiter's own), with an expiry of one TTL, answers that ticket, and grants the lock key if it is
+//!    free and the waiter is the head of its live queue. The waiter waits for every answer; if fewer
+//!    than a majority answered, it leaves every queue and starts over. Its ticket `T` is the `q`-th
+//!    lowest answered (`q` a majority): the highest ticket of its lowest majority. The hint is the
+//!    waiter's wall clock in microseconds: where it is above every ticket of a queue, nodes that saw
+//!    different enqueues, or saw them in a different order, still give the same ticket, so the agree
+//!    round is needed less often. Nothing relies on it: a ticket is above every entry on its node
+//!    whatever the hint (a host whose clock is behind gets the tickets it would get without one).
+//! 2. **Agree** (1 round, only when fewer than a majority answered `T`): at once, an attempt (step 3)
+//!    carrying `T`. The enqueue **completed** once a majority holds `(T, waiter)`: after step 1 when a
+//!    majority answered `T`, else after the first attempt that found the entry on a majority.
+//! 3. **Attempts** (1 round each, at the waiter's wake-up or its keepalive pause, at most a quarter TTL
+//!    apart): where the node still has the waiter's entry, it sets its ticket to `T` and refreshes its
+//!    expiry — it never re-adds an entry it dropped — then grants on the same rule. A waiter granted on
+//!    a majority holds the lock, with the validity rules of any lock; one granted on fewer releases its
+//!    key where it may have been set (the nodes that granted or did not answer) and keeps its place. A
 //!    waiter missing from so many queues that no majority can have it leaves and starts over.
 //! 4. **Release** deletes the lock key and the holder's entry; **giving up** (error, timeout, the
 //!    acquire future dropped) removes the entry and any key of its own.
-//! 5. **Wake-ups**: every script that leaves the key free with a non-empty live queue — a release, a
-//!    give-up, a round's unlock, an enqueue or attempt that cannot take the free key (the holder's key
-//!    or the old head's entry expired with nobody told) — publishes on the key's channel the **wake
-//!    name** of the queue's head ([`wake_name`]: 16 hex digits of the SHA1 of its value; the value
-//!    itself is a secret and channels are readable by any subscriber). A waiter is woken only by its
-//!    own name (or by an empty message), from whichever node names it: heads differ per node.
+//! 5. **Wake-ups**: a script that leaves the key free publishes the **wake name** of the queue's head
+//!    ([`wake_name`]: 16 hex digits of the SHA1 of its value; the value itself is a secret and
+//!    channels are readable by any subscriber) on the head's engine's channel of the key
+//!    ([`wake_channel`]), when it may have changed who can take the key: it freed the key, removed or
+//!    moved an entry that was the head, or dropped expired entries. A waiter is woken only by its own
+//!    name (or by an empty message), from whichever node names it.
+//!
+//! The scripts that grant (enqueue and attempt) first drop the entries whose expiry passed (on the
+//! node's own clock), counting the expired ones first: nothing more while there are none, so
+//! pruning costs one read. The others do not prune: a head they name that has expired wakes nobody,
+//! and the waiters behind it learn at their next attempt (whose pruning wakes the new head).
 //!
 //! # Why arrival order holds
-//! Let A's enqueue complete on a majority M_A before B's enqueue (its ticket round) begins, and A
-//! keep waiting. B's
-//! ticket round heard a majority, which meets M_A in a node where A's entry already was: so
-//! `t_B >= t_A + 1`. B wins only when a majority grants it in one round, and that majority meets M_A
-//! in some node x. A's entry reached x before A's enqueue completed, hence before any of B's
-//! commands; it leaves x only by A's own release (A got the lock first), A giving up, or its expiry
-//! (A stopped refreshing x for a whole TTL: dead or paused past its TTL, which is giving up). While
-//! it is there, x's head is not B (`(t_A, A) < (t_B, B)`), so x refuses B. Hence B is not granted
-//! before A. No clock of one node is compared with another's; ticket order needs no clocks at all.
+//! Let A's enqueue complete — a majority `M_A` holds `(T_A, A)` — before B's enqueue begins, and A
+//! keep waiting.
+//! - A's entry at each `x` in `M_A` keeps `T_A`: only A's own scripts change it, and A's attempts carry
+//!   `T_A`. (That is why the agree round is part of the enqueue: an entry moved to `T_A` *after* the
+//!   enqueue completed could go behind a B that enqueued in between.)
+//! - B's enqueue reaches each `x` in `M_A` after A's entry has `T_A` there, so `x` gives B a ticket
+//!   above `T_A` (above every entry there, whatever B's hint). B's `T_B` is the highest ticket of a
+//!   majority of its answers (the lowest `q`), and that majority meets `M_A`: `T_B > T_A`. At `x`,
+//!   B's entry carries the ticket `x` gave it or `T_B`: behind `(T_A, A)` either way. (An entry of
+//!   B's left from an earlier place of B's can carry a lower ticket, but it grants nothing: every
+//!   round of B's that can grant at `x` first replaces it (an enqueue) or sets it to `T_B` (an
+//!   attempt).)
+//! - B wins only when a majority grants it in one round, and that majority meets `M_A` in some `x`,
+//!   whose head is not B while A's entry is there. A's entry leaves `x` only by A's own release (A got
+//!   the lock first), A giving up, or its expiry (A stopped refreshing `x` for a whole TTL: dead or
+//!   paused past its TTL, which is giving up). Hence B is not granted before A.
 //!
-//! Wake-ups change no node's state, so they take no part in this argument.
+//! Setting an entry to its waiter's ticket, up or down, moves only that waiter, and never ahead of a
+//! place completed before its enqueue began: its `T` is above the ticket of every such place (the
+//! meeting argument above), so `(T, waiter)` ranks after all of them on every node. No clock of one node is compared with
+//! another's; wake-ups change no node's state, so they take no part in this argument.
 //!
 //! # Why the queue drains
-//! The lowest live waiter L is the head of every queue that holds it. If it holds a majority, the
-//! keys there are free once the holder releases or expires (a refused waiter's keys are released at
-//! once), so L's next attempt wins. If it holds fewer, L notices (its enqueue or its attempts say so)
-//! and re-enqueues behind; a dead L's entries expire within one TTL. Either way the head moves on.
-//! L's next attempt comes at its wake-up — the node that freed the key names L, its head — or, when
-//! that message is lost (or the key expired silently), at its keepalive pause, at most a quarter TTL
-//! later: so the argument needs no message, and head-only wake-ups cost a lost one at most that
-//! pause. Waiters behind L are not woken and need not be: they cannot be granted before L.
+//! Rank waiters by `(T, waiter)`: every node that one of a waiter's attempts reached holds its entry
+//! at `T`, so nodes order them alike. Until then an entry can carry the ticket its node gave (above
+//! or below `T`) and two nodes can disagree on the head — until the waiter's next attempt, at most a
+//! keepalive pause later. Then the lowest live waiter L is the head of every queue that holds it. If
+//! it holds a majority, the keys there are free once the holder releases or expires (a refused
+//! waiter's keys are released at once; a stale key of another waiter that is not the head is deleted
+//! by that waiter's next round), so L's next attempt wins. If it holds fewer, L notices (its attempts
+//! say so) and re-enqueues behind; a dead L's entries expire within one TTL. Either way the head
+//! moves on. L's next attempt comes at its wake-up — a script that made it the head with the key free
+//! names it — or, when that message is lost (or the key expired silently, or the head a release
+//! named had expired), at its keepalive pause: so the argument needs no message. Waiters behind L need not be woken: they cannot be granted
+//! before L.
 //!
 //! # Costs and limits
-//! Acquire: 2 round trips when the lock is free, then 1 per attempt while waiting: about one when
-//! it becomes the head (its wake-up), plus one per keepalive pause (at most a quarter TTL) and one at
-//! its subscription's first confirmation. A release costs the head's one round, not one per waiter
-//! (`tests/fair_wake.rs`). Release, extend: 1 each; renewal
+//! Acquire: 1 round trip when the lock is free (2 when the nodes' tickets disagree), then 1 per
+//! attempt while waiting: about one when it becomes the head (its wake-up), plus one per keepalive
+//! pause (at most a quarter TTL) and one at its subscription's first confirmation. A release costs
+//! the head's one round, not one per waiter (`tests/fair_wake.rs`). Release, extend: 1 each; renewal
 //! is coalesced like a plain lock's. No local queue or hand-off: every task, local or not, takes its
-//! own ticket (a local hand-off would overtake remote waiters). Three traces the model test
-//! (`tests/fair_model.rs`) found shaped the scripts: a key of ours left by a lost release must not
-//! grant us when we are not the head; an enqueue replaces a stale entry of ours; an attempt counts
-//! only an entry with our current ticket. Order is only as strong as the entries' expiry allows: a live waiter whose refreshes to a node of its majority are all lost for
-//! a TTL loses its place there, like a dead one.
+//! own place (a local hand-off would overtake remote waiters). Traces the model test
+//! (`tests/it/model/fair/`) found shaped the scripts: a key of ours left by a lost release must not
+//! grant us when we are not the head; an enqueue replaces a stale entry of ours; an entry of an
+//! earlier place of ours must not rank us by its ticket (an attempt sets it to the current one).
+//! Order is only as strong as the entries' expiry allows: a live waiter whose refreshes to a node of
+//! its majority are all lost for a TTL loses its place there, like a dead one.
 
 use std::time::Duration;
 
+use super::fair_scripts::{ATTEMPT, ENQUEUE, LEAVE, RELEASE_FAIR, UNLOCK_FAIR};
 use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
-use crate::algo::value::LockValue;
+use crate::algo::value::{LockValue, TAG_LEN};
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
-use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply};
 use crate::protocol::scripts::EXTEND;
 use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Suffix};
 
@@ -105,20 +132,13 @@ pub(crate) static FAIR: Spec = Spec {
     labeled: None,
     acquire_labeled: None,
 
-    // Every waiter takes its own ticket: local queueing or hand-off would overtake remote waiters.
+    // Every waiter takes its own place: local queueing or hand-off would overtake remote waiters.
     queues_locally: false,
     hands_off: false,
     handoff: None,
     multi_resource: false,
     shared: false,
-    scripts: &[
-        &TICKET,
-        &ENQUEUE,
-        &ATTEMPT,
-        &RELEASE_FAIR,
-        &UNLOCK_FAIR,
-        &LEAVE,
-    ],
+    scripts: &[&ENQUEUE, &ATTEMPT, &RELEASE_FAIR, &UNLOCK_FAIR, &LEAVE],
 };
 
 pub(crate) fn fair_kind() -> Kind {
@@ -130,13 +150,17 @@ pub(crate) fn attempt_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, ticket: u6
     script_cmd(&ATTEMPT, keys, value, Args::of(&[ttl_ms, ticket]))
 }
 
-pub(crate) fn ticket_cmd(keys: &Keys) -> Cmd {
-    script_cmd(&TICKET, keys, LockValue::ZERO, Args::NONE)
+/// An enqueue, with the waiter's ticket hint: this host's wall clock in microseconds (see the module
+/// doc: the hint makes the nodes agree more often, and is never trusted).
+pub(crate) fn enqueue_cmd(keys: &Keys, value: LockValue, ttl_ms: u64) -> Cmd {
+    let hint = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_micros().clamp(1, MAX_HINT) as u64);
+    script_cmd(&ENQUEUE, keys, value, Args::of(&[ttl_ms, hint]))
 }
 
-pub(crate) fn enqueue_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, ticket: u64) -> Cmd {
-    script_cmd(&ENQUEUE, keys, value, Args::of(&[ttl_ms, ticket]))
-}
+/// Hints above this are clipped, so a ticket stays an exact score (below 2^53) for centuries.
+const MAX_HINT: u128 = 1 << 52;
 
 pub(crate) fn leave_cmd(keys: &Keys, value: LockValue) -> Cmd {
     script_cmd(&LEAVE, keys, value, Args::NONE)
@@ -148,10 +172,9 @@ pub(crate) fn unlock_cmd(keys: &Keys, value: LockValue) -> Cmd {
 
 impl Redlock {
     /// Acquires `resource` as a **fair** lock for `ttl`: a waiter whose enqueue completed before
-    /// another's began (its first round, the ticket) is served first, across processes (see the
-    /// module doc for the argument). Waits up to
-    /// `acquire_timeout`, or without one the time `retry_count` retries would take; release, extend
-    /// and renew the lock like any lock.
+    /// another's began (its first round) is served first, across processes (see the module doc for
+    /// the argument). Waits up to `acquire_timeout`, or without one the time `retry_count` retries
+    /// would take; release, extend and renew the lock like any lock.
     ///
     /// ```no_run
     /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
@@ -162,11 +185,12 @@ impl Redlock {
     /// # Ok(()) }
     /// ```
     ///
-    /// Cost: 2 round trips when free; then 1 per attempt (when it becomes the head, or every retry pause).
+    /// Cost: 1 round trip when free (2 when the nodes' tickets disagree); then 1 per attempt (when it
+    /// becomes the head, or every retry pause).
     ///
     /// # Errors
     /// [`LockError::Timeout`] when the wait ends first (its place is given up on every node);
-    /// [`LockError::QuorumNotReached`] when no majority answers the ticket round before then;
+    /// [`LockError::QuorumNotReached`] when no majority answers before then;
     /// [`LockError::InvalidInput`] as for [`acquire`](Self::acquire).
     pub async fn acquire_fair(
         &self,
@@ -179,8 +203,8 @@ impl Redlock {
     }
 }
 
-/// Reads an enqueue or attempt reply: `G` granted (the key is ours), `Q` queued but not granted,
-/// `L` not in the queue (dropped: expired, or never landed).
+/// Reads an attempt reply: `G` granted (the key is ours), `Q` queued but not granted, `L` not in the
+/// queue (dropped: expired, or never landed).
 pub(crate) fn grant_vote(result: NodeResult) -> Vote {
     match result {
         Ok(Reply::Data(d)) => match &d[..] {
@@ -196,151 +220,50 @@ pub(crate) fn grant_vote(result: NodeResult) -> Vote {
     }
 }
 
-/// Reads a ticket reply: the node's highest live ticket (0 for an empty queue).
-pub(crate) fn ticket_vote(result: NodeResult) -> Vote {
+/// Reads an enqueue reply: `G` or `Q` as an attempt's, then the ticket the node gave (`G17`).
+pub(crate) fn enqueue_vote(result: NodeResult) -> Result<(Vote, u64), Vote> {
+    let bad = || {
+        Vote::Failed(NodeError::Protocol(
+            "fair enqueue script: bulk string is not G or Q and a ticket".into(),
+        ))
+    };
     match result {
-        Ok(Reply::Int(t)) if t >= 0 => Vote::YesAt(t as u64),
-        Ok(other) => Vote::Failed(other.unexpected("fair ticket script")),
-        Err(e) => Vote::Failed(e),
+        Ok(Reply::Data(d)) if d.len() > 1 => {
+            let vote = match d[0] {
+                b'G' => Vote::Yes,
+                b'Q' => Vote::Taken,
+                _ => return Err(bad()),
+            };
+            let ticket = std::str::from_utf8(&d[1..])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(bad)?;
+            Ok((vote, ticket))
+        }
+        Ok(Reply::Data(_)) => Err(bad()),
+        Ok(other) => Err(Vote::Failed(other.unexpected("fair enqueue script"))),
+        Err(e) => Err(Vote::Failed(e)),
     }
 }
 
-// Fair locks. KEYS: [1] lock key, [2] queue (waiter -> ticket), [3] expiries (waiter -> node ms).
-// ARGV: [1] the waiter's value, [2] TTL ms, [3] its ticket. Every script first drops the waiters whose
-// expiry has passed on this node's clock (the only clock an expiry is compared with). Tickets stay
-// far below 2^53, so a score holds them exactly.
-macro_rules! concat_prune {
-    ($($body:expr),+) => {
-        concat!(
-            "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do redis.call('ZREM', KEYS[2], m) end \
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) ",
-            $($body),+
-        )
-    };
+/// The channel a waiter is woken on: its key, `:w:` and the hex of its engine's tag (the value's
+/// first bytes, not secret: see `crate::algo::value`), as the scripts compute it. One per key and
+/// engine, so a wake-up reaches only the process of the waiter it names, not every subscriber of
+/// the key.
+pub(crate) fn wake_channel(key: &[u8], value: LockValue) -> bytes::Bytes {
+    let mut channel = Vec::with_capacity(key.len() + 3 + 2 * TAG_LEN);
+    channel.extend_from_slice(key);
+    channel.extend_from_slice(b":w:");
+    for b in &value.as_bytes()[..TAG_LEN] {
+        channel.extend_from_slice(format!("{b:02x}").as_bytes());
+    }
+    channel.into()
 }
 
-/// Ticket: the highest live ticket in the queue, 0 if empty.
-pub(crate) static TICKET: Script = Script {
-    source: concat_prune!(
-        "local top = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES') \
-if top[2] then return tonumber(top[2]) end return 0"
-    ),
-    sha1: "e7518ca63dee0cd7d6f3d9124373052b4dcdb122",
-    resend: true,
-};
-
-/// Wakes the live queue's head: publishes its wake name (see [`wake_name`]) on the key's channel.
-/// Every script that leaves the key free with a non-empty queue wakes the head, so the one waiter
-/// that can be granted next tries at once while the others sleep out their keepalive pause. The
-/// name, not the waiter's value: channels are readable by any subscriber, the value is a secret.
-macro_rules! wake_head {
-    () => {
-        "local h = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
-if h then redis.call('PUBLISH', KEYS[1], string.sub(redis.sha1hex(h), 1, 16)) end "
-    };
-}
-
-/// The name a waiter is woken by: the first 16 hex digits of its value's SHA1, as [`wake_head!`]
-/// computes it on the node. 64 bits: names of concurrent waiters of one key do not collide (and a
+/// The name a waiter is woken by: the first 16 hex digits of its value's SHA1, as the scripts
+/// compute it on the node. 64 bits: names of concurrent waiters of one key do not collide (and a
 /// collision only wakes a second waiter early), and the digest reveals nothing of the value.
 pub(crate) fn wake_name(value: LockValue) -> bytes::Bytes {
     let hex = sha1_smol::Sha1::from(value.as_bytes()).digest().to_string();
     bytes::Bytes::copy_from_slice(&hex.as_bytes()[..16])
 }
-
-/// Enqueue and first try: put `(ARGV[3], waiter)` in the queue — replacing any stale entry of ours,
-/// whose older ticket (a lost leave of an earlier place) would otherwise rank us too early — set its
-/// expiry, then the grant rule: the key is free (or already ours) and we are the head of the live
-/// queue. A key of ours while we are not the head (an earlier round's release that did not land) is
-/// deleted: it must neither grant us out of turn nor keep the head waiting. `tests/fair_model.rs`
-/// found both traces. A free key we cannot take wakes the head (its wake was lost, or the holder's
-/// key or the old head's entry expired without a release).
-pub(crate) static ENQUEUE: Script = Script {
-    source: concat_prune!(
-        "local ttl = tonumber(ARGV[2]) \
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1]) \
-redis.call('ZADD', KEYS[3], now + ttl, ARGV[1]) \
-for i = 2, 3 do if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end end \
-local cur = redis.call('GET', KEYS[1]) \
-if cur == false or cur == ARGV[1] then \
-if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) return 'G' end \
-if cur then redis.call('DEL', KEYS[1]) end ",
-        wake_head!(),
-        "end return 'Q'"
-    ),
-    sha1: "51284b5346e1f55eac784b0c407f2796a9ec7ee1",
-    resend: false,
-};
-
-/// Attempt: refresh the waiter's expiry if it is still queued **with its current ticket** (`ARGV[3]`),
-/// then the grant rule of [`ENQUEUE`]. `L` if it is not there (never re-added), and also if the entry
-/// carries another ticket: that is an earlier place of ours whose leave and our new enqueue were both
-/// lost on this node, and its older, lower ticket would rank us ahead of waiters that queued before
-/// our current place (the model test found that trace). It is removed (waking the head if the key
-/// is free: the stale entry may have been the head).
-pub(crate) static ATTEMPT: Script = Script {
-    source: concat_prune!(
-        "local ttl = tonumber(ARGV[2]) local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
-if s == false then return 'L' end \
-if tonumber(s) ~= tonumber(ARGV[3]) then redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
-if redis.call('GET', KEYS[1]) == false then ",
-        wake_head!(),
-        "end return 'L' end \
-redis.call('ZADD', KEYS[3], 'XX', now + ttl, ARGV[1]) \
-for i = 2, 3 do if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end end \
-local cur = redis.call('GET', KEYS[1]) \
-if cur == false or cur == ARGV[1] then \
-if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl) return 'G' end \
-if cur then redis.call('DEL', KEYS[1]) end ",
-        wake_head!(),
-        "end return 'Q'"
-    ),
-    sha1: "96c2e63ef7d48f2046c0601f122cbcf635e30541",
-    resend: false,
-};
-
-/// Release: compare-and-delete the key, drop the holder's entry (and the expired ones), and wake the
-/// new live head, if any. Replies as the plain release: 1 deleted, 0 no key, -1 another's key.
-pub(crate) static RELEASE_FAIR: Script = Script {
-    source: concat_prune!(
-        "local v = redis.call('GET', KEYS[1]) \
-redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
-if v and v ~= ARGV[1] then return -1 end \
-if v then redis.call('DEL', KEYS[1]) end ",
-        wake_head!(),
-        "if v then return 1 end return 0"
-    ),
-    sha1: "064569100411fabb431c1365db4de0e6fff14992",
-    resend: true,
-};
-
-/// A round's keys of ours released, the place kept (a grant on fewer than a majority): the plain
-/// compare-and-delete (after dropping the expired entries), then wake the head if it is another waiter (where we are the head, nobody
-/// else can be granted). Replies as the plain release.
-pub(crate) static UNLOCK_FAIR: Script = Script {
-    source: concat_prune!(
-        "local v = redis.call('GET', KEYS[1]) \
-if v == false then return 0 elseif v ~= ARGV[1] then return -1 end \
-redis.call('DEL', KEYS[1]) \
-local h = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
-if h and h ~= ARGV[1] then redis.call('PUBLISH', KEYS[1], string.sub(redis.sha1hex(h), 1, 16)) end return 1"
-    ),
-    sha1: "4c153781fb08ea6ce973472b504b6488594d3844",
-    resend: true,
-};
-
-/// Give up: drop the waiter's entry (and the expired ones) and any key of its own; wake the live
-/// head if the key is free (we may have been the head, or held the key).
-pub(crate) static LEAVE: Script = Script {
-    source: concat_prune!(
-        "redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
-local cur = redis.call('GET', KEYS[1]) \
-if cur == ARGV[1] then redis.call('DEL', KEYS[1]) cur = false end \
-if cur == false then ",
-        wake_head!(),
-        "end return 1"
-    ),
-    sha1: "8d227b2c66066e98ce1195d7bf36c6dbffd7ca4e",
-    resend: true,
-};

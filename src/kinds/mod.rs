@@ -4,8 +4,8 @@
 //!   extend scripts the single-key kinds share, their coalesced extend, and the waiter mark.
 //! - `fenced`: an exclusive lock with a fencing token ([`crate::Redlock::acquire_fenced`]).
 //! - `fair`: an exclusive lock granted in arrival order across processes
-//!   ([`crate::Redlock::acquire_fair`]: tickets from a majority's highest, a queue per node); its
-//!   waiting loop is `fair_wait`.
+//!   ([`crate::Redlock::acquire_fair`]: a queue per node, tickets the nodes give and a majority
+//!   agrees on); its scripts are `fair_scripts`, its waiting loop is `fair_wait`.
 //! - `multi`: several resources as one lock, all or none on each node.
 //! - `rwlock`: read-write locks (many readers or one writer, writers first).
 //! - `semaphore`: counting semaphores, at most K holders of a permit
@@ -39,6 +39,7 @@ use crate::protocol::spec::Spec;
 
 pub(crate) mod exclusive;
 pub(crate) mod fair;
+mod fair_scripts;
 mod fair_wait;
 pub(crate) mod fenced;
 pub(crate) mod guard;

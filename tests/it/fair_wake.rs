@@ -1,6 +1,7 @@
 //! Fair-lock wake-ups on real nodes: a release wakes only the new head of the queue, named by a
-//! digest of its value (never the value), so each waiter tries about twice however many wait ahead
-//! of it — where waking every waiter costs each one an attempt per release ahead of it.
+//! digest of its value (never the value) on its engine's channel of the key, so each waiter tries
+//! about twice however many wait ahead of it — where waking every waiter costs each one an attempt
+//! per release ahead of it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -43,16 +44,17 @@ if h then return string.sub(redis.sha1hex(h), 1, 16) end return ''",
     ])
 }
 
-/// A raw subscriber on the key's channel: the payloads of the next `count` messages.
+/// A raw subscriber to the channels matching `pattern`: the (channel, payload) of the next `count`
+/// messages.
 async fn payloads(
     node: &RedisNode,
-    channel: &str,
+    pattern: &str,
     count: usize,
-) -> tokio::task::JoinHandle<Vec<String>> {
+) -> tokio::task::JoinHandle<Vec<(String, String)>> {
     let mut s = TcpStream::connect(("127.0.0.1", port(node))).await.unwrap();
     let req = format!(
-        "*2\r\n$9\r\nSUBSCRIBE\r\n${}\r\n{channel}\r\n",
-        channel.len()
+        "*2\r\n$10\r\nPSUBSCRIBE\r\n${}\r\n{pattern}\r\n",
+        pattern.len()
     );
     s.write_all(req.as_bytes()).await.unwrap();
     let mut buf = Vec::new();
@@ -65,11 +67,14 @@ async fn payloads(
     tokio::spawn(async move {
         let mut buf = Vec::new();
         loop {
-            // Each message is `*3 $7 message $len channel $len payload`: the payload is the 7th line.
+            // Each message is `*4 $8 pmessage $len pattern $len channel $len payload`: the channel
+            // is the 7th line, the payload the 9th.
             let text = String::from_utf8_lossy(&buf).to_string();
             let lines: Vec<&str> = text.split("\r\n").collect();
-            if lines.len() > 7 * count {
-                return (0..count).map(|i| lines[7 * i + 6].to_string()).collect();
+            if lines.len() > 9 * count {
+                return (0..count)
+                    .map(|i| (lines[9 * i + 6].to_string(), lines[9 * i + 8].to_string()))
+                    .collect();
             }
             let mut chunk = [0u8; 1024];
             let n = s.read(&mut chunk).await.unwrap();
@@ -112,8 +117,8 @@ async fn a_release_wakes_only_the_new_head_by_a_digest_of_its_value() {
     }
     // Let every subscription's first confirmation (which wakes its waiter once) pass.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let channel = format!("redlock:{{{resource}}}");
-    let heard = payloads(&cluster[0], &channel, 1).await;
+    let pattern = format!("redlock:{{{resource}}}:w:*");
+    let heard = payloads(&cluster[0], &pattern, 1).await;
     // The holder's own entry is the queue's first; the waiter after it is the next head.
     let key = format!("redlock:{{{resource}}}:fair:q");
     let second = cluster[0].cmd(&[
@@ -121,6 +126,15 @@ async fn a_release_wakes_only_the_new_head_by_a_digest_of_its_value() {
         b"return string.sub(redis.sha1hex(redis.call('ZRANGE', KEYS[1], 1, 1)[1]), 1, 16)",
         b"1",
         key.as_bytes(),
+    ]);
+    // Its engine's channel: the key, `:w:`, the hex of the value's first 8 bytes (the engine tag).
+    let second_channel = cluster[0].cmd(&[
+        b"EVAL",
+        b"return KEYS[2] .. ':w:' .. string.format('%02x%02x%02x%02x%02x%02x%02x%02x', \
+string.byte(redis.call('ZRANGE', KEYS[1], 1, 1)[1], 1, 8))",
+        b"2",
+        key.as_bytes(),
+        format!("redlock:{{{resource}}}").as_bytes(),
     ]);
     let start = Instant::now();
     engines[0].release(holder).await.unwrap();
@@ -130,8 +144,8 @@ async fn a_release_wakes_only_the_new_head_by_a_digest_of_its_value() {
         .unwrap();
     assert_eq!(
         heard,
-        vec![second.clone()],
-        "the release named the new head"
+        vec![(second_channel, second.clone())],
+        "the release named the new head, on its engine's channel"
     );
     assert_eq!(second.len(), 16);
     assert!(

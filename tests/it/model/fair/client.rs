@@ -1,7 +1,8 @@
-//! The fair model's waiters: take a ticket, enqueue, attempt, wait (for a wake-up or their own pause),
-//! hold and release; pauses and deaths while the faults last.
+//! The fair model's waiters: enqueue (and agree on the ticket when the nodes gave different ones),
+//! attempt, wait (for a wake-up or their own pause), hold and release; pauses and deaths while the
+//! faults last.
 
-use super::node::{Answer, Msg, DRIFT, FAULTS_END, TIMEOUT, TTL};
+use super::node::{Answer, Msg, Rules, DRIFT, FAULTS_END, TIMEOUT, TTL};
 use super::sim::{Ev, Phase, Place, Sim};
 
 impl Sim {
@@ -11,8 +12,10 @@ impl Sim {
         cl.round += 1;
         cl.phase = phase;
         cl.round_start = now;
-        (cl.yes, cl.queued, cl.missing, cl.answered, cl.max) = (0, 0, 0, 0, 0);
-        cl.yes_nodes.clear();
+        (cl.yes, cl.queued, cl.missing, cl.answered) = (0, 0, 0, 0);
+        (cl.granted_mask, cl.answered_mask) = (0, 0);
+        cl.queued_nodes.clear();
+        cl.tickets.clear();
         cl.notified = false;
         let round = cl.round;
         if matches!(phase, Phase::Enqueue | Phase::Attempt) {
@@ -37,7 +40,10 @@ impl Sim {
             granted: None,
         });
         self.clients[c].place = Some(self.places.len() - 1);
-        self.start_round(c, Phase::Ticket, Msg::Ticket);
+        self.clients[c].complete = false;
+        // The hint: the waiter's clock, off by its skew (never trusted: any hint must do).
+        let hint = (self.now as i64 + self.clients[c].skew).max(1) as u64;
+        self.start_round(c, Phase::Enqueue, Msg::Enqueue { hint });
     }
 
     /// Whether the client is paused or dead now; a paused client's event runs when it resumes.
@@ -74,87 +80,117 @@ impl Sim {
         let q = self.quorum();
         let cl = &mut self.clients[c];
         cl.answered += 1;
+        cl.answered_mask |= 1 << node;
         match answer {
-            Answer::Max(t) => {
-                cl.yes += 1;
-                cl.max = cl.max.max(t);
+            Answer::Placed { granted, ticket } => {
+                cl.queued += 1;
+                cl.queued_nodes.push(node);
+                cl.tickets.push((node, ticket));
+                if granted {
+                    cl.yes += 1;
+                    cl.granted_mask |= 1 << node;
+                }
             }
             Answer::Granted => {
                 cl.yes += 1;
                 cl.queued += 1;
-                cl.yes_nodes.push(node);
+                cl.queued_nodes.push(node);
+                cl.granted_mask |= 1 << node;
             }
             Answer::Queued => {
                 cl.queued += 1;
-                cl.yes_nodes.push(node);
+                cl.queued_nodes.push(node);
             }
             Answer::Missing => cl.missing += 1,
         }
         let all = cl.answered == self.nodes.len();
         match cl.phase {
-            // Like the engine: the first majority of answers decides the ticket.
-            Phase::Ticket if all || cl.yes >= q => self.end_round(c),
+            // Like the engine: an enqueue waits for every answer (its ticket is their highest).
             Phase::Enqueue if all => self.end_round(c),
-            Phase::Enqueue | Phase::Attempt if cl.yes >= q => self.end_round(c),
-            Phase::Attempt if all => self.end_round(c),
+            Phase::Attempt if all || cl.yes >= q => self.end_round(c),
             _ => {}
         }
-        let _ = q;
+    }
+
+    /// The place is complete: a majority holds `(ticket, value)` (`nodes`, as their answers said;
+    /// with [`Rules::LateAgree`], an entry of the waiter's with whatever ticket).
+    fn complete(&mut self, c: usize, nodes: Vec<usize>) {
+        let now = self.now;
+        let late = self.rules == Rules::LateAgree;
+        let cl = &mut self.clients[c];
+        cl.complete = true;
+        let (p, value, ticket) = (cl.place.unwrap(), cl.value, cl.ticket);
+        // An entry already gone again by the time the answers are read: the place is lost.
+        let lost = nodes.iter().any(|&x| {
+            self.nodes[x]
+                .queue
+                .get(&value)
+                .is_none_or(|e| e.0 != ticket && !late)
+        });
+        let place = &mut self.places[p];
+        place.completed = Some(now);
+        place.majority = nodes;
+        if lost {
+            place.lost_at = Some(now);
+        }
     }
 
     /// A round decided (majority won, every answer in, or its timer).
     pub fn end_round(&mut self, c: usize) {
         let q = self.quorum();
-        let now = self.now;
         let n = self.nodes.len();
+        let rules = self.rules;
         let cl = &mut self.clients[c];
         let phase = cl.phase;
         cl.round += 1; // later answers of this round are stale
-        match phase {
-            Phase::Ticket => {
-                if cl.yes >= q {
-                    let ticket = cl.max + 1;
-                    cl.ticket = ticket;
-                    self.start_round(c, Phase::Enqueue, Msg::Enqueue { ticket });
-                } else {
-                    self.start_acquire(c);
-                }
-            }
-            Phase::Enqueue | Phase::Attempt => {
-                if phase == Phase::Enqueue {
-                    if cl.queued >= q {
-                        let p = cl.place.unwrap();
-                        let majority = cl.yes_nodes.clone();
-                        let value = cl.value;
-                        let lost = majority
-                            .iter()
-                            .any(|&x| !self.nodes[x].queue.contains_key(&value));
-                        let place = &mut self.places[p];
-                        place.completed = Some(now);
-                        place.majority = majority;
-                        if lost {
-                            place.lost_at = Some(now);
-                        }
-                    } else {
-                        return self.requeue(c);
-                    }
-                }
-                let cl = &mut self.clients[c];
-                let valid_until = cl.round_start + TTL - DRIFT;
-                if cl.yes >= q && now + TTL / 10 <= valid_until {
-                    self.granted(c, valid_until);
-                } else {
-                    // Keys of ours from this round go; the place stays.
-                    let missing = cl.missing;
-                    self.broadcast(c, Msg::Unlock);
-                    if phase == Phase::Attempt && missing > n - q {
-                        return self.requeue(c);
-                    }
-                    self.wait(c);
-                }
-            }
-            _ => {}
+        if !matches!(phase, Phase::Enqueue | Phase::Attempt) {
+            return;
         }
+        let mut agree_now = false;
+        if phase == Phase::Enqueue {
+            if cl.queued < q {
+                return self.requeue(c);
+            }
+            // The q-th lowest ticket answered: the highest of its lowest majority.
+            let mut given: Vec<u64> = cl.tickets.iter().map(|&(_, t)| t).collect();
+            given.sort_unstable();
+            let ticket = given[q - 1];
+            cl.ticket = ticket;
+            let agreed: Vec<usize> = cl
+                .tickets
+                .iter()
+                .filter(|&&(_, t)| t == ticket)
+                .map(|&(x, _)| x)
+                .collect();
+            if agreed.len() >= q {
+                self.complete(c, agreed);
+            } else if rules == Rules::LateAgree {
+                let nodes = self.clients[c].queued_nodes.clone();
+                self.complete(c, nodes);
+            } else {
+                agree_now = true;
+            }
+        } else if !self.clients[c].complete && self.clients[c].queued >= q {
+            let nodes = self.clients[c].queued_nodes.clone();
+            self.complete(c, nodes);
+        }
+        let cl = &mut self.clients[c];
+        let valid_until = cl.round_start + TTL - DRIFT;
+        if cl.yes >= q && self.now + TTL / 10 <= valid_until {
+            return self.granted(c, valid_until);
+        }
+        // Keys of ours from this round go where a node granted or did not answer; the place stays.
+        let (missing, unlock) = (cl.missing, cl.granted_mask | !cl.answered_mask);
+        self.send(c, Msg::Unlock, unlock);
+        if phase == Phase::Attempt && missing > n - q {
+            return self.requeue(c);
+        }
+        if agree_now {
+            // The agree round: at once, an attempt carrying the ticket.
+            let ticket = self.clients[c].ticket;
+            return self.start_round(c, Phase::Attempt, Msg::Attempt { ticket });
+        }
+        self.wait(c);
     }
 
     pub fn requeue(&mut self, c: usize) {
@@ -198,7 +234,7 @@ impl Sim {
                     self.start_acquire(c)
                 }
             }
-            Phase::Ticket | Phase::Enqueue | Phase::Attempt => self.end_round(c),
+            Phase::Enqueue | Phase::Attempt => self.end_round(c),
             Phase::Waiting => {
                 let ticket = self.clients[c].ticket;
                 self.start_round(c, Phase::Attempt, Msg::Attempt { ticket })

@@ -1,28 +1,36 @@
 //! A deterministic simulation of the fair lock's protocol (see `src/kinds/fair.rs`): nodes with a lock
-//! key and a queue of `(ticket, waiter)` entries that expire, waiters that take a ticket, enqueue,
-//! attempt, hold and release, with message delay and loss (FIFO per waiter and node, as on one
-//! connection), release notifications, waiter pauses and deaths, on 3 and 5 nodes.
+//! key and a queue of `(ticket, waiter)` entries that expire, waiters that enqueue (each node gives
+//! the ticket, from the waiter's hint: its clock, off by up to a TTL either way, or so far behind
+//! that it never counts), agree
+//! on their ticket when the nodes gave different ones, attempt, hold and release,
+//! with message delay and loss (FIFO per waiter and node, as on one connection), release
+//! notifications, waiter pauses and deaths, on 3 and 5 nodes.
 //!
-//! Notifications are head-only, as in the scripts: a node that leaves the key free with a non-empty
-//! queue (release, leave, a round's unlock, or an enqueue or attempt that cannot take a free key)
-//! wakes only the waiter at the head of its live queue, and wake-ups are lost too. Every other
+//! Notifications are head-only, as in the scripts: a node that leaves the key free and may have
+//! changed who can take it (a release, leave or unlock that freed the key or removed the head, an
+//! enqueue or attempt that moved the head's entry or dropped expired ones) wakes only the waiter at
+//! the head of its queue, and wake-ups are lost too. Only enqueues and attempts drop expired entries,
+//! as in the scripts. Every other
 //! waiter moves on at its own pause: the drain check below is what says that is enough.
 //!
 //! Checked on every run:
-//! - **arrival order**: if A's enqueue completed before B's began, B is not granted before A — unless
+//! - **arrival order**: if A's enqueue completed (a majority answered its entry with its ticket: the
+//!   enqueue's own answers, or the agree round's) before B's began, B is not granted before A — unless
 //!   A lost its place first (an entry of A's on a node of its enqueue majority expired or was removed:
 //!   A died, paused past a TTL, gave up or re-enqueued);
 //! - **mutual exclusion** while valid;
 //! - **the queue drains**: once faults stop, every live waiter is granted, and every queue and lock
 //!   key on every node is empty at the end.
 //!
-//! A second run breaks the grant rule (nodes grant to any queued waiter, not the head) to show the
-//! order check is not blind.
+//! Two more runs break a rule on purpose to show the order check is not blind: nodes that grant to any
+//! queued waiter, not the head; waiters that skip the agree round (their entries move to their ticket
+//! only at their next attempt, after the enqueue counted as complete).
 
 mod client;
 mod node;
 mod sim;
 
+use node::Rules;
 use sim::{Phase, Place, Sim};
 
 impl Sim {
@@ -76,7 +84,7 @@ fn arrival_order_mutual_exclusion_and_drain_on_3_and_5_nodes() {
             if std::env::var("SEED").is_ok_and(|s| s != format!("{n}:{seed}")) {
                 continue;
             }
-            let mut sim = Sim::new(seed, n, 6, true);
+            let mut sim = Sim::new(seed, n, 6, Rules::Real);
             sim.run();
             let bad = sim.order_violations();
             if let Some(&(a, b, _)) = bad.first() {
@@ -131,7 +139,7 @@ fn arrival_order_mutual_exclusion_and_drain_on_3_and_5_nodes() {
 fn without_the_head_rule_waiters_are_overtaken() {
     let mut violations = 0;
     for seed in 0..40 {
-        let mut sim = Sim::new(seed, 3, 6, false);
+        let mut sim = Sim::new(seed, 3, 6, Rules::AnyQueued);
         sim.run();
         violations += sim.order_violations().len();
         assert_eq!(sim.overlaps(), 0, "the lock key alone still excludes");
@@ -139,5 +147,30 @@ fn without_the_head_rule_waiters_are_overtaken() {
     assert!(
         violations > 0,
         "the order check must catch a broken grant rule"
+    );
+}
+
+#[test]
+fn without_the_agree_round_waiters_are_overtaken() {
+    let mut violations = 0;
+    let seeds = 150;
+    for seed in 0..seeds {
+        for n in [3, 5] {
+            let mut sim = Sim::new(seed, n, 6, Rules::LateAgree);
+            // No useful hints: the nodes disagree as often as arrival orders differ.
+            for client in &mut sim.clients {
+                client.skew = -(node::END as i64);
+            }
+            sim.run();
+            violations += sim.order_violations().len();
+        }
+    }
+    eprintln!(
+        "without the agree round: {violations} overtakes in {} runs",
+        2 * seeds
+    );
+    assert!(
+        violations > 0,
+        "the order check must catch a ticket moved after the enqueue completed"
     );
 }

@@ -44,9 +44,13 @@ impl Node {
 
 #[derive(Clone, Copy, Debug)]
 pub enum Msg {
-    Ticket,
-    Enqueue { ticket: u64 },
-    Attempt { ticket: u64 },
+    /// With the waiter's hint (its clock).
+    Enqueue {
+        hint: u64,
+    },
+    Attempt {
+        ticket: u64,
+    },
     Unlock,
     Leave,
     Release,
@@ -54,7 +58,11 @@ pub enum Msg {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Answer {
-    Max(u64),
+    /// An enqueue's answer: granted or not, and the ticket the node gave.
+    Placed {
+        granted: bool,
+        ticket: u64,
+    },
     Granted,
     Queued,
     Missing,
@@ -64,71 +72,88 @@ pub enum Answer {
 pub struct Step {
     /// The answer to the sender (none for unlock, leave and release: fire and forget).
     pub answer: Option<Answer>,
-    /// Whether the node wakes the head of its queue: the key is left free and someone else may take it.
+    /// Whether the node wakes the head of its queue: the key is left free and this message may
+    /// have changed who can take it.
     pub publish: bool,
-    /// Whether the sender lost its place here: its entry was removed, or was a stale one of an earlier
-    /// place.
+    /// Whether the sender lost its place here: its entry was removed.
     pub lost_place: bool,
+}
+
+/// Which rules the nodes and waiters follow: the real ones, or one broken on purpose to show the
+/// checks are not blind.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Rules {
+    Real,
+    /// Nodes grant to any queued waiter, not only the head.
+    AnyQueued,
+    /// A waiter whose nodes disagreed on its ticket counts its enqueue complete at once and moves
+    /// its entries to its ticket only at its next attempt, not in an agree round of the enqueue.
+    LateAgree,
 }
 
 impl Node {
     /// Handles `msg` from the waiter with `value` at `now`, atomically, as the node's script does
-    /// (expired entries already pruned). `head_rule`: grant only to the head of the queue (the real
-    /// rule), or to any queued waiter (the broken rule the order check must catch).
-    pub fn step(&mut self, now: u64, value: u64, msg: Msg, head_rule: bool) -> Step {
+    /// (for an enqueue or attempt, expired entries already pruned; `pruned` says some were).
+    pub fn step(&mut self, now: u64, value: u64, msg: Msg, rules: Rules, pruned: bool) -> Step {
         // The grant rule: the key free (or already ours) and we are the head. A key of ours while we
         // are not the head (a release of an earlier round that did not land) is dropped: it must
-        // not grant us out of turn, nor keep the head waiting.
-        let grant = |node: &mut Node, head_rule: bool| {
+        // not grant us out of turn, nor keep the head waiting. A free key we cannot take wakes the
+        // head when this message may have changed who that is (`moved`, `pruned`, a key freed).
+        let grant = |node: &mut Node, moved: bool| {
             let ours = node.lock.is_some_and(|(v, _)| v == value);
-            let head_ok = if head_rule {
-                node.head() == Some(value)
-            } else {
+            let head_ok = if rules == Rules::AnyQueued {
                 node.queue.contains_key(&value)
-            };
-            if (ours || node.lock.is_none()) && head_ok {
-                node.lock = Some((value, now + TTL));
-                Answer::Granted
             } else {
-                if ours {
-                    node.lock = None;
-                }
-                Answer::Queued
+                node.head() == Some(value)
+            };
+            if !(ours || node.lock.is_none()) {
+                return (false, false);
             }
+            if head_ok {
+                node.lock = Some((value, now + TTL));
+                return (true, false);
+            }
+            node.lock = None;
+            (false, ours || pruned || moved)
         };
-        // Whether this node wakes its head: the key is left free and someone else may take it.
         let mut publish = false;
         let mut lost = false;
         let answer = match msg {
-            Msg::Ticket => Some(Answer::Max(
-                self.queue.values().map(|&(t, _)| t).max().unwrap_or(0),
-            )),
-            Msg::Enqueue { ticket } => {
-                // The new ticket replaces any stale entry of ours (a lost leave of an earlier place
-                // would otherwise keep its older, lower ticket: the model found that trace).
-                self.queue.insert(value, (ticket, now + TTL));
-                let answer = grant(self, head_rule);
-                publish = answer == Answer::Queued && self.lock.is_none();
-                Some(answer)
+            Msg::Enqueue { hint } => {
+                // One above the queue's highest ticket (or the hint, if higher), in place of any
+                // stale entry of ours (a lost leave of an earlier place would otherwise keep its
+                // older, lower ticket: the model found that trace).
+                let top = self.queue.values().map(|&(t, _)| t).max().unwrap_or(0);
+                let ticket = hint.max(top + 1);
+                let moved = self.queue.insert(value, (ticket, now + TTL)).is_some();
+                let (granted, wake) = grant(self, moved);
+                publish = wake;
+                Some(Answer::Placed { granted, ticket })
             }
-            // Only the current place's entry counts: an entry of an earlier place of ours (its
-            // leave and our new enqueue both lost there) would rank us by a stale, lower ticket —
-            // the model found that trace. It is dropped, and the node says we are missing.
-            Msg::Attempt { ticket } => match self.queue.get_mut(&value) {
-                Some(entry) if entry.0 == ticket => {
-                    entry.1 = now + TTL;
-                    let answer = grant(self, head_rule);
-                    publish = answer == Answer::Queued && self.lock.is_none();
-                    Some(answer)
-                }
-                Some(_) => {
-                    self.queue.remove(&value);
-                    lost = true;
-                    publish = self.lock.is_none();
+            // The entry is set to the waiter's ticket (an entry of an earlier place of ours would
+            // otherwise rank us by its stale ticket: the model found that trace), never re-added.
+            Msg::Attempt { ticket } => {
+                if self.queue.contains_key(&value) {
+                    let moved = self.head() == Some(value);
+                    let entry = self.queue.get_mut(&value).unwrap();
+                    let moved = moved && entry.0 != ticket;
+                    *entry = (ticket, now + TTL);
+                    let (granted, wake) = grant(self, moved);
+                    publish = wake;
+                    Some(if granted {
+                        Answer::Granted
+                    } else {
+                        Answer::Queued
+                    })
+                } else {
+                    let freed = self.lock.is_some_and(|(v, _)| v == value);
+                    if freed {
+                        self.lock = None;
+                    }
+                    publish = self.lock.is_none() && (freed || pruned);
                     Some(Answer::Missing)
                 }
-                None => Some(Answer::Missing),
-            },
+            }
             Msg::Unlock => {
                 if self.lock.is_some_and(|(v, _)| v == value) {
                     self.lock = None;
@@ -138,11 +163,13 @@ impl Node {
                 None
             }
             Msg::Leave | Msg::Release => {
+                let was = self.head() == Some(value);
                 let had = self.queue.remove(&value).is_some();
-                if self.lock.is_some_and(|(v, _)| v == value) {
+                let freed = self.lock.is_some_and(|(v, _)| v == value);
+                if freed {
                     self.lock = None;
                 }
-                publish = self.lock.is_none();
+                publish = self.lock.is_none() && (freed || was);
                 lost = had;
                 None
             }

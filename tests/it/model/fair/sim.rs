@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::node::{Answer, Msg, Node, END, FAULTS_END, TTL};
+use super::node::{Answer, Msg, Node, Rules, END, FAULTS_END, TTL};
 use crate::model::sim::{Queue, Rng};
 
 pub enum Ev {
@@ -32,7 +32,6 @@ pub enum Ev {
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum Phase {
     Idle,
-    Ticket,
     Enqueue,
     Waiting,
     Attempt,
@@ -49,13 +48,20 @@ pub struct Client {
     pub queued: usize,
     pub missing: usize,
     pub answered: usize,
-    pub max: u64,
-    pub yes_nodes: Vec<usize>,
+    /// This round's answers by node: who granted, who answered (G, Q or L), who held the entry (G
+    /// or Q), and the tickets an enqueue's nodes gave.
+    pub granted_mask: u16,
+    pub answered_mask: u16,
+    pub queued_nodes: Vec<usize>,
+    pub tickets: Vec<(usize, u64)>,
     pub paused_until: u64,
-    /// The current place (index into `places`) and its ticket.
+    /// The current place (index into `places`), its ticket, and whether its enqueue completed.
     pub place: Option<usize>,
     pub ticket: u64,
+    pub complete: bool,
     pub notified: bool,
+    /// How far this waiter's clock is off (its enqueues' hints).
+    pub skew: i64,
 }
 
 /// One enqueue: when it began (its ticket round) and completed, on which nodes, when it lost its
@@ -71,7 +77,7 @@ pub struct Place {
 
 pub struct Sim {
     pub rng: Rng,
-    pub head_rule: bool,
+    pub rules: Rules,
     pub nodes: Vec<Node>,
     pub clients: Vec<Client>,
     pub places: Vec<Place>,
@@ -90,10 +96,10 @@ pub struct Sim {
 }
 
 impl Sim {
-    pub fn new(seed: u64, n: usize, clients: usize, head_rule: bool) -> Self {
+    pub fn new(seed: u64, n: usize, clients: usize, rules: Rules) -> Self {
         let mut sim = Sim {
             rng: Rng::seeded(seed),
-            head_rule,
+            rules,
             nodes: (0..n).map(|_| Node::default()).collect(),
             clients: (0..clients)
                 .map(|_| Client {
@@ -105,12 +111,16 @@ impl Sim {
                     queued: 0,
                     missing: 0,
                     answered: 0,
-                    max: 0,
-                    yes_nodes: Vec::new(),
+                    granted_mask: 0,
+                    answered_mask: 0,
+                    queued_nodes: Vec::new(),
+                    tickets: Vec::new(),
                     paused_until: 0,
                     place: None,
                     ticket: 0,
+                    complete: false,
                     notified: false,
+                    skew: 0,
                 })
                 .collect(),
             places: Vec::new(),
@@ -124,6 +134,13 @@ impl Sim {
             rounds: 0,
         };
         for c in 0..clients {
+            // Clocks off by up to a TTL either way, or (a third of the waiters) so far behind that
+            // their hints never count.
+            sim.clients[c].skew = if sim.rng.chance(33) {
+                -(END as i64)
+            } else {
+                sim.rng.below(2 * TTL) as i64 - TTL as i64
+            };
             let at = sim.rng.below(TTL);
             sim.push(
                 at,
@@ -151,8 +168,16 @@ impl Sim {
     /// Queues `msg` to every node on the client's connections: sometimes lost, usually fast,
     /// sometimes slow (up to a TTL), never overtaking an earlier message on the same connection.
     pub fn broadcast(&mut self, c: usize, msg: Msg) {
+        self.send(c, msg, u16::MAX);
+    }
+
+    /// [`Self::broadcast`] to the nodes in `mask` (a bit per node).
+    pub fn send(&mut self, c: usize, msg: Msg, mask: u16) {
         let round = self.clients[c].round;
         for node in 0..self.nodes.len() {
+            if mask & (1 << node) == 0 {
+                continue;
+            }
             if self.faults() && self.rng.chance(8) {
                 continue;
             }
@@ -192,10 +217,15 @@ impl Sim {
     pub fn at_node(&mut self, n: usize, c: usize, round: u64, msg: Msg) {
         let now = self.now;
         let value = self.clients[c].value;
-        for w in self.nodes[n].prune(now) {
+        // Only the scripts that grant prune (the others name whatever head they find).
+        let gone = match msg {
+            Msg::Enqueue { .. } | Msg::Attempt { .. } => self.nodes[n].prune(now),
+            _ => Vec::new(),
+        };
+        for &w in &gone {
             self.lose_place(n, w);
         }
-        let step = self.nodes[n].step(now, value, msg, self.head_rule);
+        let step = self.nodes[n].step(now, value, msg, self.rules, !gone.is_empty());
         if step.lost_place {
             self.lose_place(n, value);
         }
