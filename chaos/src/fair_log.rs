@@ -6,8 +6,9 @@
 //! `CLOCK_MONOTONIC` ns; for a cancelled call, when the cancel was decided, before the future was
 //! dropped), how it ended ([`FairEnd`]), the engine's node count, its `acquire_timeout`, the attempts
 //! the lock reported (`-` unless granted), and every enqueue or attempt round the engine decided during
-//! the call, in order, as `t:yes:taken:gone` (`-` if none): when the round's tracing event was seen and
-//! its counts of `G`, `Q` and `L` replies (see [`crate::client::round_tap`]).
+//! the call, in order, as `t:yes:taken:gone:took` (`-` if none): when the round's tracing event was
+//! seen, its counts of `G`, `Q` and `L` replies, and how long the round took (ns; see
+//! [`crate::client::round_tap`]).
 
 /// How a fair acquire call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,8 @@ pub struct Round {
     pub yes: u32,
     pub taken: u32,
     pub gone: u32,
+    /// How long the round took (ns), by the engine's clock: it started at about `t - took`.
+    pub took: u64,
 }
 
 /// One `acquire_fair` call.
@@ -72,7 +75,7 @@ impl FairCall {
         let rounds: Vec<String> = self
             .rounds
             .iter()
-            .map(|r| format!("{}:{}:{}:{}", r.t, r.yes, r.taken, r.gone))
+            .map(|r| format!("{}:{}:{}:{}:{}", r.t, r.yes, r.taken, r.gone, r.took))
             .collect();
         format!(
             "F {} {} {} {} {} {} {} {} {}\n",
@@ -127,6 +130,7 @@ fn round(s: &str) -> Option<Round> {
         yes: next()?.try_into().ok()?,
         taken: next()?.try_into().ok()?,
         gone: next()?.try_into().ok()?,
+        took: next()?,
     };
     next().is_none().then_some(r)
 }
@@ -152,12 +156,14 @@ mod tests {
                     yes: 0,
                     taken: 5,
                     gone: 0,
+                    took: 4,
                 },
                 Round {
                     t: 80,
                     yes: 3,
                     taken: 1,
                     gone: 1,
+                    took: 6,
                 },
             ],
         };
@@ -168,6 +174,6 @@ mod tests {
         call.attempts = None;
         call.rounds.clear();
         assert_eq!(FairCall::parse(call.line().trim_end()), Some(call));
-        assert_eq!(FairCall::parse("F a f0 1 2 ok 5 10 - 3:1:1"), None);
+        assert_eq!(FairCall::parse("F a f0 1 2 ok 5 10 - 3:1:1:0"), None);
     }
 }

@@ -5,11 +5,12 @@
 //! `kinds::fair`: if A's enqueue completed (its entry landed on a majority) before B began taking its
 //! place, B is not granted while A keeps that place; A keeps it until it is granted, gives up (timeout,
 //! the future dropped) or its entries are lost (its refreshes did not reach the nodes for a TTL: dead,
-//! paused, or cut off). Its argument needs A's enqueue complete before B's **ticket round**: that
-//! majority meets A's, so B's ticket is higher. (The module doc's short form says "before B's
-//! enqueue began"; B's ticket round comes before its enqueue, and A's enqueue completing in between
-//! can rank B first by ticket or by the tie-break. So this checker starts B's place at a bound on its
-//! ticket round, not its enqueue.)
+//! paused, or cut off). B's enqueue is its first round: each node gives B a ticket above every entry
+//! there, A's included, and B's ticket is the highest of a majority's, which meets A's. A's enqueue
+//! is complete once a majority holds its entry with its ticket: after its first round, or after the
+//! agree round that follows when the nodes gave different tickets. (The fair lock once took its
+//! ticket in a round of its own before the enqueue, and its claim held only from that round on; this
+//! checker still starts B's place at a bound on B's first round, which is now its enqueue.)
 //!
 //! The library has no hook for "enqueue done", and this checker needs none: the client taps the
 //! tracing event the engine emits for every decided enqueue or attempt round (`redlock round`, with
@@ -21,23 +22,25 @@
 //!   over too. After it the call takes a new ticket, so a place begins after that round's time.
 //! - **A place completed** by the first round of a segment (the rounds since the last definite
 //!   requeue) with `yes + taken >= q`: `G` and `Q` replies both mean the node holds the waiter's entry
-//!   with its current ticket (an attempt never re-adds one), so that ticket's enqueue had landed on a
-//!   majority before the round's time `E`. That is an upper bound on the completion, whichever round
+//!   with its current ticket (an attempt sets it, never re-adds one; an enqueue round's event counts
+//!   only the nodes that gave the waiter its ticket, see `fair_wait`), so that place's enqueue had
+//!   completed before the round's time `E`. That is an upper bound on the completion, whichever round
 //!   it was. Once a place is complete, only a definite requeue ends it short of a grant or give-up
 //!   (an attempt starts over only on `gone > n - q`; an enqueue that landed on a majority never does).
 //! - **B's place began** after its last definite-requeue round before the round that granted it, or
-//!   after the call's `t0`: a lower bound `S` on its ticket round's start (the rounds of one call run
+//!   after the call's `t0`: a lower bound `S` on its enqueue's start (the rounds of one call run
 //!   one after another).
 //! - **B was granted** by its call's last round, at `W`: its majority had set the key by then.
-//! - **A's place lasted** at least until `L`: for a granted A, the round before its winning round
-//!   (its winning round started after it); for a timed-out A, `max(last round, t0 + acquire_timeout)`
+//! - **A's place lasted** at least until `L`: for a granted A, the start of its winning round (`t`
+//!   less its duration; it was still waiting then), and no earlier than the round before it; for a
+//!   timed-out A, `max(last round, t0 + acquire_timeout)`
 //!   (the engine gives the place up only once the wait's end has passed, and the wait's end comes at
 //!   least `acquire_timeout` after `t0`); for a cancelled one, `max(last round, t1)` (`t1` is taken
 //!   before the future is dropped); for any other end, its last round.
 //!
 //! **Overtake**: A's place (not lost) with `E < S_B` and `W_B < L_A`, A and B different calls on one
 //! resource. Every bound errs towards "no overtake", so each one reported is real: A's entry was on a
-//! majority before B started its ticket round, and B was granted while A still waited with that
+//! majority before B started its enqueue, and B was granted while A still waited with that
 //! place. A place that ended in a definite requeue was lost (the documented limit: its entries expired
 //! or were dropped); its overtakes are counted apart, as a figure, not a violation. Calls of one
 //! process are waiters like any other (the fair lock has no local queue). **Contested pairs** (A's
@@ -46,8 +49,8 @@
 //!
 //! What this cannot see: a round the engine decided without emitting its event (an admission refusal
 //! emits none; with the default `max_in_flight` and a few tasks it does not happen), hence the
-//! `miscounted` check below; and B's enqueue start itself (the ticket round emits no event), which is
-//! why `S` bounds B's whole place, not its enqueue.
+//! `miscounted` check below; and B's enqueue start itself (a round's event comes at its end), which
+//! is why `S` bounds it from below.
 //!
 //! Also counted: **blind** granted calls (no round seen: the tap is broken and this checker with it, a
 //! failure), and granted calls whose rounds and `Lock::attempts` disagree (the tap missed rounds).
@@ -150,7 +153,7 @@ pub fn check(calls: &[FairCall]) -> Fairness {
             f.overtakes += 1;
             if f.examples.len() < 3 {
                 f.examples.push(format!(
-                    "{}'s place, complete {:.1} ms before {} began its ticket round, was overtaken: \
+                    "{}'s place, complete {:.1} ms before {} began its enqueue, was overtaken: \
                      {} was granted {:.1} ms before {} stopped waiting ({})",
                     p.call.holder,
                     ms(w.began - p.completed),
@@ -212,9 +215,10 @@ fn places_of<'a>(call: &'a FairCall, out: &mut Vec<Place<'a>>) {
 fn lasted(call: &FairCall) -> u64 {
     let last = call.rounds.last().map_or(call.t0, |r| r.t);
     match call.end {
-        FairEnd::Granted => match call.rounds.len() {
-            0 | 1 => call.t0,
-            len => call.rounds[len - 2].t,
+        FairEnd::Granted => match &call.rounds[..] {
+            [] => call.t0,
+            [won] => won.t.saturating_sub(won.took).max(call.t0),
+            [.., before, won] => won.t.saturating_sub(won.took).max(before.t),
         },
         FairEnd::TimedOut => last.max(call.t0 + call.timeout_ms * 1_000_000),
         FairEnd::Cancelled => last.max(call.t1),

@@ -4,12 +4,14 @@
 use super::*;
 
 /// A round at `t` with that many `G`, `Q` and `L` replies.
+/// A round seen at `t` that took 5 ns.
 fn r(t: u64, yes: u32, taken: u32, gone: u32) -> Round {
     Round {
         t,
         yes,
         taken,
         gone,
+        took: 5,
     }
 }
 
@@ -60,7 +62,7 @@ fn a_waiter_granted_before_one_that_queued_first_is_an_overtake() {
         "{:?}",
         f.examples
     );
-    // In arrival order instead: B granted after A's grant round started (A's previous round at 50).
+    // In arrival order instead: B granted after A's grant round started (at 55).
     let mut calls = overtaken();
     calls[1].rounds = vec![r(30, 0, 5, 0), r(70, 5, 0, 0)];
     calls[1].t1 = 71;
@@ -149,4 +151,17 @@ fn tasks_of_one_process_are_waiters_like_any_other_and_the_tap_is_checked() {
     let f = check(&calls);
     assert_eq!((f.blind, f.miscounted, f.granted), (1, 1, 2));
     assert_eq!(f.longest_wait_ns, 61);
+}
+
+#[test]
+fn a_waiter_granted_at_its_second_round_waited_until_that_round_began() {
+    // A: enqueue at 10, then (woken) its winning attempt, seen at 60 after 5 ns: A waited until 55.
+    let mut calls = overtaken();
+    calls[0].rounds = vec![r(10, 0, 5, 0), r(60, 5, 0, 0)];
+    calls[0].attempts = Some(2);
+    let f = check(&calls);
+    assert_eq!((f.contested, f.overtakes), (1, 1));
+    // B granted at 57, after A's winning round began at 55: not counted (the bound is that start).
+    calls[1].rounds = vec![r(30, 0, 5, 0), r(57, 5, 0, 0)];
+    assert_eq!(check(&calls).overtakes, 0);
 }

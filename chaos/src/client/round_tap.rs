@@ -1,17 +1,19 @@
 //! The tap on the engine's rounds (scenario 19): which enqueue and attempt rounds one `acquire_fair`
 //! call ran, and what each came to, **without any hook in the library** — from the `tracing` debug
-//! event it emits for every decided round (`redlock round`, fields `op`, `yes`, `taken`, `gone`; see
-//! `observe.rs`), seen by a subscriber of this process.
+//! event it emits for every decided round (`redlock round`, fields `op`, `yes`, `taken`, `gone`,
+//! `took_us`; see `observe.rs`), seen by a subscriber of this process.
 //!
 //! Why this attributes rounds to the right call: the process runs one thread, and the engine emits a
 //! fair round's event in `fair_wait`'s own code, inside a poll of the acquire future (not in a task of
 //! its own). [`tapped`] lends the call's list to the thread for exactly the duration of each poll of
 //! that future, so an event seen while the list is lent is that call's; events of other tasks
-//! (releases, renewals, other calls) arrive between those polls and find nothing lent. The ticket round
-//! emits no event (it is not a grant round), so the rounds are the enqueues and attempts, one per
-//! `Lock::attempts` — the checker compares the two.
+//! (releases, renewals, other calls) arrive between those polls and find nothing lent. Every round of
+//! a fair call is an enqueue or an attempt (the agree round is an attempt), one per `Lock::attempts`
+//! — the checker compares the two.
 //!
-//! The time taken is when the event is seen: after every reply the round counted.
+//! The time taken is when the event is seen: after every reply the round counted; the round's own
+//! duration (`took_us`) says when it started, give or take the microseconds between the engine's clock
+//! read and its event.
 
 use std::cell::RefCell;
 use std::fmt::Debug;
@@ -80,6 +82,7 @@ impl Subscriber for Tap {
             yes: fields.yes,
             taken: fields.taken,
             gone: fields.gone,
+            took: fields.took_us.saturating_mul(1000),
         };
         LENT.with_borrow_mut(|lent| {
             if let Some(list) = lent {
@@ -101,6 +104,7 @@ struct Fields {
     yes: u32,
     taken: u32,
     gone: u32,
+    took_us: u64,
 }
 
 impl Visit for Fields {
@@ -110,6 +114,7 @@ impl Visit for Fields {
             "yes" => self.yes = v,
             "taken" => self.taken = v,
             "gone" => self.gone = v,
+            "took_us" => self.took_us = value,
             _ => {}
         }
     }
