@@ -12,8 +12,8 @@
 //!
 //! # Reading it
 //! An acquire call's start is not the instant the fair lock orders by: its guarantee is for waiters
-//! whose **enqueue completed** (a ticket round and an enqueue round after the call started) before
-//! the other's call began. Two calls started within those two round trips of each other may be
+//! whose **enqueue completed** (one round after the call started, two when the nodes' tickets
+//! disagreed) before the other's call began. Two calls started within those round trips of each other may be
 //! granted in either order, so a few overtakes are allowed by the fair lock's property; a count
 //! that grows with the queue length is not. Acquires that failed (timed out) are not grants and are
 //! not counted, though they were overtaken too.
