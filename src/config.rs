@@ -115,7 +115,7 @@ pub struct Config {
     /// process without releasing it on the nodes (0 disables hand-off). The bound is what lets other
     /// processes in: a longer streak costs their waiters time, a shorter one a cross-process turn
     /// (a release, a wake-up and an acquire) more often. Default: 8 (4 processes x 16 workers on 4
-    /// keys: 1.5x the cycles/s of 4 at a p99.9 below 10 ms; `results/2026-12-02/contention-grace/`).
+    /// keys: 1.5x the cycles/s of 4 at a p99.9 below 10 ms; `results/2026-12-02/contention-grace/sweep.md`).
     pub max_local_handoffs: u32,
     /// Largest reply, in bytes, a node may send on the engine's own connections (lock commands, the
     /// handshake, release notifications), and so the most one connection buffers for an incomplete

@@ -104,8 +104,8 @@ impl Core {
     /// reach the nodes, about two round trips (the slowest node's bound; a tenth of a node timeout
     /// `timeout` before any was measured). Shorter, our own waiters win the race and the other
     /// process's falls back to its retry pause; longer, the key sits free. Measured at 4 processes x
-    /// 16 workers on 4 keys (`results/2026-12-02/contention-grace/`): a fixed 2.5 ms gave 0.6x the
-    /// cycles/s of two round trips (about 1 ms there), 0.5 ms and none a p99.9 of 55-80 ms.
+    /// 16 workers on 4 keys (`results/2026-12-02/contention-grace/sweep.md`): a fixed 2.5 ms gave
+    /// 0.6x the cycles/s of 1 ms (two round trips there), 0.5 ms and none a p99.9 of 65-80 ms.
     fn yield_grace(&self, timeout: Duration) -> Duration {
         let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
         rtt.map_or(timeout / 10, |rtt| rtt * 2)
