@@ -7,20 +7,16 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::core::Core;
-use super::fanout::{fan_out_into, fire, Deadline};
+use super::fanout::{fire, Deadline};
 use super::release::HeldGuard;
-use super::takeover::TakeOver;
 use super::waitq::LocalHold;
 use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
-use crate::algo::verdict::acquire_error;
 use crate::error::LockError;
-use crate::lock::{Grant, Lock};
-use crate::observe::Op;
+use crate::lock::Lock;
 use crate::protocol::cmd::{Args, Cmd, Keys};
-use crate::protocol::handoff::take_over_vote;
 use crate::protocol::scripts::MARK_WAITING;
 use crate::protocol::spec::{script_cmd, Target};
 use crate::transport::subscriber::Subscription;
@@ -85,6 +81,8 @@ impl Core {
         let mut mark_ahead: Option<Cmd> = None;
         // The mark just landed (first loss): the retry right after needs no second one.
         let mut just_marked = false;
+        // Rounds in a row lost with some nodes granting (see `quick` below).
+        let mut splits = 0u32;
         let result = loop {
             attempts += 1;
             match &mark_ahead {
@@ -98,7 +96,7 @@ impl Core {
             if let Some(w) = woken.as_mut() {
                 w.as_mut().enable();
             }
-            let err = match self.attempt(&target, ttl, budget_end, take_over).await {
+            let (err, partial) = match self.attempt(&target, ttl, budget_end, take_over).await {
                 Ok(mut lock) => {
                     lock.set_attempts(attempts);
                     if let Some(t) = &take_over {
@@ -106,7 +104,7 @@ impl Core {
                     }
                     break Ok(lock);
                 }
-                Err(err) => err,
+                Err(lost) => lost,
             };
             counted += 1;
             let out_of_time = budget_end.is_some_and(|end| Instant::now() >= end);
@@ -114,12 +112,25 @@ impl Core {
                 break Err(err);
             }
             let mut pause = s.retry.next_delay();
-            if take_over.is_some() && split(&err) {
-                // A take-over that lost a split (granted on too few nodes) keeps the key reserved
-                // there (`TakeOver::keep_place_cmd`), and no release will wake it: retry within the
-                // reservation, at a random moment so that the other side of the split is not met again.
-                pause = pause.min(self.reservation(ttl).mul_f64(fastrand::f64()));
+            // A round granted on some nodes but lost: the votes may have split three ways with
+            // nobody holding a majority, and then no release will wake anyone. Retry early (free)
+            // at a random moment, so the other sides are not met again, each time in a row twice
+            // as late, until that is the retry pause (a holder that does have a majority is asked
+            // a few times, not polled). A take-over a release named kept the key reserved where it
+            // got it (`TakeOver::step_back_cmd`) and retries within that reservation.
+            let early = match take_over {
+                Some(t) if t.is_named() => self.reservation(ttl).mul_f64(fastrand::f64()),
+                _ => self.split_pause() * 2u32.pow(splits.min(16)),
+            };
+            let quick = partial && early < pause;
+            if quick {
+                splits += 1;
+                counted -= 1;
+                pause = early;
+            } else {
+                splits = 0;
             }
+            take_over = take_over.map(|t| t.named(false));
             if deadline.is_some_and(|d| Instant::now() + pause >= d) {
                 let last = Some(Box::new(err));
                 break Err(LockError::Timeout { attempts, last });
@@ -177,7 +188,11 @@ impl Core {
                     tokio::select! {
                         // Woken by a release: this retry is free (see `counted`).
                         _ = woken => {
-                            counted -= 1;
+                            if !quick {
+                                counted -= 1;
+                            }
+                            splits = 0;
+                            take_over = take_over.map(|t| t.named(true));
                             self.spread_wake(take_over.is_some()).await;
                         }
                         _ = tokio::time::sleep(pause) => {}
@@ -252,79 +267,6 @@ impl Core {
         lock.handed_over();
         Some(lock)
     }
-
-    /// One attempt: waits for admission until `admit_until`, then one round.
-    async fn attempt(
-        &self,
-        target: &Target,
-        ttl: Duration,
-        admit_until: Option<Instant>,
-        take_over: Option<TakeOver>,
-    ) -> Result<Lock, LockError> {
-        let s = self.settings();
-        let code = target.kind.spec().code;
-        let value =
-            LockValue::tagged(self.tag(), code).map_err(|e| LockError::Random(e.to_string()))?;
-        // Before the clock starts: time spent waiting here is this process's queue, not the nodes'.
-        let _slot = self.admit(admit_until).await?;
-        let jumps = self.jump_mark();
-        let start = Instant::now();
-        // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
-        // releases on every node (also those that said no or timed out: their command may still land).
-        let guard = ReleaseOnDrop {
-            core: self,
-            target,
-            value,
-            ttl,
-            armed: true,
-            take_over,
-        };
-        let (cmd, vote) = match take_over {
-            Some(t) => (t.cmd(target, value, ttl), take_over_vote as fn(_) -> _),
-            None => self.acquire_cmd(target, value, ttl),
-        };
-        let deadline = self.round_deadline(start, ttl, None);
-        let quorum = target.kind.tally(self.nodes().len());
-        let tally = fan_out_into(self.nodes(), &cmd, deadline, vote, quorum).await;
-        // One clock read serves the metric and the validity (a read is most of what observing costs).
-        let elapsed = start.elapsed();
-        self.metrics().round(Op::Acquire, &tally, elapsed);
-        if !tally.won() {
-            return Err(acquire_error(tally));
-        }
-        let min = s.timing.min_validity(ttl);
-        match s.timing.validity(ttl, elapsed) {
-            Some(validity) if validity >= min => {
-                guard.disarm();
-                // A take-over's grants name the next waiter (see `protocol::handoff`).
-                let next_waiter = if take_over.is_some() {
-                    tally.max_counter
-                } else {
-                    0
-                };
-                let grant = Grant {
-                    prefix_len: s.key_prefix.len(),
-                    key_format: s.key_format,
-                    value,
-                    ttl,
-                    valid_until: start + elapsed + validity,
-                    tally,
-                    jumps,
-                };
-                Ok(Lock::granted(target, grant).waited_on_by(next_waiter))
-            }
-            left => Err(LockError::ValidityExpired {
-                left: left.unwrap_or_default(),
-                min,
-            }),
-        }
-    }
-}
-
-/// Whether `err` is a round lost to another process with some nodes granting it (fewer said taken
-/// than a majority).
-fn split(err: &LockError) -> bool {
-    matches!(err, LockError::Contended { taken, nodes, local: false } if *taken < crate::algo::quorum::quorum(*nodes))
 }
 
 /// Marks (for `mark_for`) that a client elsewhere waits for the lock at `key`.
@@ -335,45 +277,6 @@ fn mark_waiting_cmd(key: &bytes::Bytes, mark_for: Duration) -> Cmd {
         LockValue::ZERO,
         Args::of(&[millis(mark_for).max(1)]),
     )
-}
-
-/// Fires the release script at every node when dropped while armed; never waits for replies (the
-/// engine's release re-sender does, and sends again where a copy did not land).
-struct ReleaseOnDrop<'a> {
-    core: &'a Core,
-    target: &'a Target,
-    value: LockValue,
-    ttl: Duration,
-    armed: bool,
-    /// A lost take-over keeps its place where it set the key (see `TakeOver::keep_place_cmd`).
-    take_over: Option<TakeOver>,
-}
-
-impl ReleaseOnDrop<'_> {
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for ReleaseOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            // Queued now; each connection writes it after this attempt's command, so it cannot
-            // overtake it. No notification: a failed attempt freed nothing anyone waits for.
-            let cmd = match &self.take_over {
-                Some(t) => t.keep_place_cmd(self.core, self.target, self.value, self.ttl),
-                None => self
-                    .target
-                    .kind
-                    .release_cmd(&self.target.keys, self.value, false),
-            };
-            // Keys this attempt set expire within one TTL of now (the SET was sent before now).
-            let until = Instant::now() + self.ttl;
-            self.core
-                .release_retry()
-                .fire(self.core.nodes(), &cmd, until);
-        }
-    }
 }
 
 /// Withdraws a writer's intent when its acquire ends without the lock (error or cancellation).

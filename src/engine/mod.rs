@@ -5,10 +5,12 @@
 //! - `core`: [`core::Core`] — nodes, settings, admission, local queues, metrics, release re-sender,
 //!   the watchdog's schedule; input validation and what every round needs before its fan-out.
 //! - `acquire`: the attempt loop every lock kind shares — local queue, attempts, pauses cut short by
-//!   release notifications, release-on-failure, taking over a locally handed-off lock.
+//!   release notifications, taking over a locally handed-off lock; `attempt`: one round and its
+//!   release-on-failure (a lost take-over's step back).
 //! - `release`: release (with local hand-off) and extend, for every kind.
 //! - `takeover`: the cross-process hand-off's engine side — when a waiter attempts as a named
-//!   take-over, when a release reserves the key for the oldest waiter elsewhere.
+//!   take-over (queued by its wait's start), when a release reserves the key for the first waiter
+//!   elsewhere.
 //! - `fanout`: the one fan-out — send to every node, decide as soon as the majority is won or lost.
 //! - `admission`: admission control — at most `max_in_flight` rounds on the nodes, the rest wait (FIFO).
 //! - `release_retry`: releases are not dropped — re-sent in the background where they did not land.
@@ -29,6 +31,7 @@ use crate::lock::Lock;
 
 pub(crate) mod acquire;
 pub(crate) mod admission;
+mod attempt;
 pub(crate) mod core;
 pub(crate) mod fanout;
 mod force;

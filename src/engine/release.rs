@@ -129,6 +129,17 @@ impl Core {
         tokio::time::sleep(spread.mul_f64(fastrand::f64())).await;
     }
 
+    /// How long a waiter whose round was granted on some nodes but lost waits before one more try:
+    /// nobody may hold a majority (the votes split three ways), so no release will wake it.
+    pub(crate) fn split_pause(&self) -> Duration {
+        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
+        let spread = rtt
+            .unwrap_or(Duration::from_millis(1))
+            .clamp(Duration::from_micros(100), Duration::from_millis(5))
+            * 2;
+        spread.mul_f64(fastrand::f64())
+    }
+
     /// Leaves the local queue; a handed-off lock nobody will take is released.
     fn leave(&self, hold: LocalHold<Lock>) {
         if let Some(orphan) = hold.leave() {

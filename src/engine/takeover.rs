@@ -19,7 +19,7 @@ use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
 use crate::lock::Lock;
 use crate::protocol::cmd::Cmd;
-use crate::protocol::handoff::{new_name, wake_name, Handoff};
+use crate::protocol::handoff::{new_name, stable_name, wake_channel, wake_name, Handoff};
 use crate::protocol::spec::{Kind, Target};
 use crate::transport::subscriber::Subscription;
 
@@ -29,30 +29,56 @@ pub(crate) struct TakeOver {
     handoff: &'static Handoff,
     name: u64,
     mark_ms: u64,
+    /// Where the waiter queues on every node: the wall clock (µs) when it began waiting.
+    since_us: u64,
+    /// This attempt follows a release that named us (see [`TakeOver::step_back_cmd`]).
+    named: bool,
 }
 
 impl TakeOver {
-    /// What a lost take-over round sends instead of its release: our value, where the round set
-    /// it, becomes our reservation again (owner-checked, [`Handoff::release_to_cmd`] naming us).
-    /// Freeing it would let any other head in there while the nodes that have not run the
-    /// holder's hand-off yet still reserve the key for us: a split, and both sides' retry pauses.
-    pub(crate) fn keep_place_cmd(
+    /// What a lost take-over round sends instead of its release ([`Handoff::step_back_cmd`]): where
+    /// the round set our value, our reservation if a release named us for this attempt (the nodes
+    /// it has not reached yet will reserve the key for us too), else nothing; our name back in the
+    /// list at its place either way.
+    pub(crate) fn step_back_cmd(
         &self,
         core: &Core,
         target: &Target,
         value: LockValue,
         ttl: Duration,
     ) -> Cmd {
-        let reserve = millis(core.reservation(ttl));
+        let reserve = match self.named {
+            true => millis(core.reservation(ttl)).max(1),
+            false => 0,
+        };
+        let mark = (self.mark_ms, self.since_us);
         self.handoff
-            .release_to_cmd(&target.keys, value, reserve, self.name, false)
+            .step_back_cmd(&target.keys, value, reserve, self.name, mark)
+    }
+
+    /// Whether this attempt follows a release that named us.
+    pub(crate) fn is_named(&self) -> bool {
+        self.named
+    }
+
+    /// The same waiter, its next attempt following a release that named it (`named`) or not.
+    pub(crate) fn named(self, named: bool) -> Self {
+        Self { named, ..self }
     }
 
     /// The attempt command for `value`.
     pub(crate) fn cmd(&self, target: &Target, value: LockValue, ttl: Duration) -> Cmd {
+        let (name, mark) = (self.name, (self.mark_ms, self.since_us));
         self.handoff
-            .take_over_cmd(&target.keys, value, millis(ttl), self.name, self.mark_ms)
+            .take_over_cmd(&target.keys, value, millis(ttl), name, mark)
     }
+}
+
+/// The wall clock in µs: a waiter's place in the lists (`protocol::handoff`). Order only: a clock off
+/// on one host queues its waiters early or late (fairness), never lets two clients hold the lock.
+fn wall_micros() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_micros() as u64)
 }
 
 /// The shortest reservation: time for the publish to reach the waiter and its take-over the node
@@ -77,9 +103,16 @@ impl Core {
         let s = self.settings();
         // The local queue's name, so the next head keeps this process's place; without a queue, one
         // per acquire. Names need only differ between waiters of one key: 64 random bits.
-        let name = hold.map_or_else(new_name, LocalHold::name);
         let key = &target.keys.as_slice()[0];
-        let subscribe = || self.notifier().subscribe_named(key, wake_name(name));
+        let name = match hold {
+            Some(_) => stable_name(&self.tag().0, key),
+            None => new_name(),
+        };
+        let subscribe = || {
+            let own = wake_channel(key, name);
+            self.notifier()
+                .subscribe_handoff(&own, key, wake_name(name))
+        };
         // Kept by the local queue for its next heads (same name): no resubscribing per head.
         *subscription = Some(match hold {
             Some(hold) => hold.kept(subscribe),
@@ -92,6 +125,8 @@ impl Core {
             handoff,
             name,
             mark_ms: millis(mark_for).max(1),
+            since_us: wall_micros(),
+            named: false,
         })
     }
 
@@ -125,7 +160,7 @@ impl Core {
                 let reserve = millis(self.reservation(lock.ttl()));
                 let cmd = match lock.next_waiter() {
                     0 => handoff.release_cmd(lock.keys(), lock.value(), reserve),
-                    next => handoff.release_to_cmd(lock.keys(), lock.value(), reserve, next, true),
+                    next => handoff.release_to_cmd(lock.keys(), lock.value(), reserve, next),
                 };
                 (cmd, true)
             }

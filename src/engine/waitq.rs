@@ -60,10 +60,6 @@ pub(crate) struct LocalQueue<T> {
     /// What the engine keeps for the queue's successive heads while it lives (the hand-off's named
     /// subscription: one per queue, not one per head, so heads do not resubscribe in turn).
     kept: Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
-    /// The name this process's waiters for the resource answer to across processes (the
-    /// cross-process hand-off's wake name, `crate::protocol::handoff`): one per queue, so the
-    /// next head keeps the place its predecessor held in the nodes' waiter lists.
-    name: u64,
 }
 
 /// This task's place at the head of a resource's local queue; held inside the lock (`crate::Lock`).
@@ -103,8 +99,6 @@ impl<T> LocalQueues<T> {
                     holder_until: Mutex::new(None),
                     remote_waiting: Arc::default(),
                     kept: Mutex::new(None),
-                    // At least 2, below 2^53: the hand-off's rule for names (`protocol::handoff`).
-                    name: fastrand::u64(2..1 << 53),
                 })
             })
             .clone()
@@ -263,11 +257,6 @@ impl<T> LocalHold<T> {
         let k = Arc::new(make());
         *kept = Some(k.clone());
         k
-    }
-
-    /// The name this process's waiters for the resource answer to (see `LocalQueue::name`).
-    pub(crate) fn name(&self) -> u64 {
-        self.queue.name
     }
 
     /// Leaves `lock` for the next local holder.

@@ -132,23 +132,23 @@ impl Keys {
 /// Most keys one script call may carry (bounds the stack frame the encoder builds).
 pub(crate) const MAX_SCRIPT_KEYS: usize = 16;
 
-/// Numeric script arguments after the lock value (at most 3), kept inline.
+/// Numeric script arguments after the lock value (at most 4), kept inline.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Args {
     len: u8,
-    values: [u64; 3],
+    values: [u64; 4],
 }
 
 impl Args {
     /// No arguments after the value.
     pub(crate) const NONE: Self = Self {
         len: 0,
-        values: [0; 3],
+        values: [0; 4],
     };
 
-    /// The given arguments (at most 3; more is a programming error caught in debug builds).
+    /// The given arguments (at most 4; more is a programming error caught in debug builds).
     pub(crate) fn of(values: &[u64]) -> Self {
-        debug_assert!(values.len() <= 3);
+        debug_assert!(values.len() <= 4);
         let mut args = Self::NONE;
         for (slot, v) in args.values.iter_mut().zip(values) {
             *slot = *v;

@@ -2,25 +2,37 @@
 //! process leaves the key to exactly that waiter for a moment, and wakes only it.
 //!
 //! # How
-//! Per node, beside the lock key `K`: the waiter list `K:wait` (the waiter mark, now a list of wake
-//! names, oldest first; the plain mark's `EXISTS` still reads it). A wake name is a random `u64`
-//! drawn once per process and resource (the local queue's: whichever task heads that queue answers
-//! to it), or per acquire call without a local queue (decimal; not a secret, it is published). So a
-//! list holds at most one name per waiting process, and a process's next head keeps its place.
+//! Per node, beside the lock key `K`: the waiter list `K:wait` (the waiter mark, now a sorted set
+//! of wake names; the plain mark's readers still find it), each name scored by the wall-clock µs
+//! its waiter began waiting, so **every node orders the same waiters alike** (a node may lack a
+//! name, never order two differently). A wake name is drawn from the engine's random tag and the
+//! key, once per process and resource (whichever task heads the local queue answers to it, and its
+//! subscription lingers from one wait to the next), or per acquire call without a local queue
+//! (decimal; not a secret, it is published). So a list holds at most one name per waiting process.
+//! A waiter is woken on its own channel, `K:h:<name>` ([`wake_channel`]): a release costs one
+//! message per node, not one per process subscribed to the key.
 //! - **Take-over** ([`TAKE_OVER`], an acquire): sets `K` to the waiter's fresh value when `K` is
 //!   free **or holds the reservation `r<name>` of this waiter**, and then drops its name from the
-//!   list; otherwise it appends the name (once) and keeps the list alive. One command both tries and
-//!   marks, atomically: a release after it always sees the mark (the old "lost, then mark" window
-//!   is gone).
+//!   list; otherwise it adds the name at its place (`ZADD NX`: a name already there keeps its
+//!   older place) and keeps the list alive. One command both tries and marks, atomically: a
+//!   release after it always sees the mark.
+//! - **Step back** ([`STEP_BACK`]): a lost take-over's release. Where the round set our value, it
+//!   becomes our reservation (only when a release named us for this attempt: the nodes the release
+//!   has not reached yet will reserve for us too) or is deleted, and our name goes back at its place.
 //! - **Unmark** ([`UNMARK`]): a waiter that won its take-over drops its name where the take-over
 //!   did not run as a grant (a node that refused it, or that it reached before the release).
 //! - **Release to a known waiter** ([`RELEASE_TO`]): a take-over that wins answers the name of the
-//!   list's head after it (the next waiter); the holder's release then reserves for that one name
-//!   on every node, whatever order each node's list has.
-//! - **Hand-off release** ([`RELEASE_HANDOFF`], for a holder that knows no name): owner-checked like `RELEASE`; when the list has a
-//!   name it pops the oldest, replaces our value with the reservation `r<name>` for a short time
-//!   (`ARGV[2]` ms) and publishes the name on `K`'s channel (a named wake: only that waiter's
-//!   subscription wakes). Answers 2 (handed off), 1, 0 or -1 as `RELEASE_NOTIFY` does.
+//!   list's first after it (the next waiter); the holder's release then reserves for that one name
+//!   on every node, whatever names each node's list lacks.
+//! - **Hand-off release** ([`RELEASE_HANDOFF`], a contended holder that knows no name):
+//!   owner-checked like `RELEASE`; when the list has a name it takes out the first, replaces our
+//!   value with the reservation `r<name>` for a short time (`ARGV[2]` ms) and publishes on that
+//!   waiter's channel. Answers 2 (handed off), 1, 0 or -1 as `RELEASE_NOTIFY` does.
+//! - An uncontended holder's `RELEASE_NOTIFY` (coalescable) wakes the first name too, without a
+//!   reservation (`crate::protocol::scripts::RELEASE_NOTIFY`); a node's native release, or an older
+//!   client's, publishes an empty message on `K`'s channel, which every named waiter also hears.
+//! - A round lost with some grants may be a three-way split nobody holds: the attempt loop retries
+//!   it early, since no release will come.
 //!
 //! # Why it is safe
 //! - *Mutual exclusion is SET NX's.* A reservation is no one's lock: no `Lock` is ever returned for
@@ -34,9 +46,14 @@
 //!   validity left, and a lost round releases its value on every node.
 //! - *No replay.* `TAKE_OVER` is acquire-side (`resend: false`); `RELEASE_HANDOFF` is owner-checked
 //!   (a second copy finds our value gone and changes nothing), so its `NOSCRIPT` resend is safe.
-//! - *Liveness.* A reservation for a waiter that died or gave up expires on its own (`ARGV[2]`, one
-//!   node timeout); the key is then free to anyone's `SET NX` or take-over. Names whose waiter left
-//!   stay in the list until popped (one short reservation each) or until the list expires.
+//!   A step back's reservation replaces only our own value of a lost round, which no `Lock` was
+//!   returned for: the same argument.
+//! - *Liveness.* A reservation for a waiter that died or gave up expires on its own (`ARGV[2]`, at
+//!   most one node timeout); the key is then free to anyone's `SET NX` or take-over. Names whose
+//!   waiter left stay in the list until taken out (one short reservation each) or until the list
+//!   expires.
+//! - *Clocks.* The wall clock orders the list only: a host whose clock is off queues its waiters
+//!   early or late (fairness), it never lets two clients hold the lock.
 //!
 //! Fairness across processes: only queue heads mark, so the list holds at most one name per
 //! process and is served oldest first; a process that just held the lock joins the back.
@@ -53,6 +70,7 @@ pub(crate) struct Handoff {
     pub(crate) release: &'static Script,
     pub(crate) release_to: &'static Script,
     pub(crate) unmark: &'static Script,
+    pub(crate) step_back: &'static Script,
 }
 
 /// The single-key exclusive lock's hand-off.
@@ -61,36 +79,38 @@ pub(crate) static PLAIN_HANDOFF: Handoff = Handoff {
     release: &RELEASE_HANDOFF,
     release_to: &RELEASE_TO,
     unmark: &UNMARK,
+    step_back: &STEP_BACK,
 };
 
-/// Take-over: KEYS = `K`; ARGV = value, TTL ms, wake name, list TTL ms. Answers -1 (taken), or when
-/// set the name of the list's new head (the next waiter; names are at least 2 and below 2^53, so a
-/// Lua number holds them exactly), or 1 when nobody else waits. A string mark of an older client at `K:wait` (`pcall`: `WRONGTYPE`) is replaced by the
-/// list.
+/// Take-over: KEYS = `K`; ARGV = value, TTL ms, wake name, list TTL ms, place (µs). Answers -1
+/// (taken), or when set the name of the list's new first (the next waiter; names are at least 2
+/// and below 2^53, so a Lua number holds them exactly), or 1 when nobody else waits. A string mark
+/// of an older client at `K:wait` (`pcall`: `WRONGTYPE`) is replaced by the list; a user the ACL
+/// denies the sorted set commands leaves a string mark instead (its releases then wake everyone).
 pub(crate) static TAKE_OVER: Script = Script {
     source:
         "local v = redis.call('GET', KEYS[1]) local q = KEYS[1] .. ':wait' if v == false or v == \
 'r' .. ARGV[3] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
-redis.pcall('LREM', q, 1, ARGV[3]) local h = redis.pcall('LINDEX', q, 0) if type(h) == \
-'string' then return tonumber(h) or 1 end return 1 end local at = redis.pcall('LPOS', q, \
-ARGV[3]) if type(at) == 'table' then redis.call('DEL', q) at = false end if not at then \
-redis.call('RPUSH', q, ARGV[3]) end redis.call('PEXPIRE', q, ARGV[4]) return -1",
-    sha1: "daf78ab91aebfaa4b544a33b3a4af5e962eedab9",
+redis.pcall('ZREM', q, ARGV[3]) local h = redis.pcall('ZRANGE', q, 0, 0) if h.err == nil and \
+h[1] then return tonumber(h[1]) or 1 end return 1 end local a = redis.pcall('ZADD', q, 'NX', \
+ARGV[5], ARGV[3]) if type(a) == 'table' then redis.call('DEL', q) a = redis.pcall('ZADD', q, \
+ARGV[5], ARGV[3]) if type(a) == 'table' then redis.call('SET', q, '1') end end \
+redis.call('PEXPIRE', q, ARGV[4]) return -1",
+    sha1: "4f80ece68d8a9bd45f43cf316fb902d6725660e9",
     resend: false,
 };
 
 /// Hand-off release to a known waiter: KEYS = `K`; ARGV = value, reservation ms, the waiter's name
-/// (what the holder's take-over learned: the list's head when it was granted), `1` to publish the
-/// name (`0`: a lost take-over keeping its own place, which must not wake itself). Every node reserves
-/// for that one name, so the hand-off never splits between waiters the nodes' lists order
-/// differently. Answers 2 (handed off), 0 or -1 as [`RELEASE_HANDOFF`].
+/// (what the holder's take-over learned: the list's first name after it when it was granted). Every
+/// node reserves for that one name, so the hand-off never splits between waiters a node's list
+/// lacks. Answers 2 (handed off), 0 or -1 as [`RELEASE_HANDOFF`].
 pub(crate) static RELEASE_TO: Script = Script {
     source:
-        "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then redis.pcall('LREM', KEYS[1] .. \
-':wait', 1, ARGV[3]) redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) if \
-ARGV[4] == '1' then redis.call('PUBLISH', KEYS[1], ARGV[3]) end return 2 elseif v == \
-false then return 0 else return -1 end",
-    sha1: "98ca1b7b02959807ecf38096c13cd6a4f8d53852",
+        "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then redis.pcall('ZREM', KEYS[1] .. \
+':wait', ARGV[3]) redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) \
+redis.call('PUBLISH', KEYS[1] .. ':h:' .. ARGV[3], ARGV[3]) return 2 elseif v == false then \
+return 0 else return -1 end",
+    sha1: "4e87ecd37590d2ff8f859985e512f3a8452cd1e3",
     resend: true,
 };
 
@@ -98,13 +118,30 @@ false then return 0 else return -1 end",
 /// is a waiter without a name: the key is deleted and everyone is woken, as by `RELEASE_NOTIFY`.
 pub(crate) static RELEASE_HANDOFF: Script = Script {
     source: "local v = redis.call('GET', KEYS[1]) \
-if v == ARGV[1] then local n = redis.pcall('LPOP', KEYS[1] .. ':wait') \
-if type(n) == 'string' then redis.call('SET', KEYS[1], 'r' .. n, 'PX', ARGV[2]) \
-redis.call('PUBLISH', KEYS[1], n) return 2 end \
+if v == ARGV[1] then local n = redis.pcall('ZPOPMIN', KEYS[1] .. ':wait') \
+if n.err == nil and n[1] then redis.call('SET', KEYS[1], 'r' .. n[1], 'PX', ARGV[2]) \
+redis.call('PUBLISH', KEYS[1] .. ':h:' .. n[1], n[1]) return 2 end \
 redis.call('DEL', KEYS[1]) \
-if n then redis.call('PUBLISH', KEYS[1], '') return 2 end return 1 \
+if n.err then redis.call('PUBLISH', KEYS[1], '') return 2 end return 1 \
 elseif v == false then return 0 else return -1 end",
-    sha1: "1a4e81d800e1c7a441231cc6ea42783d6ad630ee",
+    sha1: "9a787cf5a7e3d33a36daaee70e7c4d4bd8e126ac",
+    resend: true,
+};
+
+/// Step back, after a lost take-over round: KEYS = `K`; ARGV = value, reservation ms (0: none),
+/// wake name, list TTL ms, place (µs). Where the round set our value, the key becomes our
+/// reservation again (a waiter a release named: the nodes the release has not reached yet will
+/// reserve it for us too) or is deleted (anyone else: two waiters each keeping what they got would
+/// refuse each other until their reservations expired, and no release would wake either), and our
+/// name goes back in the list at its old place (the take-over took it out). Answers 1, 0 (not
+/// set) or -1 (someone else's).
+pub(crate) static STEP_BACK: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then if ARGV[2] == '0' then \
+redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) end \
+local q = KEYS[1] .. ':wait' local a = redis.pcall('ZADD', q, 'NX', ARGV[5], ARGV[3]) if \
+a.err == nil then redis.call('PEXPIRE', q, ARGV[4]) end return 1 elseif v == false then \
+return 0 else return -1 end",
+    sha1: "0e322cd92f8920b1c9dd2dab39c115e02e61600b",
     resend: true,
 };
 
@@ -112,8 +149,8 @@ elseif v == false then return 0 else return -1 end",
 /// waiter that won its take-over to the nodes that did not grant it, so no node keeps a name nobody
 /// answers to (the lists stay one entry per waiting process, in the same order on every node).
 pub(crate) static UNMARK: Script = Script {
-    source: "redis.pcall('LREM', KEYS[1] .. ':wait', 1, ARGV[2]) return 1",
-    sha1: "d15497cd4e84cd3c25354f1d6806aa76f3e60ac7",
+    source: "redis.pcall('ZREM', KEYS[1] .. ':wait', ARGV[2]) return 1",
+    sha1: "340724a9ec39ef6a7134af045c074beac05c7194",
     resend: true,
 };
 
@@ -135,13 +172,30 @@ impl Handoff {
         value: LockValue,
         ttl_ms: u64,
         name: u64,
-        mark_ms: u64,
+        (mark_ms, since_us): (u64, u64),
     ) -> Cmd {
         script_cmd(
             self.take_over,
             &Keys::One(keys.as_slice()[0].clone()),
             value,
-            Args::of(&[ttl_ms, name, mark_ms]),
+            Args::of(&[ttl_ms, name, mark_ms, since_us]),
+        )
+    }
+
+    /// A lost take-over's step back (see [`STEP_BACK`]); `reserve_ms` 0 deletes.
+    pub(crate) fn step_back_cmd(
+        &self,
+        keys: &Keys,
+        value: LockValue,
+        reserve_ms: u64,
+        name: u64,
+        (mark_ms, since_us): (u64, u64),
+    ) -> Cmd {
+        script_cmd(
+            self.step_back,
+            &Keys::One(keys.as_slice()[0].clone()),
+            value,
+            Args::of(&[reserve_ms, name, mark_ms, since_us]),
         )
     }
 
@@ -152,13 +206,12 @@ impl Handoff {
         value: LockValue,
         reserve_ms: u64,
         name: u64,
-        wake: bool,
     ) -> Cmd {
         script_cmd(
             self.release_to,
             &Keys::One(keys.as_slice()[0].clone()),
             value,
-            Args::of(&[reserve_ms.max(1), name, u64::from(wake)]),
+            Args::of(&[reserve_ms.max(1), name]),
         )
     }
 
@@ -189,6 +242,28 @@ pub(crate) fn new_name() -> u64 {
 /// The subscription name a waiter named `name` is woken by (what the release publishes).
 pub(crate) fn wake_name(name: u64) -> bytes::Bytes {
     bytes::Bytes::from(name.to_string())
+}
+
+/// The channel the waiter named `name` is woken on, as the scripts compute it: its key, `:h:` and
+/// the name. One per waiter, so a hand-off reaches only the process it names, not every subscriber
+/// of the key (with 16 processes waiting, 16 messages per node and release otherwise).
+pub(crate) fn wake_channel(key: &[u8], name: u64) -> bytes::Bytes {
+    let mut channel = Vec::with_capacity(key.len() + 19);
+    channel.extend_from_slice(key);
+    channel.extend_from_slice(b":h:");
+    channel.extend_from_slice(name.to_string().as_bytes());
+    channel.into()
+}
+
+/// This process's wake name for `key`: the same for every wait of one engine on one key, so its
+/// wake channel's subscription lingers from one wait to the next instead of being made again. The
+/// engine's tag is random (a name is not a secret: it is published), so names of two processes
+/// differ but by chance, and that only wakes the other one early.
+pub(crate) fn stable_name(tag: &[u8], key: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (tag, key).hash(&mut h);
+    2 + h.finish() % ((1 << 53) - 2)
 }
 
 #[cfg(test)]

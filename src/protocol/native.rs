@@ -37,10 +37,11 @@
 //!
 //! - **Cross-process hand-off** (`crate::protocol::handoff`), only where scripts are refused
 //!   (`Profile::NativeOnly`; a node that may run scripts runs the hand-off's own): the take-over is
-//!   `SET key value NX PX ttl` then `RPUSH key:wait name` and `PEXPIRE key:wait ms` (no reservation
+//!   `SET key value NX PX ttl` then `ZADD key:wait NX since name` and `PEXPIRE key:wait ms` (no reservation
 //!   is ever taken over there: none is written), read from the `SET` alone; the hand-off release is
-//!   the release that wakes waiters above. Such a node behaves as before the hand-off: free at the
-//!   release, everyone woken — still mutual exclusion by `SET NX`.
+//!   the release that wakes waiters above, and a lost take-over's step back is `DELIFEQ`. Such a
+//!   node behaves as before the hand-off: free at the release, everyone woken (a named waiter also
+//!   listens on the key's channel) — still mutual exclusion by `SET NX`.
 //!
 //! Measured on Valkey 9.1.2 (`results/2026-12-01/native/`): each native form costs the server less
 //! than its script, and than the coalesced scripts per lock, so a server with these commands gets
@@ -52,7 +53,7 @@ use bytes::Bytes;
 
 use super::cmd::Script;
 use super::cmd::{Cmd, Extend, NodeResult, Reply};
-use super::handoff::{RELEASE_HANDOFF, RELEASE_TO, TAKE_OVER, UNMARK};
+use super::handoff::{RELEASE_HANDOFF, RELEASE_TO, STEP_BACK, TAKE_OVER, UNMARK};
 use super::scripts::{
     EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_MANY_ANY_SLOT,
     RELEASE_NOTIFY, RELEASE_NOTIFY_MANY, RELEASE_NOTIFY_MANY_ANY_SLOT,
@@ -64,7 +65,7 @@ use crate::error::NodeError;
 /// is this one, so a plain lock works for a lock user without scripting). The coalesced releases
 /// count: a native connection never coalesces releases (`Profile::coalesces_releases`), it sends
 /// each one's `DELIFEQ`.
-pub(crate) static NATIVE_COVERED: [&Script; 13] = [
+pub(crate) static NATIVE_COVERED: [&Script; 14] = [
     &RELEASE,
     &RELEASE_NOTIFY,
     &MARK_WAITING,
@@ -78,6 +79,7 @@ pub(crate) static NATIVE_COVERED: [&Script; 13] = [
     &RELEASE_HANDOFF,
     &UNMARK,
     &RELEASE_TO,
+    &STEP_BACK,
 ];
 
 /// Whether every use of `script` has a native form, so a kind listing only such scripts works on a
@@ -100,16 +102,17 @@ pub(crate) enum Native {
     Extend(Extend),
     /// `SET key:wait 1 PX ttl_ms`.
     Mark { key: Bytes, ttl_ms: u64 },
-    /// `LREM key:wait 1 name` (the hand-off's unmark).
+    /// `ZREM key:wait name` (the hand-off's unmark).
     Unmark { key: Bytes, name: u64 },
-    /// The take-over without scripts: `SET key value NX PX ttl_ms`, `RPUSH key:wait name`,
-    /// `PEXPIRE key:wait mark_ms`.
+    /// The take-over without scripts: `SET key value NX PX ttl_ms`, `ZADD key:wait NX since_us
+    /// name`, `PEXPIRE key:wait mark_ms`.
     TakeOver {
         key: Bytes,
         value: LockValue,
         ttl_ms: u64,
         name: u64,
         mark_ms: u64,
+        since_us: u64,
     },
     /// One [`Native::Extend`] per lock, answered as one string of `1`/`0`/`-`.
     ExtendMany(Arc<[Extend]>),
@@ -190,16 +193,25 @@ impl Native {
                 notify: true,
             });
         }
+        if std::ptr::eq(*script, &STEP_BACK) {
+            // A lost take-over's own value, deleted: no reservation is ever taken over there.
+            return Some(Self::Release {
+                key,
+                value: *value,
+                notify: false,
+            });
+        }
         if let (true, &[name]) = (std::ptr::eq(*script, &UNMARK), args.as_slice()) {
             return Some(Self::Unmark { key, name });
         }
         match (std::ptr::eq(*script, &TAKE_OVER), args.as_slice()) {
-            (true, &[ttl_ms, name, mark_ms]) => Some(Self::TakeOver {
+            (true, &[ttl_ms, name, mark_ms, since_us]) => Some(Self::TakeOver {
                 key,
                 value: *value,
                 ttl_ms,
                 name,
                 mark_ms,
+                since_us,
             }),
             _ => None,
         }
@@ -232,16 +244,18 @@ impl Native {
                 ttl_ms,
                 name,
                 mark_ms,
+                since_us,
             } => {
                 let ttl = ttl_ms.to_string();
                 each(&[b"SET", key, value.as_bytes(), b"NX", b"PX", ttl.as_bytes()]);
                 let mark = [&key[..], &b":wait"[..]].concat();
-                each(&[b"RPUSH", &mark, name.to_string().as_bytes()]);
+                let (since, name) = (since_us.to_string(), name.to_string());
+                each(&[b"ZADD", &mark, b"NX", since.as_bytes(), name.as_bytes()]);
                 each(&[b"PEXPIRE", &mark, mark_ms.to_string().as_bytes()]);
             }
             Self::Unmark { key, name } => {
                 let mark = [&key[..], &b":wait"[..]].concat();
-                each(&[b"LREM", &mark, b"1", name.to_string().as_bytes()]);
+                each(&[b"ZREM", &mark, name.to_string().as_bytes()]);
             }
             Self::Mark { key, ttl_ms } => {
                 let mark = [&key[..], &b":wait"[..]].concat();
@@ -284,7 +298,7 @@ impl Native {
             }
             Self::Extend(lock) => Answer::Done(extended(lock, next()).map(Reply::Int)),
             Self::TakeOver { .. } => {
-                // The mark's replies say nothing about the vote (a string mark refuses RPUSH).
+                // The mark's replies say nothing about the vote (a string mark refuses ZADD).
                 let set = next();
                 let _ = (next(), next());
                 Answer::Done(match set {

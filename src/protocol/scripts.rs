@@ -43,15 +43,23 @@ elseif v == false then return 0 else return -1 end",
     resend: true,
 };
 
-/// [`RELEASE`], then — only when a waiter elsewhere has marked itself (see [`MARK_WAITING`]) —
-/// `PUBLISH` on the key's name so it wakes at once, answering 2 instead of 1. Uncontended releases
-/// pay one `EXISTS`, not a `PUBLISH`: the nodes are the bottleneck of a busy lock service.
+/// [`RELEASE`], then — only when a waiter elsewhere has marked itself — wakes it at once, answering
+/// 2 instead of 1: the plain lock's waiter list (a sorted set of wake names,
+/// `crate::protocol::handoff`) by taking out its first name and publishing on that waiter's own
+/// channel (`handoff::wake_channel`), so only it wakes (no reservation: the key is free to anyone,
+/// and a waiter that loses takes its place back); a waiter mark ([`MARK_WAITING`], a string), or a
+/// list the user may not pop (ACL), by a `PUBLISH` of nothing on the key's name, which wakes every
+/// subscriber. Uncontended releases pay one `EXISTS`, not a `PUBLISH`: the nodes are the
+/// bottleneck of a busy lock service.
 pub(crate) static RELEASE_NOTIFY: Script = Script {
     source: "local v = redis.call('GET', KEYS[1]) \
 if v == ARGV[1] then redis.call('DEL', KEYS[1]) \
-if redis.pcall('EXISTS', KEYS[1] .. ':wait') == 1 then redis.call('PUBLISH', KEYS[1], '') return 2 end \
+if redis.pcall('EXISTS', KEYS[1] .. ':wait') == 1 then \
+local w = redis.pcall('ZPOPMIN', KEYS[1] .. ':wait') \
+if w.err == nil and w[1] then redis.call('PUBLISH', KEYS[1] .. ':h:' .. w[1], w[1]) \
+else redis.call('PUBLISH', KEYS[1], '') end return 2 end \
 return 1 elseif v == false then return 0 else return -1 end",
-    sha1: "2c2b26706fa88057272e0a36afa193b7df85e8e6",
+    sha1: "b78839c3a199b702b7e0953eb3dda42d47057901",
     resend: true,
 };
 
@@ -115,10 +123,13 @@ pub(crate) static RELEASE_NOTIFY_MANY: Script = Script {
 for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
 if type(v) == 'table' then r[i] = 'e' \
 elseif v == ARGV[i] then redis.call('DEL', k) \
-if redis.pcall('EXISTS', k .. ':wait') == 1 then redis.call('PUBLISH', k, '') r[i] = '2' else r[i] = '1' end \
+r[i] = '1' if redis.pcall('EXISTS', k .. ':wait') == 1 then r[i] = '2' \
+local w = redis.pcall('ZPOPMIN', k .. ':wait') \
+if w.err == nil and w[1] then redis.call('PUBLISH', k .. ':h:' .. w[1], w[1]) \
+else redis.call('PUBLISH', k, '') end end \
 elseif v == false then r[i] = '0' else r[i] = '-' end end \
 return table.concat(r)",
-    sha1: "405f11a60696b9a2e616769cca9b5a1d295582a0",
+    sha1: "cbb34c82985c882f6bbb50c3b44e57167ee3ab3e",
     resend: true,
 };
 
@@ -148,10 +159,13 @@ pub(crate) static RELEASE_NOTIFY_MANY_ANY_SLOT: Script = Script {
 for i = 1, n do local k = ARGV[i] local v = redis.pcall('GET', k) \
 if type(v) == 'table' then r[i] = 'm' \
 elseif v == ARGV[n + i] then redis.call('DEL', k) \
-if redis.pcall('EXISTS', k .. ':wait') == 1 then redis.call('PUBLISH', k, '') r[i] = '2' else r[i] = '1' end \
+r[i] = '1' if redis.pcall('EXISTS', k .. ':wait') == 1 then r[i] = '2' \
+local w = redis.pcall('ZPOPMIN', k .. ':wait') \
+if w.err == nil and w[1] then redis.call('PUBLISH', k .. ':h:' .. w[1], w[1]) \
+else redis.call('PUBLISH', k, '') end end \
 elseif v == false then r[i] = '0' else r[i] = '-' end end \
 return table.concat(r)",
-    sha1: "c292fd7fe2e42de2bc038a27deace5848de11ed3",
+    sha1: "3dd43ad57b9a49e35b0fa73d3b59215697282abd",
     resend: true,
 };
 

@@ -37,7 +37,7 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
                 (b"EVALSHA", script.sha1.as_bytes())
             };
             let keys = keys.as_slice();
-            let mut digits = [[0u8; 20]; 3];
+            let mut digits = [[0u8; 20]; 4];
             let mut parts: [&[u8]; MAX_ARGS] = [b""; MAX_ARGS];
             let numkeys = decimal(keys.len() as u64, &mut num);
             parts[..3].copy_from_slice(&[verb, body, numkeys]);
@@ -130,7 +130,7 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
 }
 
 /// Most arguments of one command: `EVALSHA sha numkeys`, the keys, the value and 3 numbers.
-const MAX_ARGS: usize = 3 + MAX_SCRIPT_KEYS + 1 + 3;
+const MAX_ARGS: usize = 3 + MAX_SCRIPT_KEYS + 1 + 4;
 
 /// Appends one command given as its arguments: `*N\r\n`, then `$len\r\narg\r\n` per argument.
 pub(super) fn encode_args(out: &mut BytesMut, args: &[&[u8]]) {

@@ -14,9 +14,9 @@ const LOCKS: usize = 256;
 
 /// The single release scripts and their many-lock forms, by SHA-1 (see `kinds::exclusive`).
 const RELEASE: &str = "73afff61f75cb8d8c5c4e250cc4561d4b66c2e4f";
-const RELEASE_NOTIFY: &str = "2c2b26706fa88057272e0a36afa193b7df85e8e6";
+const RELEASE_NOTIFY: &str = "b78839c3a199b702b7e0953eb3dda42d47057901";
 const RELEASE_MANY: &str = "b8673592946f5f669155e2abae9d54824b89e3b2";
-const RELEASE_NOTIFY_MANY: &str = "405f11a60696b9a2e616769cca9b5a1d295582a0";
+const RELEASE_NOTIFY_MANY: &str = "cbb34c82985c882f6bbb50c3b44e57167ee3ab3e";
 
 fn source(sha: &str) -> &'static str {
     redlock_engine::__private::all_scripts()

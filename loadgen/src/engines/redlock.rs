@@ -115,11 +115,12 @@ pub fn with_waiting(builder: Builder, waiting: Waiting) -> Builder {
                 .filter(|_| waiting == Waiting::Smart)
                 .unwrap_or(handoffs),
         )
-        // The engine's experimental cross-process hand-off (issue 29), for A/B runs; inherited by
-        // the worker processes of a `--processes` run.
+        // The engine's cross-process hand-off (issue 29; on by default): `LOADGEN_CROSS_PROCESS_HANDOFF=0`
+        // turns it off for A/B runs; inherited by the worker processes of a `--processes` run.
         .cross_process_handoff(
             waiting == Waiting::Smart
-                && std::env::var_os("LOADGEN_CROSS_PROCESS_HANDOFF").is_some(),
+                && defaults.cross_process_handoff
+                && std::env::var_os("LOADGEN_CROSS_PROCESS_HANDOFF").is_none_or(|v| v != "0"),
         )
 }
 

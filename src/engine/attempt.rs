@@ -1,0 +1,130 @@
+//! One attempt round, for every lock kind: admission, a fresh value, the fan-out, the validity
+//! from the monotonic start; on a lost round (or a dropped future) the value is released on every
+//! node, or a lost take-over steps back (`super::takeover`).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::core::Core;
+use super::fanout::fan_out_into;
+use super::takeover::TakeOver;
+use crate::algo::value::LockValue;
+use crate::algo::verdict::acquire_error;
+use crate::error::LockError;
+use crate::lock::{Grant, Lock};
+use crate::observe::Op;
+use crate::protocol::handoff::take_over_vote;
+use crate::protocol::spec::Target;
+
+impl Core {
+    /// One attempt: waits for admission until `admit_until`, then one round.
+    pub(super) async fn attempt(
+        &self,
+        target: &Target,
+        ttl: Duration,
+        admit_until: Option<Instant>,
+        take_over: Option<TakeOver>,
+    ) -> Result<Lock, (LockError, bool)> {
+        let s = self.settings();
+        let code = target.kind.spec().code;
+        let value = LockValue::tagged(self.tag(), code)
+            .map_err(|e| (LockError::Random(e.to_string()), false))?;
+        // Before the clock starts: time spent waiting here is this process's queue, not the nodes'.
+        let _slot = self.admit(admit_until).await.map_err(|e| (e, false))?;
+        let jumps = self.jump_mark();
+        let start = Instant::now();
+        // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
+        // releases on every node (also those that said no or timed out: their command may still land).
+        let guard = ReleaseOnDrop {
+            core: self,
+            target,
+            value,
+            ttl,
+            armed: true,
+            take_over,
+        };
+        let (cmd, vote) = match take_over {
+            Some(t) => (t.cmd(target, value, ttl), take_over_vote as fn(_) -> _),
+            None => self.acquire_cmd(target, value, ttl),
+        };
+        let deadline = self.round_deadline(start, ttl, None);
+        let quorum = target.kind.tally(self.nodes().len());
+        let tally = fan_out_into(self.nodes(), &cmd, deadline, vote, quorum).await;
+        // One clock read serves the metric and the validity (a read is most of what observing costs).
+        let elapsed = start.elapsed();
+        self.metrics().round(Op::Acquire, &tally, elapsed);
+        if !tally.won() {
+            let partial = tally.yes > 0;
+            return Err((acquire_error(tally), partial));
+        }
+        let min = s.timing.min_validity(ttl);
+        match s.timing.validity(ttl, elapsed) {
+            Some(validity) if validity >= min => {
+                guard.disarm();
+                // A take-over's grants name the next waiter (see `protocol::handoff`).
+                let next_waiter = if take_over.is_some() {
+                    tally.max_counter
+                } else {
+                    0
+                };
+                let grant = Grant {
+                    prefix_len: s.key_prefix.len(),
+                    key_format: s.key_format,
+                    value,
+                    ttl,
+                    valid_until: start + elapsed + validity,
+                    tally,
+                    jumps,
+                };
+                Ok(Lock::granted(target, grant).waited_on_by(next_waiter))
+            }
+            left => Err((
+                LockError::ValidityExpired {
+                    left: left.unwrap_or_default(),
+                    min,
+                },
+                false,
+            )),
+        }
+    }
+}
+
+/// Fires the release script at every node when dropped while armed; never waits for replies (the
+/// engine's release re-sender does, and sends again where a copy did not land).
+struct ReleaseOnDrop<'a> {
+    core: &'a Core,
+    target: &'a Target,
+    value: LockValue,
+    ttl: Duration,
+    armed: bool,
+    /// A lost take-over steps back where it set the key (see `TakeOver::step_back_cmd`).
+    take_over: Option<TakeOver>,
+}
+
+impl ReleaseOnDrop<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            // Queued now; each connection writes it after this attempt's command, so it cannot
+            // overtake it. No notification: a failed attempt freed nothing anyone waits for.
+            let cmd = match &self.take_over {
+                Some(t) => t.step_back_cmd(self.core, self.target, self.value, self.ttl),
+                None => self
+                    .target
+                    .kind
+                    .release_cmd(&self.target.keys, self.value, false),
+            };
+            // Keys this attempt set expire within one TTL of now (the SET was sent before now).
+            let until = Instant::now() + self.ttl;
+            self.core
+                .release_retry()
+                .fire(self.core.nodes(), &cmd, until);
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! One node's subscriber connection (`super`'s): connect, subscribe to every wanted channel,
+//! deliver messages to the registry, reconnect with backoff.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use redis_protocol::resp2::decode::decode_bytes_mut;
+use redis_protocol::resp2::types::BytesFrame;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+use super::super::bounded::{Framer, Limits};
+use super::super::connect::{jitter, open, Stream};
+use super::super::resp::encode_args;
+use super::super::ConnectOptions;
+use super::{Conn, Hub};
+use crate::addr::NodeAddr;
+
+/// One node's subscriber loop: connect, (re)subscribe to every wanted channel, forward messages,
+/// reconnect with backoff when the connection drops.
+pub(super) async fn run(
+    hub: Arc<Hub>,
+    conn: Arc<Conn>,
+    opts: ConnectOptions,
+    stop: CancellationToken,
+) {
+    let mut delay = opts.reconnect_min;
+    loop {
+        let stream = tokio::select! {
+            _ = stop.cancelled() => return,
+            s = open(&conn.addr, &opts, false) => s,
+        };
+        let Ok((stream, _)) = stream else {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(delay + jitter(delay)) => {}
+            }
+            delay = (delay * 2).min(opts.reconnect_max);
+            continue;
+        };
+        let connected_at = tokio::time::Instant::now();
+        {
+            // A new connection has no subscriptions: rebuild them from the registry, dropping whatever
+            // was queued for the old one.
+            let channels = hub.channels();
+            let mut out = conn.out();
+            out.clear();
+            for channel in channels.keys() {
+                encode_args(&mut out, &[b"SUBSCRIBE", channel]);
+            }
+        }
+        conn.wake.notify_one();
+        let stopped = match stream {
+            Stream::Tcp(tcp) => serve(&hub, &conn, tcp, &opts.limits, &stop).await,
+            Stream::Tls(tls) => serve(&hub, &conn, *tls, &opts.limits, &stop).await,
+        };
+        if stopped {
+            return;
+        }
+        // A connection that dropped soon after opening (a proxy in front of a dead node, maxclients)
+        // must not turn into a reconnect storm: back off unless it stayed up for a while.
+        if connected_at.elapsed() > opts.reconnect_max {
+            delay = opts.reconnect_min;
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(delay + jitter(delay)) => {}
+        }
+        delay = (delay * 2).min(opts.reconnect_max);
+    }
+}
+
+/// Writes queued (un)subscriptions and delivers messages until the connection fails (`false`) or the
+/// engine stops (`true`).
+async fn serve<S: AsyncRead + AsyncWrite>(
+    hub: &Hub,
+    conn: &Conn,
+    stream: S,
+    limits: &Limits,
+    stop: &CancellationToken,
+) -> bool {
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let mut buf = BytesMut::with_capacity(4096);
+    let mut framer = Framer::new(*limits);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return true,
+            _ = conn.wake.notified() => {
+                let batch = std::mem::take(&mut *conn.out());
+                if !batch.is_empty() && (wr.write_all(&batch).await.is_err() || wr.flush().await.is_err()) {
+                    return false;
+                }
+            }
+            read = rd.read_buf(&mut buf) => {
+                if !matches!(read, Ok(n) if n > 0) || !deliver(hub, &conn.addr, &mut buf, &mut framer) {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// Wakes the waiters of every complete `message` frame in `buf`; false if the stream is corrupt or
+/// breaks a bound (`bounded` frames it first, so `redis-protocol` only sees a complete frame nested at
+/// most `MAX_DEPTH` deep). Messages are hints: a node that sends nonsense only costs its waiters their
+/// early wake-up, and gets its connection closed.
+fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, framer: &mut Framer) -> bool {
+    loop {
+        let mut frame = match framer.next_frame(buf) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return true,
+            Err(broken) => {
+                tracing::warn!(%node, %broken, "subscriber connection closed");
+                return false;
+            }
+        };
+        let kind = match decode_bytes_mut(&mut frame) {
+            Ok(Some((BytesFrame::Array(parts), _, _))) => match &parts[..] {
+                [BytesFrame::BulkString(kind), BytesFrame::BulkString(channel), third] => {
+                    let mut channels = hub.channels();
+                    match (&kind[..], channels.get_mut(channel), third) {
+                        (b"message", Some(entry), BytesFrame::BulkString(payload)) => {
+                            entry.wake(payload)
+                        }
+                        (b"message", Some(entry), _) => entry.wake_all(),
+                        (b"subscribe", Some(entry), _) if !entry.active => {
+                            entry.active = true;
+                            entry.wake_all();
+                        }
+                        (b"message" | b"subscribe" | b"unsubscribe", _, _) => {}
+                        _ => return closed(node, "unknown pub/sub message kind"),
+                    }
+                    continue;
+                }
+                _ => "array that is not a pub/sub message",
+            },
+            Ok(Some((BytesFrame::Error(_), _, _))) => "server error",
+            Ok(Some(_)) => "reply that is not an array",
+            Ok(None) | Err(_) => "malformed reply",
+        };
+        // The only replies on this connection are pub/sub arrays: anything else is out of step.
+        return closed(node, kind);
+    }
+}
+
+fn closed(node: &NodeAddr, why: &str) -> bool {
+    tracing::warn!(%node, why, "subscriber connection closed: unexpected reply to SUBSCRIBE");
+    false
+}
