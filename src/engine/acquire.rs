@@ -57,7 +57,7 @@ impl Core {
         // Retries after a release notification do not use up `retry_count` (a queue head may lose a
         // few races to other processes in a row); they are bounded by the time the counted retries
         // would take instead.
-        let mut counted = 0;
+        let mut counted = 0u32;
         // Without an acquire timeout, the retry budget counts from here: time in the local queue
         // (or the semaphore's gate) is waiting for our own tasks, not attempts lost to others.
         let budget = s.retry.budget(s.timing.node_timeout(ttl));
@@ -122,8 +122,9 @@ impl Core {
                 Some(t) if t.is_named() => self.reservation(ttl).mul_f64(fastrand::f64()),
                 _ => self.split_pause() * 2u32.pow(splits.min(16)),
             };
-            let quick = partial && early < pause;
-            if quick {
+            // This retry does not use up `retry_count` (decremented once, however many reasons).
+            let free = partial && early < pause;
+            if free {
                 splits += 1;
                 counted -= 1;
                 pause = early;
@@ -140,7 +141,7 @@ impl Core {
                 take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription);
                 if take_over.is_some() {
                     // Marked by the take-over itself, atomically with its attempt: at once (free).
-                    counted -= 1;
+                    counted -= u32::from(!free);
                     continue;
                 }
             }
@@ -165,7 +166,7 @@ impl Core {
                     marked.await;
                     mark_ahead = Some(mark);
                     just_marked = true;
-                    counted -= 1;
+                    counted -= u32::from(!free);
                     continue;
                 }
                 mark_ahead = Some(mark);
@@ -188,9 +189,7 @@ impl Core {
                     tokio::select! {
                         // Woken by a release: this retry is free (see `counted`).
                         _ = woken => {
-                            if !quick {
-                                counted -= 1;
-                            }
+                            counted -= u32::from(!free);
                             splits = 0;
                             take_over = take_over.map(|t| t.named(true));
                             self.spread_wake(take_over.is_some()).await;

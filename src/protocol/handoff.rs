@@ -139,9 +139,9 @@ pub(crate) static STEP_BACK: Script = Script {
     source: "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then if ARGV[2] == '0' then \
 redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) end \
 local q = KEYS[1] .. ':wait' local a = redis.pcall('ZADD', q, 'NX', ARGV[5], ARGV[3]) if \
-a.err == nil then redis.call('PEXPIRE', q, ARGV[4]) end return 1 elseif v == false then \
+type(a) == 'number' then redis.call('PEXPIRE', q, ARGV[4]) end return 1 elseif v == false then \
 return 0 else return -1 end",
-    sha1: "0e322cd92f8920b1c9dd2dab39c115e02e61600b",
+    sha1: "6fe808e06b78281bbc0e06d0049639fa2e55bc47",
     resend: true,
 };
 

@@ -104,7 +104,7 @@ async fn serve<S: AsyncRead + AsyncWrite>(
 /// breaks a bound (`bounded` frames it first, so `redis-protocol` only sees a complete frame nested at
 /// most `MAX_DEPTH` deep). Messages are hints: a node that sends nonsense only costs its waiters their
 /// early wake-up, and gets its connection closed.
-fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, framer: &mut Framer) -> bool {
+pub(super) fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, framer: &mut Framer) -> bool {
     loop {
         let mut frame = match framer.next_frame(buf) {
             Ok(Some(frame)) => frame,

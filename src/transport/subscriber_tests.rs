@@ -1,6 +1,8 @@
 //! The subscriber's message delivery, without a server.
 
+use super::conn::deliver;
 use super::*;
+use crate::transport::bounded::{Framer, Limits};
 use futures::FutureExt;
 
 fn message(channel: &str, payload: &str) -> BytesMut {
@@ -14,9 +16,7 @@ fn message(channel: &str, payload: &str) -> BytesMut {
     )
 }
 
-/// A named message wakes only the subscription of that name; an empty one wakes everyone.
-#[test]
-fn a_named_message_wakes_only_its_waiter() {
+fn hub() -> (Arc<Hub>, Notifier) {
     let hub = Arc::new(Hub {
         channels: Mutex::new(HashMap::new()),
         idle: Idle::default(),
@@ -26,10 +26,44 @@ fn a_named_message_wakes_only_its_waiter() {
         inner: hub.clone(),
         _stop: CancellationToken::new().drop_guard(),
     };
+    (hub, notifier)
+}
+
+/// Whether `sub` wakes at the message `buf`.
+fn wakes(hub: &Hub, sub: &Subscription, mut buf: BytesMut) -> bool {
+    let node = NodeAddr::parse("redis://127.0.0.1:1").unwrap();
+    let mut framer = Framer::new(Limits::default());
+    let mut n = Box::pin(sub.notify().notified_owned());
+    n.as_mut().enable();
+    assert!(deliver(hub, &node, &mut buf, &mut framer));
+    n.now_or_never().is_some()
+}
+
+/// A plain lock's named waiter wakes at a message on its own channel, and at an empty one on the
+/// key's (a release that cannot name anyone), not at one naming another waiter there.
+#[test]
+fn a_handoff_waiter_hears_its_channel_and_the_keys_empty_messages() {
+    let (hub, notifier) = hub();
+    let key = Bytes::from_static(b"redlock:{k}");
+    let own = Bytes::from_static(b"redlock:{k}:h:77");
+    let sub = notifier.subscribe_handoff(&own, &key, Bytes::from_static(b"77"));
+    assert!(wakes(&hub, &sub, message("redlock:{k}:h:77", "77")));
+    assert!(wakes(&hub, &sub, message("redlock:{k}", "")));
+    assert!(!wakes(&hub, &sub, message("redlock:{k}", "88")));
+    assert!(!wakes(&hub, &sub, message("redlock:{k}:h:88", "88")));
+    drop(sub);
+    // Both registrations go with it (the channels linger, without names).
+    assert!(hub.channels().values().all(|c| c.named.is_empty()));
+}
+
+/// A named message wakes only the subscription of that name; an empty one wakes everyone.
+#[test]
+fn a_named_message_wakes_only_its_waiter() {
+    let (hub, notifier) = hub();
     let key = Bytes::from_static(b"redlock:{k}");
     let plain = notifier.subscribe(&key);
-    let a = notifier.subscribe_named(&key, Bytes::from_static(b"aaaa"));
-    let b = notifier.subscribe_named(&key, Bytes::from_static(b"bbbb"));
+    let a = notifier.subscribe_lingering(&key, Bytes::from_static(b"aaaa"));
+    let b = notifier.subscribe_lingering(&key, Bytes::from_static(b"bbbb"));
     let node = NodeAddr::parse("redis://127.0.0.1:1").unwrap();
     let mut framer = Framer::new(Limits::default());
     let woken = |buf: &mut BytesMut, framer: &mut Framer| {

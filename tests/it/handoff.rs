@@ -28,7 +28,7 @@ fn marked_on_majority(cluster: &[RedisNode], waiters: usize) -> bool {
     let on = cluster
         .iter()
         .filter(|n| {
-            n.try_cmd(&[b"LLEN", LIST])
+            n.try_cmd(&[b"ZCARD", LIST])
                 .is_some_and(|l| l == waiters.to_string())
         })
         .count();
