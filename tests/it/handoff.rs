@@ -84,6 +84,39 @@ async fn a_release_hands_the_lock_to_the_waiter_elsewhere_with_a_node_killed() {
     assert!(marked_on_majority(&cluster[1..], 0));
 }
 
+/// Waiters in four engines (processes, as far as the nodes can tell) are let in in the order they
+/// began waiting, however the nodes received their marks: without the hand-off every release is a
+/// race of all of them, and this order comes out by chance once in 24.
+#[tokio::test]
+async fn waiters_elsewhere_are_let_in_in_the_order_they_began_waiting() {
+    let cluster = nodes(5);
+    let fast = || config(urls(&cluster), Duration::from_millis(20));
+    let holder = Redlock::new(fast()).await.unwrap();
+    let lock = holder.acquire("h", TTL).await.unwrap();
+    let (order, mut waiting) = (
+        std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
+        Vec::new(),
+    );
+    for i in 0..4 {
+        let (engine, order) = (Redlock::new(fast()).await.unwrap(), order.clone());
+        waiting.push(tokio::spawn(async move {
+            let lock = engine.acquire("h", TTL).await.unwrap();
+            order.lock().unwrap().push(i);
+            // Held a moment, so the next one is woken by this release, not by its own timer.
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            engine.release(lock).await.unwrap();
+        }));
+        // Each one waits (is on the list) before the next begins.
+        let on_list = || marked_on_majority(&cluster, i + 1);
+        assert!(eventually(Duration::from_secs(3), on_list).await);
+    }
+    holder.release(lock).await.unwrap();
+    for w in waiting {
+        w.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3]);
+}
+
 #[tokio::test]
 async fn a_waiter_killed_with_sigkill_holds_the_key_no_longer_than_its_reservation() {
     let cluster = nodes(3);

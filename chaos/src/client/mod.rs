@@ -82,6 +82,8 @@ async fn run(args: ClientArgs) -> Result<(), String> {
         // Renewed holders cannot tell a local hand-off from a grant (see [`renewed`]); the fair
         // lock's control contends task by task, so that its waiters race each other on the nodes.
         local_queue: defaults.local_queue && args.lock != LockMode::Renewed && !args.unordered,
+        // The control must race, not queue: the plain lock's cross-process hand-off orders waiters.
+        cross_process_handoff: defaults.cross_process_handoff && !args.unordered,
         // With the quarantine, a restarted node must not vote for as long as any lock of ours can live.
         quarantine: args.quarantine,
         max_ttl: if args.quarantine {

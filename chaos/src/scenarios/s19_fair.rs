@@ -16,7 +16,7 @@
 //!   expire).
 //!
 //! The **control**: for the drain's last phase, two more processes wait on another resource with the
-//! plain `acquire` (local queue off), logged the same way. It orders nobody, so the same checker must
+//! plain `acquire` (local queue and cross-process hand-off off), logged the same way. It orders nobody, so the same checker must
 //! find overtakes there — a checker that finds none is blind, and the scenario fails.
 
 use std::time::Duration;
