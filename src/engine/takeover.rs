@@ -1,13 +1,15 @@
 //! The engine's side of the cross-process hand-off (`crate::protocol::handoff`, which holds the
 //! scripts and the safety argument): when a waiter becomes a named take-over, and when a release
-//! reserves the key for the oldest waiter elsewhere instead of waking everyone.
+//! reserves the key for the first waiter elsewhere instead of waking everyone.
 //!
 //! A queue head that lost a round to another process switches, for the rest of its acquire, to
-//! [`TakeOver`] attempts under a wake name of its own, subscribed by that name: a hand-off release
-//! wakes it alone, with the key reserved for it, so the next process gets in without a race of
-//! every head against every other and without a retry pause. A release takes the hand-off form
-//! only where this process has seen contention (the lock took more than one attempt, or the last
-//! release of the resource here found a waiter): the uncontended release is unchanged.
+//! [`TakeOver`] attempts under its process's wake name for the resource, queued on the nodes by
+//! the wall-clock time it began waiting and woken on its own channel: a hand-off release wakes it
+//! alone, with the key reserved for it, so the next process gets in without a race of every head
+//! against every other and without a retry pause. A release reserves only where this process has
+//! seen contention (the lock took more than one attempt, its take-over named a next waiter, or the
+//! last release of the resource here found one); otherwise it is the kind's coalescable notify
+//! release, which still wakes the first named waiter, without a reservation.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,8 +103,9 @@ impl Core {
             return None;
         }
         let s = self.settings();
-        // The local queue's name, so the next head keeps this process's place; without a queue, one
-        // per acquire. Names need only differ between waiters of one key: 64 random bits.
+        // One name per process and resource (the local queue's heads share it, and its channel's
+        // subscription lingers from one wait to the next); without a queue, one per acquire. Names
+        // need only differ between waiters of one key.
         let key = &target.keys.as_slice()[0];
         let name = match hold {
             Some(_) => stable_name(&self.tag().0, key),
