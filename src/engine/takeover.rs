@@ -88,6 +88,11 @@ fn wall_micros() -> u64 {
 /// a node timeout, when that is longer than the measured round trips ask for).
 const MIN_RESERVATION: Duration = Duration::from_millis(3);
 
+/// The longest: a named waiter later than this loses only its turn (it keeps its place), while a
+/// reservation for one that never comes (gone, or not reached by the wake) idles the key this long.
+/// Under load the RTT bound (and so twice it) reached the node timeout, 50 ms at a 10 s TTL.
+const MAX_RESERVATION: Duration = Duration::from_millis(10);
+
 impl Core {
     /// Turns the acquire of `target` into named take-overs, when its kind has a hand-off and its
     /// releases are published; `subscription` becomes the named one.
@@ -177,14 +182,11 @@ impl Core {
             .filter(|_| self.settings().cross_process_handoff)
     }
 
-    /// How long a hand-off release reserves the key: a few measured round trips, at least
-    /// [`MIN_RESERVATION`], at most a node timeout.
+    /// How long a hand-off release reserves the key: two measured round trips, at least
+    /// [`MIN_RESERVATION`], at most a node timeout or [`MAX_RESERVATION`].
     pub(crate) fn reservation(&self, ttl: Duration) -> Duration {
-        let cap = self
-            .settings()
-            .timing
-            .node_timeout(ttl)
-            .max(MIN_RESERVATION);
+        let timeout = self.settings().timing.node_timeout(ttl);
+        let cap = timeout.min(MAX_RESERVATION).max(MIN_RESERVATION);
         let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
         rtt.map_or(cap, |rtt| rtt * 2).clamp(MIN_RESERVATION, cap)
     }
