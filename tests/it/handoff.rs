@@ -90,19 +90,21 @@ async fn a_release_hands_the_lock_to_the_waiter_elsewhere_with_a_node_killed() {
 #[tokio::test]
 async fn waiters_elsewhere_are_let_in_in_the_order_they_began_waiting() {
     let cluster = nodes(5);
-    let fast = || config(urls(&cluster), Duration::from_millis(20));
-    let holder = Redlock::new(fast()).await.unwrap();
+    // Slow retries: a retry timer never fires during the test, so only the releases' wake-ups
+    // (each to one named waiter) decide who is next.
+    let slow = || config(urls(&cluster), Duration::from_millis(1500));
+    let holder = Redlock::new(slow()).await.unwrap();
     let lock = holder.acquire("h", TTL).await.unwrap();
     let (order, mut waiting) = (
         std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
         Vec::new(),
     );
     for i in 0..4 {
-        let (engine, order) = (Redlock::new(fast()).await.unwrap(), order.clone());
+        let (engine, order) = (Redlock::new(slow()).await.unwrap(), order.clone());
         waiting.push(tokio::spawn(async move {
             let lock = engine.acquire("h", TTL).await.unwrap();
             order.lock().unwrap().push(i);
-            // Held a moment, so the next one is woken by this release, not by its own timer.
+            // Held a moment, so the next one is surely waiting for this release.
             tokio::time::sleep(Duration::from_millis(30)).await;
             engine.release(lock).await.unwrap();
         }));
