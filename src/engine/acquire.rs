@@ -81,7 +81,7 @@ impl Core {
         let mut mark_ahead: Option<Cmd> = None;
         // The mark just landed (first loss): the retry right after needs no second one.
         let mut just_marked = false;
-        // Rounds in a row lost with some nodes granting (see `quick` below).
+        // Rounds in a row lost with some nodes granting (see `free` below).
         let mut splits = 0u32;
         let result = loop {
             attempts += 1;

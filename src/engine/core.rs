@@ -182,8 +182,15 @@ impl Core {
     /// The per-node deadline of a round of a lock with this TTL: the configured one, or fitted to the
     /// slowest node's measured round trip (see [`crate::algo::timing::Timing::fitted_node_timeout`]).
     pub(crate) fn round_timeout(&self, ttl: Duration) -> Duration {
-        let rtt = self.nodes.iter().filter_map(|n| n.rtt_bound()).max();
-        self.settings.timing.fitted_node_timeout(ttl, rtt)
+        self.settings
+            .timing
+            .fitted_node_timeout(ttl, self.rtt_bound())
+    }
+
+    /// The slowest node's round-trip bound (a cluster node set's: its slowest shard's), `None`
+    /// before any was measured.
+    pub(crate) fn rtt_bound(&self) -> Option<Duration> {
+        self.nodes.iter().filter_map(|n| n.rtt_bound()).max()
     }
 
     /// One round of `cmd` on every node (see [`fanout::fan_out`]).

@@ -107,8 +107,8 @@ impl Core {
     /// 16 workers on 4 keys (`results/2026-12-02/contention-grace/sweep.md`): a fixed 2.5 ms gave
     /// 0.6x the cycles/s of 1 ms (two round trips there), 0.5 ms and none a p99.9 of 65-80 ms.
     fn yield_grace(&self, timeout: Duration) -> Duration {
-        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
-        rtt.map_or(timeout / 10, |rtt| rtt * 2)
+        self.rtt_bound()
+            .map_or(timeout / 10, |rtt| rtt * 2)
             .clamp(Duration::from_micros(500), Duration::from_millis(5))
     }
 
@@ -122,22 +122,23 @@ impl Core {
         if named {
             return;
         }
-        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
-        let spread = rtt
-            .unwrap_or(Duration::from_millis(1))
-            .clamp(Duration::from_micros(100), Duration::from_millis(5));
+        let spread = self.one_round_trip();
         tokio::time::sleep(spread.mul_f64(fastrand::f64())).await;
     }
 
     /// How long a waiter whose round was granted on some nodes but lost waits before one more try:
-    /// nobody may hold a majority (the votes split three ways), so no release will wake it.
+    /// a random part of two round trips. Nobody may hold a majority (the votes split three ways),
+    /// so no release will wake it.
     pub(crate) fn split_pause(&self) -> Duration {
-        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
-        let spread = rtt
+        (self.one_round_trip() * 2).mul_f64(fastrand::f64())
+    }
+
+    /// One round trip for spreading attempts: the slowest node's bound, 1 ms before any was
+    /// measured, 100 µs to 5 ms.
+    fn one_round_trip(&self) -> Duration {
+        self.rtt_bound()
             .unwrap_or(Duration::from_millis(1))
             .clamp(Duration::from_micros(100), Duration::from_millis(5))
-            * 2;
-        spread.mul_f64(fastrand::f64())
     }
 
     /// Leaves the local queue; a handed-off lock nobody will take is released.

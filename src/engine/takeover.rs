@@ -187,7 +187,8 @@ impl Core {
     pub(crate) fn reservation(&self, ttl: Duration) -> Duration {
         let timeout = self.settings().timing.node_timeout(ttl);
         let cap = timeout.min(MAX_RESERVATION).max(MIN_RESERVATION);
-        let rtt = self.nodes().iter().filter_map(|n| n.rtt()?.bound()).max();
-        rtt.map_or(cap, |rtt| rtt * 2).clamp(MIN_RESERVATION, cap)
+        self.rtt_bound()
+            .map_or(cap, |rtt| rtt * 2)
+            .clamp(MIN_RESERVATION, cap)
     }
 }
