@@ -74,7 +74,7 @@ impl Core {
         let mut take_over = None;
         if hold.as_ref().is_some_and(LocalHold::remote_waiting) {
             // Our process just yielded to a waiter elsewhere: we will wait too, so mark at once.
-            take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription);
+            take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription, began);
         }
         // Once we wait on another process, every attempt is preceded by our waiter mark on each
         // connection: a release that beats the attempt then still finds the mark and publishes.
@@ -138,7 +138,8 @@ impl Core {
             }
             let remote = matches!(err, LockError::Contended { local: false, .. });
             if remote && take_over.is_none() {
-                take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription);
+                take_over =
+                    self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription, began);
                 if take_over.is_some() {
                     // Marked by the take-over itself, atomically with its attempt: at once (free).
                     counted -= u32::from(!free);

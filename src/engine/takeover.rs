@@ -14,6 +14,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::core::Core;
 use super::fanout::fire;
 use super::waitq::LocalHold;
@@ -95,13 +97,18 @@ const MAX_RESERVATION: Duration = Duration::from_millis(10);
 
 impl Core {
     /// Turns the acquire of `target` into named take-overs, when its kind has a hand-off and its
-    /// releases are published; `subscription` becomes the named one.
+    /// releases are published; `subscription` becomes the named one. The waiter's place is the
+    /// moment its call `began` waiting, its time in the local queue included: a process's next
+    /// head queues among the other processes' waiters by when it arrived, not by when the local
+    /// heads before it were done (which put it behind every process that marked meanwhile, and
+    /// made its wait about twice the others').
     pub(crate) fn take_over_mode(
         &self,
         target: &Target,
         ttl: Duration,
         hold: Option<&LocalHold<Lock>>,
         subscription: &mut Option<Arc<Subscription>>,
+        began: Instant,
     ) -> Option<TakeOver> {
         let handoff = self.handoff_of(target.kind)?;
         if !self.notifies(&target.keys) || !target.kind.queues_locally() {
@@ -133,7 +140,7 @@ impl Core {
             handoff,
             name,
             mark_ms: millis(mark_for).max(1),
-            since_us: wall_micros(),
+            since_us: wall_micros().saturating_sub(began.elapsed().as_micros() as u64),
             named: false,
         })
     }

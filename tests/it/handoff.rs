@@ -119,6 +119,51 @@ async fn waiters_elsewhere_are_let_in_in_the_order_they_began_waiting() {
     assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3]);
 }
 
+/// A waiter that first queued behind a task of its own process keeps the place its call began at:
+/// once it heads its process's queue it goes ahead of a waiter elsewhere that began later (it used
+/// to queue by when it became the head, behind every process that marked meanwhile).
+#[tokio::test]
+async fn a_waiter_queued_in_its_own_process_keeps_the_place_its_call_began_at() {
+    let cluster = nodes(5);
+    let slow = || config(urls(&cluster), Duration::from_millis(1500));
+    // No local hand-off: the holder's release goes to the nodes however many wait at home.
+    let home = Config {
+        max_local_handoffs: 0,
+        ..slow()
+    };
+    let (home, other) = (
+        Redlock::new(home).await.unwrap(),
+        Redlock::new(slow()).await.unwrap(),
+    );
+    // Held after a loss, so its release reserves the key for the first waiter on the list.
+    let lock = contended_lock(&home, &other).await;
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let take = |engine: Redlock, who: &'static str| {
+        let order = order.clone();
+        tokio::spawn(async move {
+            let lock = engine.acquire("h", TTL).await.unwrap();
+            order.lock().unwrap().push(who);
+            // Held a moment: the next ones are surely on the list when it is released.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            engine.release(lock).await.unwrap();
+        })
+    };
+    // Waits in `home`'s local queue, behind the holder: not on the list yet.
+    let early = take(home.clone(), "early");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(marked_on_majority(&cluster, 0));
+    let first = take(Redlock::new(slow()).await.unwrap(), "first");
+    assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 1)).await);
+    let late = take(Redlock::new(slow()).await.unwrap(), "late");
+    assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 2)).await);
+    // Reserved for `first`; `early` then heads `home`'s queue and marks at its call's start.
+    home.release(lock).await.unwrap();
+    for w in [early, first, late] {
+        w.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), ["first", "early", "late"]);
+}
+
 #[tokio::test]
 async fn a_waiter_killed_with_sigkill_holds_the_key_no_longer_than_its_reservation() {
     let cluster = nodes(3);
