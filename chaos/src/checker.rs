@@ -92,8 +92,9 @@ pub fn summarize(logs: &Logs) -> Summary {
     s.p99_ns = percentile(&lat, 0.99);
 
     let handed = handed_over_until(&logs.grants);
+    let granted_by = released_during(&logs.grants);
     let mut by_resource: BTreeMap<&str, Vec<&Grant>> = BTreeMap::new();
-    for (g, handed_until) in logs.grants.iter().zip(handed) {
+    for ((g, handed_until), granted_by) in logs.grants.iter().zip(handed).zip(granted_by) {
         for r in g.resources() {
             by_resource.entry(r).or_default().push(g);
         }
@@ -103,7 +104,7 @@ pub fn summarize(logs: &Logs) -> Summary {
                 s.overruns_written += 1;
             }
         }
-        if lies(g, handed_until) {
+        if lies(g, handed_until.or(granted_by)) {
             s.validity_lies += 1;
         }
         if g.vu0 <= g.t1 {
@@ -277,6 +278,37 @@ fn handed_over_until(grants: &[Grant]) -> Vec<Option<u64>> {
             let list = released.get(&(g.process(), g.resource.as_str()))?;
             let before = list.partition_point(|&(rel, _)| rel < g.t1);
             list.get(before.checked_sub(1)?).map(|&(_, vu)| vu)
+        })
+        .collect()
+}
+
+/// For each fair-lock grant (`Via::Queue`), the validity a release round of its own process's
+/// previous holder of the resource could give it, if one started during its call: that round may
+/// have granted it (`engine::successors`), counting from its start, which precedes the release's
+/// last poll but one (`rel_fp`).
+fn released_during(grants: &[Grant]) -> Vec<Option<u64>> {
+    let mut released: BTreeMap<(&str, &str), Vec<(u64, u64)>> = BTreeMap::new();
+    for g in grants.iter().filter(|g| g.rel_fp > 0) {
+        let key = (g.process(), g.resource.as_str());
+        released
+            .entry(key)
+            .or_default()
+            .push((g.rel_start, g.rel_fp));
+    }
+    for list in released.values_mut() {
+        list.sort_unstable();
+    }
+    grants
+        .iter()
+        .map(|g| {
+            if !matches!(g.via, Via::Queue(_)) {
+                return None;
+            }
+            let list = released.get(&(g.process(), g.resource.as_str()))?;
+            let before = list.partition_point(|&(rel, _)| rel < g.t1);
+            let &(rel, fp) = list.get(before.checked_sub(1)?)?;
+            let ttl_ns = g.ttl_ms * 1_000_000;
+            (rel >= g.t0).then(|| (fp + ttl_ns).saturating_sub(g.drift_ns))
         })
         .collect()
 }

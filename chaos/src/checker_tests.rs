@@ -18,6 +18,7 @@ fn grant(holder: &str, t1: u64, vu: u64, rel_start: u64) -> Grant {
         cs_start: t1,
         cs_end: t1 + 1,
         rel_start,
+        rel_fp: 0,
         wrote: Wrote::Yes,
         ext: Outcome::None,
         rel: Outcome::Ok,
@@ -222,6 +223,40 @@ fn a_handed_over_lock_may_claim_what_its_previous_holder_had_and_no_more() {
     other.holder = "c1.0".into();
     other.vu = 3 * ttl;
     assert_eq!(lies_in(vec![first.clone(), other, next(2 * ttl)]), 1);
+}
+
+#[test]
+fn a_fair_grant_may_count_from_its_processs_release_round_and_no_earlier() {
+    // c0.0 releases at 500 µs (its release's last poll but one ends at 520 µs) and that round
+    // grants c0.1, whose call began at 200 µs and whose last poll but one ended at 300 µs: its
+    // own bound is 1.3 ms, the release's 1.52 ms.
+    let ttl = 1_000_000;
+    let mut first = grant("c0.0", 0, ttl, 500_000);
+    first.rel_fp = 520_000;
+    let next = |vu0: u64| {
+        let mut g = grant("c0.1", 600_000, vu0, 700_000);
+        (g.t0, g.fp, g.via) = (200_000, 300_000, Via::Queue(1));
+        g
+    };
+    let lies_in = |grants: Vec<Grant>| {
+        summarize(&Logs {
+            grants,
+            ..Logs::default()
+        })
+        .validity_lies
+    };
+    assert_eq!(lies_in(vec![first.clone(), next(1_520_000)]), 0);
+    assert_eq!(
+        lies_in(vec![first.clone(), next(1_520_000 + 2 * TOLERANCE_NS)]),
+        1
+    );
+    // Not a fair grant, or the release began before the call: its own bound only.
+    let mut plain = next(1_520_000);
+    plain.via = Via::Nodes(1);
+    assert_eq!(lies_in(vec![first.clone(), plain]), 1);
+    let mut early = first.clone();
+    early.rel_start = 100_000;
+    assert_eq!(lies_in(vec![early, next(1_520_000)]), 1);
 }
 
 #[test]

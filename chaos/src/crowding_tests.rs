@@ -19,6 +19,7 @@ fn held(holder: &str, resource: &str, kind: LockKind, t1: u64, rel_start: u64) -
         cs_start: t1,
         cs_end: rel_start,
         rel_start,
+        rel_fp: rel_start,
         wrote: Wrote::NoCounter,
         ext: Outcome::None,
         rel: Outcome::Ok,

@@ -30,9 +30,13 @@
 //! - **B's place began** after its last definite-requeue round before the round that granted it, or
 //!   after the call's `t0`: a lower bound `S` on its enqueue's start (the rounds of one call run
 //!   one after another).
-//! - **B was granted** by its call's last round, at `W`: its majority had set the key by then.
+//! - **B was granted** by its call's last round, at `W`: its majority had set the key by then. A
+//!   call whose last round did not win (`yes < q`) was granted by the release round of a previous
+//!   holder in its own process (`engine::successors`): `W` is then its return, `t1`.
 //! - **A's place lasted** at least until `L`: for a granted A, the start of its winning round (`t`
-//!   less its duration; it was still waiting then), and no earlier than the round before it; for a
+//!   less its duration; it was still waiting then), and no earlier than the round before it (granted
+//!   by a release: its last round, after which it still waited — short of the real end, so an
+//!   overtake of it while it waited for that release goes unseen); for a
 //!   timed-out A, `max(last round, t0 + acquire_timeout)`
 //!   (the engine gives the place up only once the wait's end has passed, and the wait's end comes at
 //!   least `acquire_timeout` after `t0`); for a cancelled one, `max(last round, t1)` (`t1` is taken
@@ -178,6 +182,12 @@ fn quorum(n: u32) -> u32 {
     n / 2 + 1
 }
 
+/// Whether `r` granted its call the lock (a majority of `G`), rather than a release round of
+/// another task of its process.
+fn won(r: &Round, n: u32) -> bool {
+    r.yes >= quorum(n)
+}
+
 /// The completed places of `call`, one per segment between definite requeues that has a round with
 /// `yes + taken >= q`.
 fn places_of<'a>(call: &'a FairCall, out: &mut Vec<Place<'a>>) {
@@ -217,6 +227,7 @@ fn lasted(call: &FairCall) -> u64 {
     match call.end {
         FairEnd::Granted => match &call.rounds[..] {
             [] => call.t0,
+            [.., last] if !won(last, call.nodes) => last.t,
             [won] => won.t.saturating_sub(won.took).max(call.t0),
             [.., before, won] => won.t.saturating_sub(won.took).max(before.t),
         },
@@ -228,10 +239,10 @@ fn lasted(call: &FairCall) -> u64 {
 
 /// A granted call's place start bound `S` and grant time `W`.
 fn win_of(call: &FairCall) -> Win<'_> {
-    let (last, before) = call
-        .rounds
-        .split_last()
-        .expect("a granted call with rounds");
+    let (granted, before) = match call.rounds.split_last() {
+        Some((last, before)) if won(last, call.nodes) => (last.t, before),
+        _ => (call.t1, &call.rounds[..]),
+    };
     let began = before
         .iter()
         .rev()
@@ -240,7 +251,7 @@ fn win_of(call: &FairCall) -> Win<'_> {
     Win {
         call,
         began,
-        granted: last.t,
+        granted,
     }
 }
 

@@ -165,3 +165,34 @@ fn a_waiter_granted_at_its_second_round_waited_until_that_round_began() {
     calls[1].rounds = vec![r(30, 0, 5, 0), r(57, 5, 0, 0)];
     assert_eq!(check(&calls).overtakes, 0);
 }
+
+/// A call whose last round did not win was granted by a release round of its own process: its
+/// grant counts at its return, and its place lasted at least until its last round.
+#[test]
+fn a_waiter_granted_by_a_release_counts_as_granted_when_it_returned() {
+    // B (c1.0) began at 20, queued at 30 and was granted by a release, returning at 41: before A
+    // (queued at 10, granted at 60), an overtake. Returning at 70, after A: none.
+    let b = |t1| call("c1.0", 20, t1, FairEnd::Granted, vec![r(30, 0, 5, 0)]);
+    let a = overtaken().remove(0);
+    let f = check(&[a.clone(), b(41)]);
+    assert_eq!((f.contested, f.overtakes), (1, 1));
+    let f = check(&[a, b(70)]);
+    assert_eq!(f.overtakes, 0);
+    // A granted by a release after B's win at 40: A's place is known to last only until its last
+    // round (30), before B's grant, so no overtake is claimed (the bound errs towards none).
+    let a = call(
+        "c0.0",
+        0,
+        61,
+        FairEnd::Granted,
+        vec![r(10, 0, 5, 0), r(30, 0, 5, 0)],
+    );
+    let b = call(
+        "c1.0",
+        20,
+        41,
+        FairEnd::Granted,
+        vec![r(35, 0, 5, 0), r(40, 5, 0, 0)],
+    );
+    assert_eq!(check(&[a, b]).overtakes, 0);
+}

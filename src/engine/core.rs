@@ -58,6 +58,8 @@ pub(crate) struct Core {
     /// Local gates: at most K of this engine's tasks attempt at once on a resource (the kinds that
     /// keep one, like the semaphore, ask for them).
     gates: super::gates::Gates,
+    /// Waiters parked between rounds, for a release to name (`super::successors`).
+    pub(super) successors: super::successors::Successors,
     /// The kinds of lock the nodes can hold, as the top of the crate lists them.
     catalog: &'static Catalog,
 }
@@ -90,6 +92,7 @@ impl Core {
             admission,
             release_retry: ReleaseRetry::start(),
             gates: Default::default(),
+            successors: Default::default(),
             catalog,
         });
         // A lock handed to local waiters that all gave up is released, not left to its TTL. Weak: the

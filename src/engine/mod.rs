@@ -8,6 +8,8 @@
 //!   release notifications, taking over a locally handed-off lock; `attempt`: one round and its
 //!   release-on-failure (a lost take-over's step back).
 //! - `release`: release (with local hand-off) and extend, for every kind.
+//! - `successors`: a release that grants the next holder in its own round (a kind with a
+//!   `Successor`, the fair lock): this engine's waiters park there between rounds.
 //! - `takeover`: the cross-process hand-off's engine side — when a waiter attempts as a named
 //!   take-over (queued by its wait's start), when a release reserves the key for the first waiter
 //!   elsewhere.
@@ -43,6 +45,7 @@ pub(crate) mod report;
 mod signals;
 mod start;
 mod status;
+pub(crate) mod successors;
 pub(crate) mod takeover;
 pub(crate) mod waitq;
 

@@ -10,11 +10,12 @@ use tokio::time::Instant;
 use super::core::Core;
 use super::fanout::{fan_out_into, release_round, Deadline};
 use super::waitq::LocalHold;
-use crate::algo::quorum::Vote;
+use crate::algo::quorum::{Tally, Vote};
 use crate::algo::verdict::owner_error;
 use crate::error::LockError;
 use crate::lock::Lock;
 use crate::observe::Op;
+use crate::protocol::cmd::Cmd;
 
 impl Core {
     /// [`crate::Redlock::release`].
@@ -49,9 +50,20 @@ impl Core {
         };
         let timeout = self.round_timeout(lock.ttl());
         let started = Instant::now();
-        let (cmd, reserves) = self.release_cmd_for(&lock, local.as_ref());
         // Past one TTL the keys are gone anyway; until then a node that is answering is waited for.
         let deadline = Deadline::new(started, timeout, started + lock.ttl());
+        // A kind whose release can grant our next waiter on the nodes (the fair lock's).
+        let successor = lock.kind().successor().filter(|_| local.is_none());
+        if let Some((successor, claim)) =
+            successor.and_then(|s| Some((s, self.claim_successor(&lock)?)))
+        {
+            let tally = self
+                .release_to_successor(&lock, successor, claim, deadline)
+                .await;
+            self.settle(&lock, &tally, started, &lock.release_cmd(true));
+            return verdict(tally, &lock);
+        }
+        let (cmd, reserves) = self.release_cmd_for(&lock, local.as_ref());
         let mut round = pin!(release_round(self.nodes(), &cmd, deadline));
         // The first poll queues the release on every connection; a local waiter let in after that is
         // written behind it, so its SET finds the key gone — no need to wait for our replies first.
@@ -67,17 +79,7 @@ impl Core {
             Some(tally) => tally,
             None => round.await,
         };
-        self.metrics().round(Op::Release, &tally, started.elapsed());
-        // Nodes the round could not confirm get the release again in the background; the keys
-        // expire by themselves at most one TTL from now (the last grant or extend was before this).
-        if !tally.failures.is_empty() {
-            let keys_expire = Instant::now() + lock.ttl();
-            for (index, cause) in &tally.failures {
-                if let Some(node) = self.nodes().get(*index) {
-                    self.release_retry().resend(node, &cmd, cause, keys_expire);
-                }
-            }
-        }
+        self.settle(&lock, &tally, started, &cmd);
         if let Some(flag) = remote_flag {
             flag.store(tally.waiters > 0, std::sync::atomic::Ordering::Release);
         }
@@ -90,12 +92,21 @@ impl Core {
             }
             self.leave(local);
         }
-        // The release rule (a majority can no longer hold our value, and at least one delete
-        // happened) is the release tally's own (`Tally::for_release`).
-        if tally.won() {
-            Ok(())
-        } else {
-            Err(owner_error(tally, lock.held()))
+        verdict(tally, &lock)
+    }
+
+    /// After a release round: its metric, and `cmd` again in the background where it was not
+    /// confirmed (the keys expire by themselves at most one TTL from now: the last grant or extend
+    /// was before this).
+    fn settle(&self, lock: &Lock, tally: &Tally, started: Instant, cmd: &Cmd) {
+        self.metrics().round(Op::Release, tally, started.elapsed());
+        if !tally.failures.is_empty() {
+            let keys_expire = Instant::now() + lock.ttl();
+            for (index, cause) in &tally.failures {
+                if let Some(node) = self.nodes().get(*index) {
+                    self.release_retry().resend(node, cmd, cause, keys_expire);
+                }
+            }
         }
     }
 
@@ -192,6 +203,16 @@ impl Core {
             &lock.release_cmd(false),
             Instant::now() + lock.ttl(),
         );
+    }
+}
+
+/// The release rule (a majority can no longer hold our value, and at least one delete happened) is
+/// the release tally's own (`Tally::for_release`).
+fn verdict(tally: Tally, lock: &Lock) -> Result<(), LockError> {
+    if tally.won() {
+        Ok(())
+    } else {
+        Err(owner_error(tally, lock.held()))
     }
 }
 

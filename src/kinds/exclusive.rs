@@ -42,6 +42,7 @@ pub(crate) static EXCLUSIVE: Spec = Spec {
     queues_locally: true,
     hands_off: true,
     handoff: Some(&PLAIN_HANDOFF),
+    successor: None,
     multi_resource: false,
     shared: false,
     // Every one has a native form: a plain lock works for a lock user without scripting.
@@ -152,6 +153,7 @@ pub(crate) static LABELED: Spec = Spec {
     queues_locally: true,
     hands_off: true,
     handoff: None,
+    successor: None,
     multi_resource: false,
     shared: false,
     scripts: &[&ACQUIRE_LABELED, &EXTEND_LABELED],

@@ -95,7 +95,7 @@
 
 use std::time::Duration;
 
-use super::fair_scripts::{ATTEMPT, ENQUEUE, LEAVE, RELEASE_FAIR, UNLOCK_FAIR};
+use super::fair_scripts::{ATTEMPT, ENQUEUE, LEAVE, RELEASE_FAIR, RELEASE_FAIR_TO, UNLOCK_FAIR};
 use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
 use crate::algo::value::{LockValue, TAG_LEN};
@@ -104,7 +104,7 @@ use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply};
 use crate::protocol::scripts::EXTEND;
-use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Suffix};
+use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Successor, Suffix};
 
 /// The fair lock (its acquire command is an attempt: see [`ATTEMPT`]).
 pub(crate) static FAIR: Spec = Spec {
@@ -136,10 +136,75 @@ pub(crate) static FAIR: Spec = Spec {
     queues_locally: false,
     hands_off: false,
     handoff: None,
+    // A release names our next waiter, and the nodes grant it where it is the head.
+    successor: Some(&FAIR_SUCCESSOR),
     multi_resource: false,
     shared: false,
-    scripts: &[&ENQUEUE, &ATTEMPT, &RELEASE_FAIR, &UNLOCK_FAIR, &LEAVE],
+    scripts: &[
+        &ENQUEUE,
+        &ATTEMPT,
+        &RELEASE_FAIR,
+        &RELEASE_FAIR_TO,
+        &UNLOCK_FAIR,
+        &LEAVE,
+    ],
 };
+
+/// The fair lock's release to the next waiter of the releasing engine (see [`RELEASE_FAIR_TO`]).
+static FAIR_SUCCESSOR: Successor = Successor {
+    release_to: release_to_cmd,
+    vote: release_to_vote,
+};
+
+fn release_to_cmd(
+    keys: &Keys,
+    holder: LockValue,
+    ttl_ms: u64,
+    ticket: u64,
+    next: LockValue,
+) -> Cmd {
+    let name = successor_name(next);
+    script_cmd(
+        &RELEASE_FAIR_TO,
+        keys,
+        holder,
+        Args::of(&[ttl_ms, ticket, name]),
+    )
+}
+
+/// The waiter [`RELEASE_FAIR_TO`] may grant, as the script computes it from the queue's head: the
+/// first 13 hex digits of its value's SHA1 (52 bits, exact as a Lua number). The reply's full SHA1
+/// is what the engine trusts; this only picks the head.
+fn successor_name(value: LockValue) -> u64 {
+    let hex = sha1_smol::Sha1::from(value.as_bytes()).digest().to_string();
+    u64::from_str_radix(&hex[..13], 16).unwrap_or(0)
+}
+
+/// Reads a [`RELEASE_FAIR_TO`] reply: the release's vote (`1`, `0`, `-1` as the plain release's),
+/// and whether it set the key to `next`'s value (`G` and that value's SHA1 after it).
+fn release_to_vote(result: NodeResult, next: LockValue) -> (Vote, bool) {
+    let Ok(Reply::Data(d)) = result else {
+        let vote = match result {
+            Ok(other) => Vote::Failed(other.unexpected("fair release script")),
+            Err(e) => Vote::Failed(e),
+        };
+        return (vote, false);
+    };
+    let (release, granted) = match d.iter().position(|b| *b == b'G') {
+        Some(at) => (&d[..at], Some(&d[at + 1..])),
+        None => (&d[..], None),
+    };
+    let vote = match release {
+        b"1" => Vote::Yes,
+        b"0" => Vote::Gone,
+        b"-1" => Vote::Taken,
+        _ => Vote::Failed(NodeError::Protocol(
+            "fair release script: bulk string is none of 1, 0, -1".into(),
+        )),
+    };
+    let ours = sha1_smol::Sha1::from(next.as_bytes()).digest().to_string();
+    (vote, granted == Some(ours.as_bytes()))
+}
 
 pub(crate) fn fair_kind() -> Kind {
     Kind::new(&FAIR, 0)

@@ -143,6 +143,35 @@ if h then ",
     resend: true,
 };
 
+/// Release to our next waiter: [`RELEASE_FAIR`]'s, then, with the key free, the live queue's head
+/// (pruned as by the scripts that grant) gets the key at once if it is the waiter this engine named:
+/// `ARGV[3]` its ticket, `ARGV[4]` the first 13 hex digits of its value's SHA1 as a number (the
+/// value is a secret, and one `Cmd` carries one). It is [`ATTEMPT`]'s grant rule, run by the
+/// release's round instead of a round of the waiter's own (`crate::engine::successors`). Otherwise
+/// the head is woken as by [`RELEASE_FAIR`], or when pruning moved it. Answers as the plain release
+/// (`1`, `0`, `-1`, as strings), then `G` and the SHA1 of the value it set when it granted
+/// (`1G<40 hex digits>`), which the engine checks against the waiter's.
+pub(crate) static RELEASE_FAIR_TO: Script = Script {
+    source: prune!(
+        "local ttl = tonumber(ARGV[2]) local v = redis.call('GET', KEYS[1]) \
+local top = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
+redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
+if v and v ~= ARGV[1] then return '-1' end \
+if v then redis.call('DEL', KEYS[1]) end local r = v and '1' or '0' \
+local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES') \
+if h[1] and tonumber(h[2]) == tonumber(ARGV[3]) then local d = redis.sha1hex(h[1]) \
+if tonumber(string.sub(d, 1, 13), 16) == tonumber(ARGV[4]) then \
+redis.call('SET', KEYS[1], h[1], 'PX', ttl) redis.call('ZADD', KEYS[3], 'XX', now + ttl, h[1]) ",
+        keep_keys!(),
+        "return r .. 'G' .. d end end \
+if h[1] and (v or pruned or top == ARGV[1]) then local h = h[1] ",
+        wake!("h"),
+        "end return r"
+    ),
+    sha1: "6948aad66282453ebb62ec0e59b16e8adf51519a",
+    resend: true,
+};
+
 /// A round's key of ours released, the place kept (a grant on fewer than a majority): the plain
 /// compare-and-delete, then wake the head if it is another waiter (where we are the head, nobody
 /// else can be granted). Replies as the plain release.

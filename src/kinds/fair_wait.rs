@@ -9,23 +9,21 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::fair::{
-    attempt_cmd, enqueue_cmd, enqueue_vote, grant_vote, leave_cmd, unlock_cmd, wake_channel,
-    wake_name,
-};
+use super::fair::{attempt_cmd, enqueue_cmd, leave_cmd, unlock_cmd, wake_channel, wake_name};
+use super::fair_replies::{bit, Replies};
 use super::fair_scripts::ENQUEUE;
-use crate::algo::quorum::{quorum, Decision, Tally, Vote};
+use crate::algo::quorum::quorum;
 use crate::algo::retry::Wait;
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
 use crate::algo::verdict::acquire_error;
-use crate::config::MAX_NODES;
 use crate::engine::core::Core;
-use crate::engine::fanout::{run, Count};
-use crate::error::{LockError, NodeError};
+use crate::engine::fanout::run;
+use crate::engine::successors::{Handed, Registration};
+use crate::error::LockError;
 use crate::lock::{Grant, Lock};
 use crate::observe::Op;
-use crate::protocol::cmd::{Cmd, NodeResult};
+use crate::protocol::cmd::Cmd;
 use crate::protocol::spec::Target;
 
 /// What one enqueue or attempt round came to.
@@ -94,41 +92,68 @@ impl FairWait<'_> {
         'enqueue: while Instant::now() < end {
             attempts += 1;
             let mut woken = armed(&notify);
-            let (attempt, mut at_once) = match self.round(&target, &enqueue, value, ttl, end).await
-            {
-                Outcome::Granted(mut lock) => {
-                    lock.set_attempts(attempts);
-                    leave.disarm();
-                    return Ok(lock);
-                }
-                Outcome::Queued(err, None) => {
-                    // Admission refused: the enqueue was not sent.
-                    last_err = Some(err);
-                    wait(woken, pause(), end).await;
-                    continue;
-                }
-                Outcome::Queued(err, Some((ticket, complete))) => {
-                    last_err = Some(err);
-                    placed_once = true;
-                    // The agree round goes at once: the enqueue completes with it.
-                    let attempt = attempt_cmd(&target.keys, value, millis(ttl), ticket);
-                    (attempt, !complete)
-                }
-                Outcome::Requeue(err) => {
-                    self.requeue(&target, value, ttl);
-                    last_err = Some(err);
-                    wait(woken, pause(), end).await;
-                    continue;
-                }
-            };
+            let (attempt, mut at_once, parked) =
+                match self.round(&target, &enqueue, value, ttl, end).await {
+                    Outcome::Granted(mut lock) => {
+                        lock.set_attempts(attempts);
+                        leave.disarm();
+                        return Ok(lock);
+                    }
+                    Outcome::Queued(err, None) => {
+                        // Admission refused: the enqueue was not sent.
+                        last_err = Some(err);
+                        wait(woken, (Instant::now() + pause()).min(end), None).await;
+                        continue;
+                    }
+                    Outcome::Queued(err, Some((ticket, complete))) => {
+                        last_err = Some(err);
+                        placed_once = true;
+                        // Parked between rounds from now on: a release by this engine may grant it
+                        // then (`crate::engine::successors`); it starts no round until that release
+                        // has answered.
+                        let parked = self.core.park(&target, value, ticket, ttl);
+                        // The agree round goes at once: the enqueue completes with it.
+                        let attempt = attempt_cmd(&target.keys, value, millis(ttl), ticket);
+                        (attempt, !complete, parked)
+                    }
+                    Outcome::Requeue(err) => {
+                        self.requeue(&target, value, ttl);
+                        last_err = Some(err);
+                        wait(woken, (Instant::now() + pause()).min(end), None).await;
+                        continue;
+                    }
+                };
             loop {
                 if Instant::now() >= end {
                     break 'enqueue;
                 }
-                if !at_once {
-                    wait(woken, pause(), end).await;
+                // The keepalive's due time holds however often a release's answer wakes us.
+                let until = (Instant::now() + pause()).min(end);
+                loop {
+                    // Only a claim's answer may send us back to waiting: a wake-up or the keepalive
+                    // is acted on whatever the answer (a wake-up is not heard twice).
+                    let mut answered = false;
+                    if !at_once {
+                        parked.rest();
+                        answered = wait(woken.take(), until, Some(&parked)).await;
+                    }
+                    at_once = false;
+                    // A release that named us answers first: the lock, an attempt at once, or
+                    // (it granted us nowhere) back to waiting.
+                    match tokio::time::timeout_at(end, parked.resume()).await {
+                        Ok(Some(Handed::Lock(lock))) => {
+                            let mut lock = *lock;
+                            lock.set_attempts(attempts);
+                            leave.disarm();
+                            return Ok(lock);
+                        }
+                        Ok(Some(Handed::Stay)) if answered && Instant::now() < until => {
+                            woken = armed(&notify);
+                        }
+                        Ok(_) => break,
+                        Err(_) => break 'enqueue,
+                    }
                 }
-                at_once = false;
                 attempts += 1;
                 woken = armed(&notify);
                 match self.round(&target, &attempt, value, ttl, end).await {
@@ -141,7 +166,7 @@ impl FairWait<'_> {
                     Outcome::Requeue(err) => {
                         self.requeue(&target, value, ttl);
                         last_err = Some(err);
-                        wait(woken, pause(), end).await;
+                        wait(woken, (Instant::now() + pause()).min(end), None).await;
                         continue 'enqueue;
                     }
                 }
@@ -243,93 +268,6 @@ impl FairWait<'_> {
     }
 }
 
-/// A round's replies: the tally that decides it, and node by node who granted, who answered (the
-/// script ran and said so) and, for an enqueue, the ticket each node gave.
-struct Replies {
-    tally: Tally,
-    enqueue: bool,
-    granted: u16,
-    answered: u16,
-    tickets: [Option<u64>; MAX_NODES],
-}
-
-impl Replies {
-    fn new(n: usize, enqueue: bool) -> Self {
-        Self {
-            tally: Tally::new(n),
-            enqueue,
-            granted: 0,
-            answered: 0,
-            tickets: [None; MAX_NODES],
-        }
-    }
-
-    /// The waiter's ticket, and whether a majority gave it: the `q`-th lowest answered. Any
-    /// majority's highest would do for the order (`kinds::fair`); this one moves the entries least,
-    /// and a majority agrees on no other. (Fewer than `q` answers: the enqueue starts over.)
-    fn ticket(&self) -> (u64, bool) {
-        let q = quorum(self.tally.nodes);
-        let mut given: Vec<u64> = self.tickets.iter().flatten().copied().collect();
-        given.sort_unstable();
-        let ticket = given.get(q - 1).or(given.last()).copied().unwrap_or(0);
-        (ticket, given.iter().filter(|t| **t == ticket).count() >= q)
-    }
-
-    /// The enqueue's tally as the metrics and the round's event show it: a node counts as holding
-    /// the place (`G` or `Q`) only where its entry carries the waiter's ticket; one that gave
-    /// another ticket shows as a conflict. So a round that shows a majority holding the place is
-    /// one after which the enqueue completed (the fault suite's checker reads it so).
-    fn shown(&self, ticket: u64) -> Tally {
-        let mut shown = Tally::new(self.tally.nodes);
-        for (index, given) in self.tickets.iter().enumerate() {
-            let vote = match given {
-                Some(t) if *t != ticket => Vote::Conflict(*t),
-                Some(_) if self.granted & bit(index) != 0 => Vote::Yes,
-                Some(_) => Vote::Taken,
-                None => continue,
-            };
-            shown.record(index, vote);
-        }
-        for (index, error) in &self.tally.failures {
-            shown.record(*index, Vote::Failed(error.clone()));
-        }
-        shown
-    }
-
-    fn record(&mut self, index: usize, vote: Vote) -> Decision {
-        if !matches!(vote, Vote::Failed(_)) {
-            self.answered |= bit(index);
-        }
-        if matches!(vote, Vote::Yes) {
-            self.granted |= bit(index);
-        }
-        self.tally.record(index, vote)
-    }
-}
-
-impl Count for Replies {
-    fn reply(&mut self, index: usize, reply: NodeResult) -> Decision {
-        if !self.enqueue {
-            return self.record(index, grant_vote(reply));
-        }
-        match enqueue_vote(reply) {
-            Ok((vote, ticket)) => {
-                self.tickets[index] = Some(ticket);
-                self.record(index, vote)
-            }
-            Err(failed) => self.record(index, failed),
-        }
-    }
-
-    fn fail(&mut self, index: usize, error: NodeError) -> Decision {
-        self.record(index, Vote::Failed(error))
-    }
-}
-
-fn bit(index: usize) -> u16 {
-    1u16.checked_shl(index as u32).unwrap_or(0)
-}
-
 /// A fresh wake-up signal, armed before the round it should follow (a release during the round
 /// still wakes the wait after it).
 fn armed(
@@ -342,21 +280,30 @@ fn armed(
     })
 }
 
-/// Waits for a release notification, `pause`, or `end`, whichever comes first.
+/// Waits for a release notification, a release's answer to a claim on `parked`, or `until`,
+/// whichever comes first; true when it was the answer alone.
 async fn wait(
     woken: Option<std::pin::Pin<Box<tokio::sync::futures::OwnedNotified>>>,
-    pause: Duration,
-    end: Instant,
-) {
-    let until = (Instant::now() + pause).min(end);
-    match woken {
-        Some(woken) => {
-            tokio::select! {
-                _ = woken => {}
-                _ = tokio::time::sleep_until(until) => {}
-            }
+    until: Instant,
+    parked: Option<&Registration<'_>>,
+) -> bool {
+    let woken = async {
+        match woken {
+            Some(woken) => woken.await,
+            None => std::future::pending().await,
         }
-        None => tokio::time::sleep_until(until).await,
+    };
+    let answered = async {
+        match parked {
+            Some(parked) => parked.answered().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = woken => false,
+        _ = tokio::time::sleep_until(until) => false,
+        _ = answered => true,
     }
 }
 

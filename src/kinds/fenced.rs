@@ -75,6 +75,7 @@ pub(crate) static FENCED: Spec = Spec {
     // Its token belongs to one holder: the next holder needs a larger one.
     hands_off: false,
     handoff: None,
+    successor: None,
     multi_resource: false,
     shared: false,
     scripts: &[&ACQUIRE_FENCED, &COMMIT_FENCE],

@@ -39,6 +39,7 @@ use crate::protocol::spec::Spec;
 
 pub(crate) mod exclusive;
 pub(crate) mod fair;
+mod fair_replies;
 mod fair_scripts;
 mod fair_wait;
 pub(crate) mod fenced;

@@ -38,6 +38,7 @@ pub(crate) static MULTI: Spec = Spec {
     queues_locally: false,
     hands_off: false,
     handoff: None,
+    successor: None,
     multi_resource: true,
     shared: false,
     scripts: &[&ACQUIRE_MULTI, &RELEASE_MULTI, &EXTEND_MULTI],

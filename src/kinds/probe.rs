@@ -31,6 +31,7 @@ pub(crate) static PROBE: Spec = Spec {
     queues_locally: false,
     hands_off: false,
     handoff: None,
+    successor: None,
     multi_resource: false,
     shared: false,
     scripts: &[&ACQUIRE_PROBE],

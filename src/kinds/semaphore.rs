@@ -99,6 +99,7 @@ pub(crate) static SEMAPHORE: Spec = Spec {
     queues_locally: false,
     hands_off: false,
     handoff: None,
+    successor: None,
     multi_resource: false,
     shared: false,
     scripts: &[&ACQUIRE_PERMIT, &RELEASE_PERMIT, &EXTEND_PERMIT],

@@ -62,12 +62,25 @@ pub(crate) struct Spec {
     /// attempts, and how a release with such waiters reserves the key for the oldest. `None`: the
     /// waiter mark and the release that wakes everyone.
     pub(crate) handoff: Option<&'static super::handoff::Handoff>,
+    /// A release that may grant the next holder in its own round (`crate::engine::successors`):
+    /// the fair lock's. `None`: releases only free the key.
+    pub(crate) successor: Option<&'static Successor>,
     /// Whether every key is a resource of its own (multi-resource locks).
     pub(crate) multi_resource: bool,
     /// Whether holders share the resource (readers).
     pub(crate) shared: bool,
     /// Every script this kind sends, for the handshake.
     pub(crate) scripts: &'static [&'static Script],
+}
+
+/// A kind's release that lets the nodes grant a named waiter of the releasing engine in the same
+/// round, where the kind's own rule makes it the next holder.
+#[derive(Debug)]
+pub(crate) struct Successor {
+    /// The release: `(keys, holder's value, waiter's TTL ms, waiter's rank, waiter's value)`.
+    pub(crate) release_to: fn(&Keys, LockValue, u64, u64, LockValue) -> Cmd,
+    /// A reply as the release's vote, and whether the node set the key to the waiter's value.
+    pub(crate) vote: fn(NodeResult, LockValue) -> (Vote, bool),
 }
 
 /// A labeled form's acquire: `(keys, value, ttl_ms, label_ttl_ms, label)`.
@@ -208,6 +221,10 @@ impl Kind {
 
     pub(crate) fn queues_locally(self) -> bool {
         self.spec.queues_locally
+    }
+
+    pub(crate) fn successor(self) -> Option<&'static Successor> {
+        self.spec.successor
     }
 
     pub(crate) fn hands_off(self) -> bool {

@@ -22,6 +22,7 @@ mod coalesce;
 mod common;
 mod durable;
 mod fair;
+mod fair_successor;
 mod fair_ticket_window;
 mod fair_wake;
 mod faults;

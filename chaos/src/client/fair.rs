@@ -82,10 +82,12 @@ pub async fn run(ctx: Arc<Ctx>, index: usize) -> Result<(), String> {
                     label: resource.clone(),
                     resources: vec![resource.clone()],
                     kind: LockKind::Exclusive,
-                    // Only the control's plain `acquire` is ever handed over locally.
+                    // Only the control's plain `acquire` is ever handed over locally; a fair lock
+                    // may be granted by a release of this process's previous holder.
                     via: match lock.attempts() {
                         0 => Via::Handoff,
-                        n => Via::Nodes(n),
+                        n if ctx.args.unordered => Via::Nodes(n),
+                        n => Via::Queue(n),
                     },
                     lock,
                     times: [t0, fp, t1],

@@ -122,6 +122,7 @@ async fn hold(
         cs_end: end,
         // A holder that saw the loss stopped relying on the lock right then.
         rel_start: if lost { end } else { rel_start },
+        rel_fp: 0,
         wrote: Wrote::NoCounter,
         ext: if renewals > 0 {
             Outcome::Ok
@@ -195,6 +196,7 @@ async fn load(ctx: Arc<Ctx>, index: usize) -> Result<(), String> {
                     cs_start: t1,
                     cs_end: rel_start,
                     rel_start,
+                    rel_fp: 0,
                     wrote: Wrote::NoCounter,
                     ext: Outcome::None,
                     rel: Outcome::of(&released),

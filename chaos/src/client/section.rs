@@ -138,7 +138,7 @@ pub async fn hold(
         }
     }
     let rel_start = mono_ns();
-    let released = ctx.redlock.release(lock).await;
+    let (released, rel_polls) = crate::clock::with_polls(ctx.redlock.release(lock)).await;
     let rel = Outcome::of(&released);
     if let Some(e) = released.as_ref().err().filter(|_| cs_end <= vu) {
         ctx.log.error(holder, "release", mono_ns() - rel_start, e);
@@ -157,6 +157,7 @@ pub async fn hold(
         cs_start,
         cs_end,
         rel_start,
+        rel_fp: rel_polls.before_last,
         wrote,
         ext,
         rel,

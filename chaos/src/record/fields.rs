@@ -192,6 +192,10 @@ pub enum Via {
     Handoff,
     /// `he`: handed over, and extended on take-over (too little validity was left).
     HandoffExtended,
+    /// `q<n>`: a fair lock after this many attempts of its own: from the nodes, or granted by the
+    /// release round of this process's previous holder (`engine::successors`), whose validity counts
+    /// from that round's start.
+    Queue(u32),
 }
 
 impl Via {
@@ -200,6 +204,7 @@ impl Via {
             Self::Nodes(n) => n.to_string(),
             Self::Handoff => "h".into(),
             Self::HandoffExtended => "he".into(),
+            Self::Queue(n) => format!("q{n}"),
         }
     }
 
@@ -207,6 +212,7 @@ impl Via {
         match s {
             "h" => Some(Self::Handoff),
             "he" => Some(Self::HandoffExtended),
+            q if q.starts_with('q') => q[1..].parse().ok().map(Self::Queue),
             n => n.parse().ok().map(Self::Nodes),
         }
     }

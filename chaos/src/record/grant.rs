@@ -19,6 +19,9 @@ pub struct Grant {
     pub cs_start: u64,
     pub cs_end: u64,
     pub rel_start: u64,
+    /// When the release's last poll but one ended (0 if never released): after its round's start,
+    /// the start a next holder it granted counts from (see [`crate::clock::with_polls`]).
+    pub rel_fp: u64,
     pub wrote: Wrote,
     pub ext: Outcome,
     pub rel: Outcome,
@@ -60,7 +63,7 @@ impl Grant {
             Wrote::NoCounter => "-",
         };
         format!(
-            "G {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
+            "G {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
             self.holder,
             self.resource,
             self.ttl_ms,
@@ -82,6 +85,7 @@ impl Grant {
             self.kind.code(),
             self.via.code(),
             self.seen.code(),
+            self.rel_fp,
         )
     }
 
@@ -118,6 +122,7 @@ impl Grant {
             kind: LockKind::parse(f[19])?,
             via: Via::parse(f[20])?,
             seen: Seen::parse(f[21])?,
+            rel_fp: n(22)?,
         })
     }
 }
@@ -143,6 +148,7 @@ mod tests {
             cs_start: 6,
             cs_end: 7,
             rel_start: 8,
+            rel_fp: 9,
             wrote: Wrote::Skipped,
             ext: Outcome::Expired,
             rel: Outcome::NotOwner,

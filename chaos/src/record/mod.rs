@@ -5,14 +5,15 @@
 //!   its wait in the local queue), whatever its outcome.
 //! - `B holder resource cs_start` — a critical section begins (scenario 5 freezes the holder on it).
 //! - `G holder resource ttl_ms drift_ns t0 fp t1 vu0 vu ext_fp cs_start cs_end rel_start wrote ext rel
-//!   token fenced kind via seen` — one grant: call start, `fp` (an upper bound on when the engine took
+//!   token fenced kind via seen rel_fp` — one grant: call start, `fp` (an upper bound on when the engine took
 //!   the start of the round that won, see [`crate::clock::with_polls`]) and return; `valid_until` at
 //!   grant (`vu0`) and at the end (`vu`, after any extend, whose first poll ended at `ext_fp`, 0 if
 //!   none); the critical section; when release started (0 if never); whether the counter write
 //!   happened (`1`), was skipped because the lock was no longer valid (`0`) or there is none (`-`); the
 //!   extend and release outcomes; `token fenced`: the lock's fencing token (`-` if unfenced) and the
 //!   fenced store's answer to the write with it (`r` rejected, the store's sequence number of the
-//!   accepted write, `-` none); `kind` ([`LockKind`]), `via` ([`Via`]) and `seen` ([`Seen`]).
+//!   accepted write, `-` none); `kind` ([`LockKind`]), `via` ([`Via`]) and `seen` ([`Seen`]); when
+//!   the release's last poll but one ended (`rel_fp`, 0 if none: after the release round's start).
 //!   A multi-resource grant's `resource` is its resources joined by `+` (`m0+m1`).
 //! - `W wall_ns mono_ns` — a wall-clock sample (scenario 10 shows the client's wall clock jumping).
 //! - `E holder op took_ns message` — a release or extend of a still-valid lock failed: why, for the
@@ -67,7 +68,7 @@ impl Record {
                 wall_ns: f[1].parse().ok()?,
                 mono_ns: n(2)?,
             }),
-            (Some("G"), 22) => Grant::parse(&f).map(Self::Grant),
+            (Some("G"), 23) => Grant::parse(&f).map(Self::Grant),
             _ => None,
         }
     }

@@ -114,6 +114,7 @@ impl Owners {
             cs_start,
             cs_end,
             rel_start,
+            rel_fp: 0,
             wrote,
             ext: Outcome::None,
             rel,
