@@ -52,7 +52,7 @@ impl Core {
         let started = Instant::now();
         // Past one TTL the keys are gone anyway; until then a node that is answering is waited for.
         let deadline = Deadline::new(started, timeout, started + lock.ttl());
-        // A kind whose release can grant our next waiter on the nodes (the fair lock's).
+        // A kind whose release can grant our next waiter on the nodes (`Spec::successor`).
         let successor = lock.kind().successor().filter(|_| local.is_none());
         if let Some((successor, claim)) =
             successor.and_then(|s| Some((s, self.claim_successor(&lock)?)))

@@ -2,8 +2,11 @@
 //! ([`Successor`]: the fair lock). A waiter of this engine parks here between its rounds; a release
 //! of the same key by this engine names the lowest-ranked parked waiter, and each node gives that
 //! waiter the key in the release's script when it is the head of the node's queue there. Granted on
-//! a majority, the waiter has the lock without a round of its own; granted on fewer, it attempts at
-//! once. The nodes decide who is next, with the kind's own rule, so the order the kind promises is
+//! a majority, the waiter has the lock without a round of its own; granted on fewer (or maybe: a
+//! node failed to answer), it attempts at once; granted nowhere, it goes on waiting. A node whose
+//! answer came after the round was decided may have granted it all the same: its next round (at
+//! most a keepalive pause later) finds its key there and, not being the head, deletes it. The nodes
+//! decide who is next, with the kind's own rule, so the order the kind promises is
 //! kept: a remote waiter ahead of ours is not passed over (it is woken, as by any release).
 //!
 //! # Why the handed lock is held
@@ -71,7 +74,8 @@ pub(crate) enum Handed {
     /// Granted somewhere, or maybe (a node did not answer), but not on a majority: the waiter
     /// attempts at once (its round wins, or releases what it holds).
     TryNow,
-    /// Granted nowhere (the head is another waiter): the waiter goes on waiting, no round needed.
+    /// Granted nowhere that answered, and no node failed (the head is another waiter, whom the
+    /// nodes woke): the waiter goes on waiting, no round needed.
     Stay,
 }
 
