@@ -35,8 +35,8 @@
 //!   holder in its own process (`engine::successors`): `W` is then its return, `t1`.
 //! - **A's place lasted** at least until `L`: for a granted A, the start of its winning round (`t`
 //!   less its duration; it was still waiting then), and no earlier than the round before it (granted
-//!   by a release: its last round, after which it still waited — short of the real end, so an
-//!   overtake of it while it waited for that release goes unseen); for a
+//!   by a release: its last round, or the return of its process's previous grant of the resource
+//!   if later — that holder's release, which granted it, came after); for a
 //!   timed-out A, `max(last round, t0 + acquire_timeout)`
 //!   (the engine gives the place up only once the wait's end has passed, and the wait's end comes at
 //!   least `acquire_timeout` after `t0`); for a cancelled one, `max(last round, t1)` (`t1` is taken
@@ -114,14 +114,15 @@ pub fn check(calls: &[FairCall]) -> Fairness {
     };
     let (mut places, mut wins) = (Vec::new(), Vec::new());
     let mut waited = 0u64;
-    for call in calls {
+    let previous = previous_grants(calls);
+    for (call, previous) in calls.iter().zip(previous) {
         match call.end {
             FairEnd::Granted => f.granted += 1,
             FairEnd::TimedOut => f.timed_out += 1,
             FairEnd::Cancelled => f.cancelled += 1,
             FairEnd::Failed => f.failed += 1,
         }
-        places_of(call, &mut places);
+        places_of(call, previous, &mut places);
         if call.end == FairEnd::Granted {
             let wait = call.t1.saturating_sub(call.t0);
             waited += wait;
@@ -190,7 +191,7 @@ fn won(r: &Round, n: u32) -> bool {
 
 /// The completed places of `call`, one per segment between definite requeues that has a round with
 /// `yes + taken >= q`.
-fn places_of<'a>(call: &'a FairCall, out: &mut Vec<Place<'a>>) {
+fn places_of<'a>(call: &'a FairCall, previous: u64, out: &mut Vec<Place<'a>>) {
     let n = call.nodes;
     let mut completed = None;
     for (i, r) in call.rounds.iter().enumerate() {
@@ -213,7 +214,7 @@ fn places_of<'a>(call: &'a FairCall, out: &mut Vec<Place<'a>>) {
                 out.push(Place {
                     call,
                     completed: at,
-                    lasted: lasted(call),
+                    lasted: lasted(call, previous),
                     lost: false,
                 });
             }
@@ -221,13 +222,40 @@ fn places_of<'a>(call: &'a FairCall, out: &mut Vec<Place<'a>>) {
     }
 }
 
-/// The bound `L` of the module doc for the call's last place.
-fn lasted(call: &FairCall) -> u64 {
+/// For each call, the return of the latest granted call of its process on its resource that
+/// returned before it (0 if none): for a call granted by a release, that holder's release came
+/// after this, and the call still waited.
+fn previous_grants(calls: &[FairCall]) -> Vec<u64> {
+    let process = |c: &FairCall| c.holder.split('.').next().unwrap_or_default().to_string();
+    let mut granted: std::collections::BTreeMap<(String, &str), Vec<u64>> = Default::default();
+    for c in calls.iter().filter(|c| c.end == FairEnd::Granted) {
+        granted
+            .entry((process(c), &c.resource))
+            .or_default()
+            .push(c.t1);
+    }
+    for list in granted.values_mut() {
+        list.sort_unstable();
+    }
+    calls
+        .iter()
+        .map(|c| {
+            let Some(list) = granted.get(&(process(c), c.resource.as_str())) else {
+                return 0;
+            };
+            let before = list.partition_point(|&t| t < c.t1);
+            before.checked_sub(1).map_or(0, |i| list[i])
+        })
+        .collect()
+}
+
+/// The bound `L` of the module doc for the call's last place (`previous`: see [`previous_grants`]).
+fn lasted(call: &FairCall, previous: u64) -> u64 {
     let last = call.rounds.last().map_or(call.t0, |r| r.t);
     match call.end {
         FairEnd::Granted => match &call.rounds[..] {
             [] => call.t0,
-            [.., last] if !won(last, call.nodes) => last.t,
+            [.., last] if !won(last, call.nodes) => last.t.max(previous),
             [won] => won.t.saturating_sub(won.took).max(call.t0),
             [.., before, won] => won.t.saturating_sub(won.took).max(before.t),
         },

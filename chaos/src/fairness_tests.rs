@@ -178,8 +178,9 @@ fn a_waiter_granted_by_a_release_counts_as_granted_when_it_returned() {
     assert_eq!((f.contested, f.overtakes), (1, 1));
     let f = check(&[a, b(70)]);
     assert_eq!(f.overtakes, 0);
-    // A granted by a release after B's win at 40: A's place is known to last only until its last
-    // round (30), before B's grant, so no overtake is claimed (the bound errs towards none).
+    // A granted by a release after B's win at 40: from A's own rounds its place is known to last
+    // only until its last round (30), before B's grant, so no overtake is claimed (the bound errs
+    // towards none)...
     let a = call(
         "c0.0",
         0,
@@ -194,5 +195,9 @@ fn a_waiter_granted_by_a_release_counts_as_granted_when_it_returned() {
         FairEnd::Granted,
         vec![r(35, 0, 5, 0), r(40, 5, 0, 0)],
     );
-    assert_eq!(check(&[a, b]).overtakes, 0);
+    assert_eq!(check(&[a.clone(), b.clone()]).overtakes, 0);
+    // ... unless its process's previous holder returned after 40 (at 50): that holder's release,
+    // which granted A, came later still, and A waited until then.
+    let previous = call("c0.1", 0, 50, FairEnd::Granted, vec![r(49, 5, 0, 0)]);
+    assert_eq!(check(&[a, b, previous]).overtakes, 1);
 }
