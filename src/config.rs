@@ -96,7 +96,7 @@ pub struct Config {
     /// it, instead of every process's queue head racing at each release. Measured at 64 workers on
     /// 4 keys (results/2026-12-02/handoff/): 16 processes x 4, 2.2x the cycles/s, a fifth of the p99
     /// and a third of the p99.9 of the race; 4 x 16, 1.2x the cycles/s at a lower p99.9. Needs `+zadd +zrem +zrange
-    /// +zscore +zpopmin +pexpire +publish` for an ACL'd lock user. Default: `true`.
+    /// +zpopmin +pexpire +publish` for an ACL'd lock user. Default: `true`.
     pub cross_process_handoff: bool,
     /// PEM file of the CA certificates to trust for `rediss://` nodes. `None`: the Mozilla root set.
     /// Default: `None`.

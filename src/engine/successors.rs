@@ -31,6 +31,7 @@ use tokio::time::Instant;
 
 use super::core::Core;
 use super::fanout::{run, Count, Deadline};
+use crate::algo::clock::JumpMark;
 use crate::algo::quorum::{Decision, Tally, Vote};
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
@@ -148,7 +149,6 @@ impl Core {
         deadline: Deadline,
     ) -> Tally {
         let next = &claim.parked;
-        let s = self.settings();
         let cmd = (successor.release_to)(
             lock.keys(),
             lock.value(),
@@ -156,35 +156,21 @@ impl Core {
             next.rank,
             next.value,
         );
-        let jumps = self.jump_mark();
-        let start = Instant::now();
         let n = self.nodes().len();
         let mut count = Replies {
             release: Tally::for_release(n),
             granted: Tally::new(n),
             read: successor.vote,
             next: next.value,
+            core: self,
+            jumps: self.jump_mark(),
+            start: Instant::now(),
+            claim: None,
         };
+        count.claim = Some(claim);
         run(self.nodes(), &cmd, deadline, true, &mut count).await;
-        let elapsed = start.elapsed();
-        let min = s.timing.min_validity(next.ttl);
-        let handed = match s.timing.validity(next.ttl, elapsed) {
-            Some(validity) if count.granted.won() && validity >= min => {
-                let grant = Grant {
-                    prefix_len: s.key_prefix.len(),
-                    key_format: s.key_format,
-                    value: next.value,
-                    ttl: next.ttl,
-                    valid_until: start + elapsed + validity,
-                    tally: count.granted,
-                    jumps,
-                };
-                Handed::Lock(Box::new(Lock::granted(&next.target, grant)))
-            }
-            _ if count.granted.yes == 0 && count.granted.failures.is_empty() => Handed::Stay,
-            _ => Handed::TryNow,
-        };
-        claim.answer(handed);
+        // Undecided by the deadline: answered with what came.
+        count.answer();
         count.release
     }
 
@@ -193,24 +179,60 @@ impl Core {
     }
 }
 
-/// A release's count: its own tally (the holder's key) and the named waiter's grants.
-struct Replies {
+/// A release's count: its own tally (the holder's key) and the named waiter's grants, whose claim
+/// is answered as soon as they are decided (the release's own verdict may take longer).
+struct Replies<'a> {
     release: Tally,
     granted: Tally,
     read: fn(NodeResult, LockValue) -> (Vote, bool),
     next: LockValue,
+    core: &'a Core,
+    jumps: JumpMark,
+    start: Instant,
+    claim: Option<Claim<'a>>,
 }
 
-impl Replies {
-    fn decision(&self) -> Decision {
+impl Replies<'_> {
+    fn decision(&mut self) -> Decision {
+        if self.granted.decision() != Decision::Open {
+            self.answer();
+        }
         match (self.release.decision(), self.granted.decision()) {
             (Decision::Open, _) | (_, Decision::Open) => Decision::Open,
             (release, _) => release,
         }
     }
+
+    /// Answers the claim (once): the lock if a majority granted it with enough validity left,
+    /// counted from the round's start.
+    fn answer(&mut self) {
+        let Some(claim) = self.claim.take() else {
+            return;
+        };
+        let (s, next) = (self.core.settings(), &claim.parked);
+        let elapsed = self.start.elapsed();
+        let min = s.timing.min_validity(next.ttl);
+        let handed = match s.timing.validity(next.ttl, elapsed) {
+            Some(validity) if self.granted.won() && validity >= min => {
+                let grant = Grant {
+                    prefix_len: s.key_prefix.len(),
+                    key_format: s.key_format,
+                    value: next.value,
+                    ttl: next.ttl,
+                    valid_until: self.start + elapsed + validity,
+                    tally: self.granted.clone(),
+                    jumps: self.jumps.clone(),
+                };
+                Handed::Lock(Box::new(Lock::granted(&next.target, grant)))
+            }
+            _ if self.granted.yes == 0 && self.granted.failures.is_empty() => Handed::Stay,
+            _ => Handed::TryNow,
+        };
+        claim.answer(handed);
+    }
 }
 
-impl Count for Replies {
+impl Count for Replies<'_> {
     fn reply(&mut self, index: usize, reply: NodeResult) -> Decision {
         let (vote, granted) = (self.read)(reply, self.next);
         let grant_vote = match (&vote, granted) {

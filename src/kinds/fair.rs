@@ -193,11 +193,8 @@ fn successor_name(value: LockValue) -> u64 {
 /// and whether it set the key to `next`'s value (`G` and that value's SHA1 after it).
 fn release_to_vote(result: NodeResult, next: LockValue) -> (Vote, bool) {
     let Ok(Reply::Data(d)) = result else {
-        let vote = match result {
-            Ok(other) => Vote::Failed(other.unexpected("fair release script")),
-            Err(e) => Vote::Failed(e),
-        };
-        return (vote, false);
+        // Any other reply reads as the plain release's would (`WRONGTYPE`: another's key).
+        return (Vote::of_script(result), false);
     };
     let (release, granted) = match d.iter().position(|b| *b == b'G') {
         Some(at) => (&d[..at], Some(&d[at + 1..])),

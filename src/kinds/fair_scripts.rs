@@ -150,7 +150,10 @@ if h then ",
 /// release's round instead of a round of the waiter's own (`crate::engine::successors`). Otherwise
 /// the head is woken as by [`RELEASE_FAIR`], or when pruning moved it. Answers as the plain release
 /// (`1`, `0`, `-1`, as strings), then `G` and the SHA1 of the value it set when it granted
-/// (`1G<40 hex digits>`), which the engine checks against the waiter's.
+/// (`1G<40 hex digits>`), which the engine checks against the waiter's. Acquire-side (`resend:
+/// false`), since it grants: the clock guard reads the node's `TIME` before it, and a `NOSCRIPT`
+/// is not answered by its source; the holder's release then goes again in the background as
+/// [`RELEASE_FAIR`].
 pub(crate) static RELEASE_FAIR_TO: Script = Script {
     source: prune!(
         "local ttl = tonumber(ARGV[2]) local v = redis.call('GET', KEYS[1]) \
@@ -169,7 +172,7 @@ if h[1] and (v or pruned or top == ARGV[1]) then local h = h[1] ",
         "end return r"
     ),
     sha1: "6948aad66282453ebb62ec0e59b16e8adf51519a",
-    resend: true,
+    resend: false,
 };
 
 /// A round's key of ours released, the place kept (a grant on fewer than a majority): the plain

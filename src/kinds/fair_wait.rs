@@ -102,7 +102,7 @@ impl FairWait<'_> {
                     Outcome::Queued(err, None) => {
                         // Admission refused: the enqueue was not sent.
                         last_err = Some(err);
-                        wait(woken, (Instant::now() + pause()).min(end), None).await;
+                        wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
                         continue;
                     }
                     Outcome::Queued(err, Some((ticket, complete))) => {
@@ -119,7 +119,7 @@ impl FairWait<'_> {
                     Outcome::Requeue(err) => {
                         self.requeue(&target, value, ttl);
                         last_err = Some(err);
-                        wait(woken, (Instant::now() + pause()).min(end), None).await;
+                        wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
                         continue;
                     }
                 };
@@ -129,27 +129,30 @@ impl FairWait<'_> {
                 }
                 // The keepalive's due time holds however often a release's answer wakes us.
                 let until = (Instant::now() + pause()).min(end);
+                let min_validity = s.timing.min_validity(ttl);
                 loop {
                     // Only a claim's answer may send us back to waiting: a wake-up or the keepalive
                     // is acted on whatever the answer (a wake-up is not heard twice).
                     let mut answered = false;
                     if !at_once {
                         parked.rest();
-                        answered = wait(woken.take(), until, Some(&parked)).await;
+                        // The armed wake-up survives an answer: kept armed across `Stay`.
+                        answered = wait(&mut woken, until, Some(&parked)).await;
                     }
                     at_once = false;
                     // A release that named us answers first: the lock, an attempt at once, or
                     // (it granted us nowhere) back to waiting.
                     match tokio::time::timeout_at(end, parked.resume()).await {
-                        Ok(Some(Handed::Lock(lock))) => {
+                        // Checked again here: this task may run well after the release answered.
+                        Ok(Some(Handed::Lock(lock))) if lock.remaining() >= min_validity => {
                             let mut lock = *lock;
                             lock.set_attempts(attempts);
                             leave.disarm();
                             return Ok(lock);
                         }
-                        Ok(Some(Handed::Stay)) if answered && Instant::now() < until => {
-                            woken = armed(&notify);
-                        }
+                        // Too little left: our attempt, at once, refreshes the key we hold.
+                        Ok(Some(Handed::Lock(_))) => break,
+                        Ok(Some(Handed::Stay)) if answered && Instant::now() < until => {}
                         Ok(_) => break,
                         Err(_) => break 'enqueue,
                     }
@@ -166,7 +169,7 @@ impl FairWait<'_> {
                     Outcome::Requeue(err) => {
                         self.requeue(&target, value, ttl);
                         last_err = Some(err);
-                        wait(woken, (Instant::now() + pause()).min(end), None).await;
+                        wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
                         continue 'enqueue;
                     }
                 }
@@ -280,16 +283,17 @@ fn armed(
     })
 }
 
-/// Waits for a release notification, a release's answer to a claim on `parked`, or `until`,
-/// whichever comes first; true when it was the answer alone.
+/// Waits for a release notification (the armed `woken`, taken once it fires), a release's answer
+/// to a claim on `parked`, or `until`, whichever comes first; true when it was the answer alone.
 async fn wait(
-    woken: Option<std::pin::Pin<Box<tokio::sync::futures::OwnedNotified>>>,
+    woken: &mut Option<std::pin::Pin<Box<tokio::sync::futures::OwnedNotified>>>,
     until: Instant,
     parked: Option<&Registration<'_>>,
 ) -> bool {
-    let woken = async {
-        match woken {
-            Some(woken) => woken.await,
+    let armed = woken.as_mut();
+    let heard = async {
+        match armed {
+            Some(w) => w.as_mut().await,
             None => std::future::pending().await,
         }
     };
@@ -299,11 +303,19 @@ async fn wait(
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
+    let answer = tokio::select! {
         biased;
-        _ = woken => false,
-        _ = tokio::time::sleep_until(until) => false,
-        _ = answered => true,
+        _ = heard => None,
+        _ = tokio::time::sleep_until(until) => Some(false),
+        _ = answered => Some(true),
+    };
+    match answer {
+        // Heard: a spent wake-up is not polled again.
+        None => {
+            *woken = None;
+            false
+        }
+        Some(alone) => alone,
     }
 }
 

@@ -23,9 +23,7 @@
 //!   did not run as a grant (a node that refused it, or that it reached before the release).
 //! - **Release to a known waiter** ([`RELEASE_TO`]): a take-over that wins answers the name of the
 //!   list's first after it (the next waiter); the holder's release then reserves for that one name
-//!   on every node, whatever names each node's list lacks, unless a node lists an earlier place
-//!   before it (a waiter whose call began earlier and that marked after the grant, such as a
-//!   process's next head): that one is first there.
+//!   on every node, whatever names each node's list lacks.
 //! - **Hand-off release** ([`RELEASE_HANDOFF`], a contended holder that knows no name):
 //!   owner-checked like `RELEASE`; when the list has a name it takes out the first, replaces our
 //!   value with the reservation `r<name>` for a short time (`ARGV[2]` ms) and publishes on that
@@ -105,19 +103,14 @@ redis.call('PEXPIRE', q, ARGV[4]) return -1",
 /// Hand-off release to a known waiter: KEYS = `K`; ARGV = value, reservation ms, the waiter's name
 /// (what the holder's take-over learned: the list's first name after it when it was granted). Every
 /// node reserves for that one name, so the hand-off never splits between waiters a node's list
-/// lacks, unless the node's list has it behind an earlier place (a waiter that began waiting before
-/// it and marked since the grant: a process's next head, which queues by when its call began):
-/// then the key goes to that first name. A node that lacks the known name still reserves for it.
-/// Answers 2 (handed off), 0 or -1 as [`RELEASE_HANDOFF`].
+/// lacks. Answers 2 (handed off), 0 or -1 as [`RELEASE_HANDOFF`].
 pub(crate) static RELEASE_TO: Script = Script {
     source:
-        "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then local q = KEYS[1] .. ':wait' \
-local n = ARGV[3] local s = redis.pcall('ZSCORE', q, n) if type(s) == 'string' then local h = \
-redis.pcall('ZRANGE', q, 0, 0, 'WITHSCORES') if h.err == nil and h[1] and tonumber(h[2]) < \
-tonumber(s) then n = h[1] end end redis.pcall('ZREM', q, n) redis.call('SET', KEYS[1], 'r' .. n, 'PX', ARGV[2]) \
-redis.call('PUBLISH', KEYS[1] .. ':h:' .. n, n) return 2 elseif v == false then return 0 else \
-return -1 end",
-    sha1: "d771333b1ff51d264819b0cd9074b93d8cf893dd",
+        "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then redis.pcall('ZREM', KEYS[1] .. \
+':wait', ARGV[3]) redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) \
+redis.call('PUBLISH', KEYS[1] .. ':h:' .. ARGV[3], ARGV[3]) return 2 elseif v == false then \
+return 0 else return -1 end",
+    sha1: "4e87ecd37590d2ff8f859985e512f3a8452cd1e3",
     resend: true,
 };
 

@@ -61,32 +61,6 @@ fn a_release_reserves_the_key_for_the_first_waiter_and_only_it_takes_it() {
 }
 
 #[test]
-fn a_release_to_a_known_waiter_lets_an_earlier_place_marked_since_go_first() {
-    let node = testkit::RedisNode::start();
-    assert_eq!(node.cmd_str(&["SET", "k", "holder"]), "OK");
-    // The grant named 22; then 11, which began waiting earlier, marked.
-    assert_eq!(take(&node, "v", "22", "200"), "-1");
-    assert_eq!(take(&node, "v", "11", "100"), "-1");
-    assert_eq!(eval(&node, &RELEASE_TO, &["holder", "5000", "22"]), "2");
-    assert_eq!(
-        node.cmd_str(&["GET", "k"]),
-        "r11",
-        "the earlier place goes first"
-    );
-    assert_eq!(waiters(&node), "22");
-    // A later place marked since does not: the known waiter keeps its turn.
-    assert_eq!(node.cmd_str(&["SET", "k", "holder", "PX", "5000"]), "OK");
-    assert_eq!(take(&node, "v", "33", "300"), "-1");
-    assert_eq!(eval(&node, &RELEASE_TO, &["holder", "5000", "22"]), "2");
-    assert_eq!(node.cmd_str(&["GET", "k"]), "r22");
-    // A node that lacks the known name reserves for it all the same (every node alike).
-    assert_eq!(node.cmd_str(&["SET", "k", "holder", "PX", "5000"]), "OK");
-    assert_eq!(eval(&node, &RELEASE_TO, &["holder", "5000", "44"]), "2");
-    assert_eq!(node.cmd_str(&["GET", "k"]), "r44");
-    assert_eq!(waiters(&node), "33");
-}
-
-#[test]
 fn a_lost_take_over_steps_back_to_its_place() {
     let node = testkit::RedisNode::start();
     // Granted here (the key was free), lost elsewhere: our value goes, our name comes back at

@@ -120,8 +120,8 @@ async fn waiters_elsewhere_are_let_in_in_the_order_they_began_waiting() {
 }
 
 /// A waiter that first queued behind a task of its own process keeps the place its call began at:
-/// once it heads its process's queue it goes ahead of a waiter elsewhere that began later (it used
-/// to queue by when it became the head, behind every process that marked meanwhile).
+/// once it heads its process's queue it goes on the list ahead of a waiter elsewhere that began
+/// later (it used to queue by when it became the head, behind every process that marked meanwhile).
 #[tokio::test]
 async fn a_waiter_queued_in_its_own_process_keeps_the_place_its_call_began_at() {
     let cluster = nodes(5);
@@ -137,31 +137,51 @@ async fn a_waiter_queued_in_its_own_process_keeps_the_place_its_call_began_at() 
     );
     // Held after a loss, so its release reserves the key for the first waiter on the list.
     let lock = contended_lock(&home, &other).await;
-    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let take = |engine: Redlock, who: &'static str| {
-        let order = order.clone();
+    let take = |engine: Redlock, hold: Duration| {
         tokio::spawn(async move {
             let lock = engine.acquire("h", TTL).await.unwrap();
-            order.lock().unwrap().push(who);
-            // Held a moment: the next ones are surely on the list when it is released.
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(hold).await;
             engine.release(lock).await.unwrap();
         })
     };
+    let short = Duration::from_millis(20);
     // Waits in `home`'s local queue, behind the holder: not on the list yet.
-    let early = take(home.clone(), "early");
+    let early = take(home.clone(), short);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(marked_on_majority(&cluster, 0));
-    let first = take(Redlock::new(slow()).await.unwrap(), "first");
+    // The first on the list holds a while once it has the lock, so the list stays still.
+    let first = take(
+        Redlock::new(slow()).await.unwrap(),
+        Duration::from_millis(800),
+    );
     assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 1)).await);
-    let late = take(Redlock::new(slow()).await.unwrap(), "late");
+    let late = take(Redlock::new(slow()).await.unwrap(), short);
     assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 2)).await);
-    // Reserved for `first`; `early` then heads `home`'s queue and marks at its call's start.
+    let names = |n: &RedisNode| n.cmd_str(&["ZRANGE", "redlock:{h}:wait", "0", "-1"]);
+    let before = names(&cluster[0]);
+    let (first_name, late_name) = before.split_once(' ').expect("two names");
+    let (first_name, late_name) = (first_name.to_string(), late_name.to_string());
+    // Reserved for `first` (taken off the list); `early` then heads `home`'s queue, loses to the
+    // reservation and marks: ahead of `late`, which began after it.
     home.release(lock).await.unwrap();
+    let listed = |n: &RedisNode| {
+        let list = names(n);
+        let list: Vec<&str> = list.split(' ').collect();
+        (list.len() == 2 && !list.contains(&first_name.as_str())).then(|| list[0].to_string())
+    };
+    let early_marked = || cluster.iter().filter(|n| listed(n).is_some()).count() > 2;
+    assert!(eventually(Duration::from_secs(3), early_marked).await);
+    let ahead = cluster
+        .iter()
+        .filter(|n| listed(n).is_some_and(|head| head != late_name))
+        .count();
+    assert!(
+        ahead > cluster.len() / 2,
+        "`late` ({late_name}) is first: {before}"
+    );
     for w in [early, first, late] {
         w.await.unwrap();
     }
-    assert_eq!(*order.lock().unwrap(), ["first", "early", "late"]);
 }
 
 #[tokio::test]
