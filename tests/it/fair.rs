@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{dead_url, nodes, urls, RedisNode};
+use crate::common::{dead_url, fair_queued as queued, nodes, urls, RedisNode};
 use redlock_engine::{Config, LockError, Redlock, RenewPolicy};
 use tokio::time::Instant;
 
@@ -19,11 +19,6 @@ async fn engine(urls: Vec<String>) -> Redlock {
         .build()
         .await
         .unwrap()
-}
-
-fn queued(node: &RedisNode, resource: &str) -> usize {
-    let key = format!("redlock:{{{resource}}}:fair:q");
-    node.cmd(&[b"ZCARD", key.as_bytes()]).parse().unwrap()
 }
 
 /// Holds `resource` with engine 0, then starts `waiters` waiters round-robin over `engines`, each

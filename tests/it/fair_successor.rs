@@ -5,32 +5,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{eventually, nodes, urls, RedisNode};
+use crate::common::{eventually, fair_queued as queued, nodes, urls, RedisNode};
+// The 2 s keepalive: only releases (their grants and wake-ups) move anyone sooner.
+use crate::fair_wake::{engine, PAUSE, TTL};
 use redlock_engine::Redlock;
 use testkit::Proxy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-
-const TTL: Duration = Duration::from_secs(10);
-/// The retry pause, and so the keepalive: only releases (their grants and wake-ups) move anyone
-/// sooner.
-const PAUSE: Duration = Duration::from_millis(2000);
-
-async fn engine(urls: Vec<String>) -> Redlock {
-    crate::common::builder()
-        .nodes(urls)
-        .acquire_timeout(Duration::from_secs(30))
-        .retry(20, PAUSE, Duration::ZERO)
-        .build()
-        .await
-        .unwrap()
-}
-
-fn queued(node: &RedisNode, resource: &str) -> usize {
-    let key = format!("redlock:{{{resource}}}:fair:q");
-    node.cmd(&[b"ZCARD", key.as_bytes()]).parse().unwrap()
-}
 
 async fn queued_everywhere(cluster: &[RedisNode], resource: &str, n: usize) {
     let on_all = || cluster.iter().all(|node| queued(node, resource) >= n);

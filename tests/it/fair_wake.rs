@@ -6,18 +6,18 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{nodes, urls, RedisNode};
+use crate::common::{fair_queued as queued, nodes, urls, RedisNode};
 use redlock_engine::Redlock;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-const TTL: Duration = Duration::from_secs(10);
+pub(crate) const TTL: Duration = Duration::from_secs(10);
 /// The retry pause, and so the keepalive (a quarter TTL is longer): a waiter that is not woken
 /// tries only this often, so a lost or wrongly named wake-up shows as a slow hand-over.
-const PAUSE: Duration = Duration::from_millis(2000);
+pub(crate) const PAUSE: Duration = Duration::from_millis(2000);
 
-async fn engine(urls: Vec<String>) -> Redlock {
+pub(crate) async fn engine(urls: Vec<String>) -> Redlock {
     crate::common::builder()
         .nodes(urls)
         .acquire_timeout(Duration::from_secs(30))
@@ -25,11 +25,6 @@ async fn engine(urls: Vec<String>) -> Redlock {
         .build()
         .await
         .unwrap()
-}
-
-fn queued(node: &RedisNode, resource: &str) -> usize {
-    let key = format!("redlock:{{{resource}}}:fair:q");
-    node.cmd(&[b"ZCARD", key.as_bytes()]).parse().unwrap()
 }
 
 /// The head's wake name as the node computes it (the scripts' digest of the head's value).

@@ -171,3 +171,9 @@ pub fn calls(node: &RedisNode, command: &str) -> u64 {
         .and_then(|rest| rest.split(',').next()?.parse().ok())
         .unwrap_or(0)
 }
+
+/// How many waiters a node queues for the fair lock on `resource` (its holder included).
+pub fn fair_queued(node: &RedisNode, resource: &str) -> usize {
+    let key = format!("redlock:{{{resource}}}:fair:q");
+    node.cmd(&[b"ZCARD", key.as_bytes()]).parse().unwrap()
+}
