@@ -25,6 +25,7 @@ use crate::lock::{Grant, Lock};
 use crate::observe::Op;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::spec::Target;
+use crate::transport::NodeClient;
 
 /// What one enqueue or attempt round came to.
 enum Outcome {
@@ -74,6 +75,7 @@ impl FairWait<'_> {
             cmd: Some(leave_cmd(&target.keys, value)),
             ttl,
             nodes: u16::MAX,
+            resend: true,
         };
         let key = &target.keys.as_slice()[0];
         // Woken only by messages naming us (we are a node's new head) or naming nobody; the
@@ -220,6 +222,12 @@ impl FairWait<'_> {
             cmd: Some(unlock_cmd(&target.keys, value)),
             ttl,
             nodes: u16::MAX,
+            // Sent once, on each connection behind the round: a copy re-sent later (on a new
+            // connection) could land after a later grant of this same value — by our next round or
+            // a release that names us (`crate::engine::successors`) — and delete it. A key it
+            // misses is our next round's to clean (it deletes our key where we are not the head),
+            // or our give-up's, or it expires.
+            resend: false,
         };
         let deadline = self.core.round_deadline(start, ttl, None);
         let n = self.core.nodes().len();
@@ -319,13 +327,15 @@ async fn wait(
     }
 }
 
-/// Fires `cmd` at the chosen nodes (bit per node; re-sent where it does not land, for one TTL) when
-/// dropped armed: the give-up (every node), or a round's unlock (the nodes that may hold its key).
+/// Fires `cmd` at the chosen nodes (bit per node; with `resend`, re-sent where it does not land, for
+/// one TTL) when dropped armed: the give-up (every node), or a round's unlock (the nodes that may
+/// hold its key).
 struct Fire<'a> {
     core: &'a Core,
     cmd: Option<Cmd>,
     ttl: Duration,
     nodes: u16,
+    resend: bool,
 }
 
 impl Fire<'_> {
@@ -339,16 +349,19 @@ impl Drop for Fire<'_> {
         let Some(cmd) = self.cmd.take() else { return };
         let until = Instant::now() + self.ttl;
         let all = self.core.nodes();
+        let send = |nodes: &[Arc<dyn NodeClient>]| match self.resend {
+            true => self.core.release_retry().fire(nodes, &cmd, until),
+            false => crate::engine::fanout::fire(nodes, &cmd),
+        };
         if self.nodes & bits(all.len()) == bits(all.len()) {
-            self.core.release_retry().fire(all, &cmd, until);
-            return;
+            return send(all);
         }
         let chosen: Vec<_> = (0..all.len())
             .filter(|i| self.nodes & bit(*i) != 0)
             .map(|i| all[i].clone())
             .collect();
         if !chosen.is_empty() {
-            self.core.release_retry().fire(&chosen, &cmd, until);
+            send(&chosen);
         }
     }
 }

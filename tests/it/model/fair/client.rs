@@ -3,7 +3,7 @@
 //! faults last.
 
 use super::node::{Answer, Msg, Rules, DRIFT, FAULTS_END, TIMEOUT, TTL};
-use super::sim::{Ev, Phase, Place, Sim};
+use super::sim::{Claim, Ev, Handed, Phase, Place, Sim};
 
 impl Sim {
     pub fn start_round(&mut self, c: usize, phase: Phase, msg: Msg) {
@@ -102,6 +102,8 @@ impl Sim {
                 cl.queued_nodes.push(node);
             }
             Answer::Missing => cl.missing += 1,
+            // A release's answer goes to its claim, never to a round.
+            Answer::Released { .. } => {}
         }
         let all = cl.answered == self.nodes.len();
         match cl.phase {
@@ -244,7 +246,7 @@ impl Sim {
                 if let Some(h) = self.holds.iter_mut().rev().find(|h| h.3 == c) {
                     h.2 = h.2.min(self.now);
                 }
-                self.broadcast(c, Msg::Release);
+                self.release(c);
                 let cl = &mut self.clients[c];
                 cl.phase = Phase::Idle;
                 cl.place = None;
@@ -253,7 +255,104 @@ impl Sim {
                 let next = self.now + self.rng.below(TTL);
                 self.push(next, Ev::Timer { client: c, round });
             }
-            Phase::Dead => {}
+            // Its timers are void while a release's claim is open.
+            Phase::Claimed | Phase::Dead => {}
+        }
+    }
+
+    /// The holder's release: it names its process's lowest-ticketed waiter if that one is parked
+    /// (waiting between rounds; one in a round, or paused in one, means none), like
+    /// `Core::claim_successor`.
+    fn release(&mut self, c: usize) {
+        let process = c / self.per_process;
+        let next = (0..self.clients.len())
+            .filter(|&w| w != c && w / self.per_process == process)
+            .filter(|&w| {
+                let cl = &self.clients[w];
+                cl.place.is_some() && matches!(cl.phase, Phase::Waiting | Phase::Attempt)
+            })
+            .min_by_key(|&w| (self.clients[w].ticket, self.clients[w].value));
+        let Some(w) = next.filter(|&w| self.clients[w].phase == Phase::Waiting) else {
+            return self.broadcast(c, Msg::Release);
+        };
+        let holder = self.clients[c].value;
+        let cl = &mut self.clients[w];
+        cl.phase = Phase::Claimed;
+        cl.round += 1; // its pause timer is void while claimed
+        let msg = Msg::ReleaseTo {
+            holder,
+            next: cl.value,
+            ticket: cl.ticket,
+            claim: self.claims.len(),
+        };
+        self.claims.push(Claim {
+            waiter: w,
+            start: self.now,
+            answered: 0,
+            granted: 0,
+            done: false,
+        });
+        let claim = self.claims.len() - 1;
+        // On the waiter's connections: the engine has one per node for all its tasks, so the
+        // release comes after every command of the waiter's sent before (its rounds' unlocks).
+        self.broadcast(w, msg);
+        self.push(self.now + TIMEOUT, Ev::ClaimTimer { claim });
+    }
+
+    /// A node's answer to a claim's release (`None`: its deadline): decided once a majority
+    /// granted or cannot, and then handed to the waiter.
+    pub fn at_claim(&mut self, claim: usize, granted: Option<bool>) {
+        let (n, q) = (self.nodes.len(), self.quorum());
+        let cl = &mut self.claims[claim];
+        if cl.done {
+            return;
+        }
+        if let Some(granted) = granted {
+            cl.answered += 1;
+            cl.granted += usize::from(granted);
+        }
+        let lost = cl.answered - cl.granted > n - q;
+        let answer = if cl.granted >= q {
+            let valid_until = cl.start + TTL - DRIFT;
+            if self.now + TTL / 10 <= valid_until {
+                Handed::Lock { valid_until }
+            } else {
+                Handed::TryNow
+            }
+        } else if granted.is_none() && (cl.granted > 0 || cl.answered < n) {
+            Handed::TryNow
+        } else if lost {
+            if cl.granted > 0 {
+                Handed::TryNow
+            } else {
+                Handed::Stay
+            }
+        } else if granted.is_none() {
+            Handed::Stay
+        } else {
+            return;
+        };
+        cl.done = true;
+        let client = cl.waiter;
+        self.push(self.now, Ev::Handed { client, answer });
+    }
+
+    /// The waiter takes its claim's answer: the lock, an attempt at once, or back to waiting (at
+    /// once if a wake-up came while it was claimed).
+    pub fn handed(&mut self, c: usize, answer: Handed) {
+        if self.clients[c].phase != Phase::Claimed {
+            return;
+        }
+        match answer {
+            Handed::Lock { valid_until } if self.now + TTL / 10 <= valid_until => {
+                self.handed += 1;
+                self.granted(c, valid_until)
+            }
+            Handed::Lock { .. } | Handed::TryNow => {
+                let ticket = self.clients[c].ticket;
+                self.start_round(c, Phase::Attempt, Msg::Attempt { ticket })
+            }
+            Handed::Stay => self.wait(c),
         }
     }
 

@@ -54,6 +54,15 @@ pub enum Msg {
     Unlock,
     Leave,
     Release,
+    /// A release that names the sender's process's next waiter (`engine::successors`): the
+    /// release of `holder`'s key, then the grant rule for `next` where it is the live head with
+    /// `ticket`.
+    ReleaseTo {
+        holder: u64,
+        next: u64,
+        ticket: u64,
+        claim: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,6 +75,10 @@ pub enum Answer {
     Granted,
     Queued,
     Missing,
+    /// A release-to's answer: whether it set the key to the named waiter's value.
+    Released {
+        granted: bool,
+    },
 }
 
 /// What one message did on a node.
@@ -162,16 +175,30 @@ impl Node {
                 }
                 None
             }
-            Msg::Leave | Msg::Release => {
+            Msg::Leave | Msg::Release | Msg::ReleaseTo { .. } => {
                 let was = self.head() == Some(value);
                 let had = self.queue.remove(&value).is_some();
                 let freed = self.lock.is_some_and(|(v, _)| v == value);
                 if freed {
                     self.lock = None;
                 }
-                publish = self.lock.is_none() && (freed || was);
+                publish = self.lock.is_none() && (freed || was || pruned);
                 lost = had;
-                None
+                match msg {
+                    Msg::ReleaseTo { next, ticket, .. } => {
+                        let head = self.head();
+                        let ours = head == Some(next)
+                            && self.queue.get(&next).is_some_and(|e| e.0 == ticket);
+                        let granted = self.lock.is_none() && ours;
+                        if granted {
+                            self.lock = Some((next, now + TTL));
+                            self.queue.get_mut(&next).unwrap().1 = now + TTL;
+                            publish = false;
+                        }
+                        Some(Answer::Released { granted })
+                    }
+                    _ => None,
+                }
             }
         };
         Step {

@@ -27,6 +27,37 @@ pub enum Ev {
     Notify {
         value: u64,
     },
+    /// A node's answer to a release-to, for the releaser's claim.
+    AtClaim {
+        claim: usize,
+        granted: bool,
+    },
+    /// The releaser's deadline for a claim's answers.
+    ClaimTimer {
+        claim: usize,
+    },
+    /// A claim's answer, delivered to its waiter.
+    Handed {
+        client: usize,
+        answer: Handed,
+    },
+}
+
+/// What a release's claim on a waiter came to (`engine::successors::Handed`).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Handed {
+    Lock { valid_until: u64 },
+    TryNow,
+    Stay,
+}
+
+/// A release's claim on a parked waiter of its process.
+pub struct Claim {
+    pub waiter: usize,
+    pub start: u64,
+    pub answered: usize,
+    pub granted: usize,
+    pub done: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -36,6 +67,8 @@ pub enum Phase {
     Waiting,
     Attempt,
     Holding,
+    /// Named by a release of its process whose answers are not in: starts no round of its own.
+    Claimed,
     Dead,
 }
 
@@ -93,6 +126,11 @@ pub struct Sim {
     pub wakes: usize,
     /// Enqueue and attempt rounds started.
     pub rounds: usize,
+    /// Waiters per process (`c / per_process`): a release names its process's next waiter.
+    pub per_process: usize,
+    pub claims: Vec<Claim>,
+    /// Locks a release handed to its process's next waiter.
+    pub handed: usize,
 }
 
 impl Sim {
@@ -132,6 +170,9 @@ impl Sim {
             overtakes_excused: 0,
             wakes: 0,
             rounds: 0,
+            per_process: 3,
+            claims: Vec::new(),
+            handed: 0,
         };
         for c in 0..clients {
             // Clocks off by up to a TTL either way, or (a third of the waiters) so far behind that
@@ -216,10 +257,17 @@ impl Sim {
 
     pub fn at_node(&mut self, n: usize, c: usize, round: u64, msg: Msg) {
         let now = self.now;
-        let value = self.clients[c].value;
+        // A release-to travels on its waiter's connection (one engine: one connection per node)
+        // and carries its holder's value.
+        let value = match msg {
+            Msg::ReleaseTo { holder, .. } => holder,
+            _ => self.clients[c].value,
+        };
         // Only the scripts that grant prune (the others name whatever head they find).
         let gone = match msg {
-            Msg::Enqueue { .. } | Msg::Attempt { .. } => self.nodes[n].prune(now),
+            Msg::Enqueue { .. } | Msg::Attempt { .. } | Msg::ReleaseTo { .. } => {
+                self.nodes[n].prune(now)
+            }
             _ => Vec::new(),
         };
         for &w in &gone {
@@ -238,7 +286,12 @@ impl Sim {
                 self.wakes += 1;
             }
         }
-        if let Some(answer) = answer {
+        if let (Some(Answer::Released { granted }), Msg::ReleaseTo { claim, .. }) = (answer, msg) {
+            if !(self.faults() && self.rng.chance(8)) {
+                let at = now + 1 + self.rng.below(3);
+                self.push(at, Ev::AtClaim { claim, granted });
+            }
+        } else if let Some(answer) = answer {
             if !(self.faults() && self.rng.chance(8)) {
                 let at = now + 1 + self.rng.below(3);
                 self.push(
@@ -304,8 +357,15 @@ impl Sim {
                             let round = cl.round;
                             self.start_round_if(client, round);
                         }
-                        Phase::Attempt | Phase::Enqueue => cl.notified = true,
+                        Phase::Attempt | Phase::Enqueue | Phase::Claimed => cl.notified = true,
                         _ => {}
+                    }
+                }
+                Ev::AtClaim { claim, granted } => self.at_claim(claim, Some(granted)),
+                Ev::ClaimTimer { claim } => self.at_claim(claim, None),
+                Ev::Handed { client, answer } => {
+                    if !self.deferred(client, Ev::Handed { client, answer }) {
+                        self.handed(client, answer)
                     }
                 }
             }
