@@ -98,7 +98,8 @@
 //! Traces the model test
 //! (`tests/it/model/fair/`) found shaped the scripts: a key of ours left by a lost release must not
 //! grant us when we are not the head; an enqueue replaces a stale entry of ours; an entry of an
-//! earlier place of ours must not rank us by its ticket (an attempt sets it to the current one).
+//! earlier place of ours must not rank us by its ticket (an attempt sets it to the current one); a
+//! round's unlock is sent once, never re-sent (a late copy deleted a later grant of the same value).
 //! Order is only as strong as the entries' expiry allows: a live waiter whose refreshes to a node of
 //! its majority are all lost for a TTL loses its place there, like a dead one.
 
