@@ -119,7 +119,7 @@ impl FairWait<'_> {
                         (attempt, !complete, parked)
                     }
                     Outcome::Requeue(err) => {
-                        self.requeue(&target, value, ttl);
+                        self.requeue(&target, value);
                         last_err = Some(err);
                         wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
                         continue;
@@ -169,7 +169,7 @@ impl FairWait<'_> {
                     }
                     Outcome::Queued(err, _) => last_err = Some(err),
                     Outcome::Requeue(err) => {
-                        self.requeue(&target, value, ttl);
+                        self.requeue(&target, value);
                         last_err = Some(err);
                         wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
                         continue 'enqueue;
@@ -187,13 +187,13 @@ impl FairWait<'_> {
         })
     }
 
-    /// Out of every queue before a new enqueue, so no stale entry of ours blocks anyone.
-    fn requeue(&self, target: &Target, value: LockValue, ttl: Duration) {
-        self.core.release_retry().fire(
-            self.core.nodes(),
-            &leave_cmd(&target.keys, value),
-            Instant::now() + ttl,
-        );
+    /// Out of every queue before a new enqueue, so no stale entry of ours blocks anyone. Sent once,
+    /// ahead of the new enqueue on each connection: a copy re-sent later could land after the new
+    /// place's grant (same value) and delete it, leaving our lock a node short (with 5 nodes and a
+    /// bare majority, another waiter could then win). Where it does not land, the enqueue replaces
+    /// the stale entry, or the entry expires.
+    fn requeue(&self, target: &Target, value: LockValue) {
+        crate::engine::fanout::fire(self.core.nodes(), &leave_cmd(&target.keys, value));
     }
 
     /// One enqueue or attempt round: granted, still queued, or to start over.
