@@ -9,6 +9,8 @@ use tokio::time::Instant;
 use super::core::Core;
 use super::fanout::fan_out_into;
 use super::takeover::TakeOver;
+use crate::algo::clock::JumpMark;
+use crate::algo::quorum::Tally;
 use crate::algo::value::LockValue;
 use crate::algo::verdict::acquire_error;
 use crate::error::LockError;
@@ -26,7 +28,6 @@ impl Core {
         admit_until: Option<Instant>,
         take_over: Option<TakeOver>,
     ) -> Result<Lock, (LockError, bool)> {
-        let s = self.settings();
         let code = target.kind.spec().code;
         let value = LockValue::tagged(self.tag(), code)
             .map_err(|e| (LockError::Random(e.to_string()), false))?;
@@ -58,16 +59,36 @@ impl Core {
             let partial = tally.yes > 0;
             return Err((acquire_error(tally), partial));
         }
+        // A take-over's grants name the next waiter (see `protocol::handoff`).
+        let next_waiter = if take_over.is_some() {
+            tally.max_counter
+        } else {
+            0
+        };
+        let lock = self
+            .won_lock(target, value, ttl, (start, elapsed), tally, jumps)
+            .map_err(|e| (e, false))?;
+        guard.disarm();
+        Ok(lock.waited_on_by(next_waiter))
+    }
+
+    /// The lock a won round of `target` grants `value`: its validity counts from the round's
+    /// `start` (taken before any of its commands could reach a node), `elapsed` being how long the
+    /// round took; refused with [`LockError::ValidityExpired`] below the minimum. Every kind's
+    /// grant goes through here: the attempt loop's, the fair lock's, a release's to its successor.
+    pub(crate) fn won_lock(
+        &self,
+        target: &Target,
+        value: LockValue,
+        ttl: Duration,
+        (start, elapsed): (Instant, Duration),
+        tally: Tally,
+        jumps: JumpMark,
+    ) -> Result<Lock, LockError> {
+        let s = self.settings();
         let min = s.timing.min_validity(ttl);
         match s.timing.validity(ttl, elapsed) {
             Some(validity) if validity >= min => {
-                guard.disarm();
-                // A take-over's grants name the next waiter (see `protocol::handoff`).
-                let next_waiter = if take_over.is_some() {
-                    tally.max_counter
-                } else {
-                    0
-                };
                 let grant = Grant {
                     prefix_len: s.key_prefix.len(),
                     key_format: s.key_format,
@@ -77,15 +98,12 @@ impl Core {
                     tally,
                     jumps,
                 };
-                Ok(Lock::granted(target, grant).waited_on_by(next_waiter))
+                Ok(Lock::granted(target, grant))
             }
-            left => Err((
-                LockError::ValidityExpired {
-                    left: left.unwrap_or_default(),
-                    min,
-                },
-                false,
-            )),
+            left => Err(LockError::ValidityExpired {
+                left: left.unwrap_or_default(),
+                min,
+            }),
         }
     }
 }

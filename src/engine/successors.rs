@@ -36,7 +36,7 @@ use crate::algo::quorum::{Decision, Tally, Vote};
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
 use crate::error::NodeError;
-use crate::lock::{Grant, Lock};
+use crate::lock::Lock;
 use crate::protocol::cmd::NodeResult;
 use crate::protocol::spec::{Successor, Target};
 
@@ -121,9 +121,9 @@ impl Core {
                 map.remove(key);
                 return None;
             }
+            // The holder is not among them: its acquire ended, and its registration with it.
             list.iter()
                 .filter_map(Weak::upgrade)
-                .filter(|p| p.value != lock.value())
                 .min_by(|a, b| (a.rank, a.value.as_bytes()).cmp(&(b.rank, b.value.as_bytes())))?
         };
         let mut state = locked(&first.state);
@@ -165,9 +165,8 @@ impl Core {
             core: self,
             jumps: self.jump_mark(),
             start: Instant::now(),
-            claim: None,
+            claim: Some(claim),
         };
-        count.claim = Some(claim);
         run(self.nodes(), &cmd, deadline, true, &mut count).await;
         // Undecided by the deadline: answered with what came.
         count.answer();
@@ -209,24 +208,21 @@ impl Replies<'_> {
         let Some(claim) = self.claim.take() else {
             return;
         };
-        let (s, next) = (self.core.settings(), &claim.parked);
-        let elapsed = self.start.elapsed();
-        let min = s.timing.min_validity(next.ttl);
-        let handed = match s.timing.validity(next.ttl, elapsed) {
-            Some(validity) if self.granted.won() && validity >= min => {
-                let grant = Grant {
-                    prefix_len: s.key_prefix.len(),
-                    key_format: s.key_format,
-                    value: next.value,
-                    ttl: next.ttl,
-                    valid_until: self.start + elapsed + validity,
-                    tally: self.granted.clone(),
-                    jumps: self.jumps.clone(),
-                };
-                Handed::Lock(Box::new(Lock::granted(&next.target, grant)))
-            }
-            _ if self.granted.yes == 0 && self.granted.failures.is_empty() => Handed::Stay,
-            _ => Handed::TryNow,
+        let next = &claim.parked;
+        let round = (self.start, self.start.elapsed());
+        let granted = self.granted.won().then(|| {
+            let (tally, jumps) = (self.granted.clone(), self.jumps.clone());
+            let lock = self
+                .core
+                .won_lock(&next.target, next.value, next.ttl, round, tally, jumps);
+            lock.ok()
+        });
+        let handed = match granted.flatten() {
+            Some(lock) => Handed::Lock(Box::new(lock)),
+            // Won with too little validity left: the waiter's own round refreshes the keys.
+            None if self.granted.won() => Handed::TryNow,
+            None if self.granted.yes == 0 && self.granted.failures.is_empty() => Handed::Stay,
+            None => Handed::TryNow,
         };
         claim.answer(handed);
     }

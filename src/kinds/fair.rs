@@ -94,7 +94,7 @@
 //! is coalesced like a plain lock's. No local queue: every task, local or not, takes its own place
 //! (a local queue would overtake remote waiters); but a release grants the next waiter when it is
 //! this engine's (step 4), which saves it the wake-up and its round: in one process 1.03 attempts
-//! per acquire instead of 1.98, 1.2-1.3x the cycles/s (`results/2026-12-03/fair-successor/`).
+//! per acquire instead of 1.98, 1.50x the cycles/s (`results/2026-12-03/fair-successor/`).
 //! Traces the model test
 //! (`tests/it/model/fair/`) found shaped the scripts: a key of ours left by a lost release must not
 //! grant us when we are not the head; an enqueue replaces a stale entry of ours; an entry of an

@@ -21,7 +21,7 @@ use crate::engine::core::Core;
 use crate::engine::fanout::run;
 use crate::engine::successors::{Handed, Registration};
 use crate::error::LockError;
-use crate::lock::{Grant, Lock};
+use crate::lock::Lock;
 use crate::observe::Op;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::spec::Target;
@@ -205,7 +205,6 @@ impl FairWait<'_> {
         ttl: Duration,
         end: Instant,
     ) -> Outcome {
-        let s = self.core.settings();
         let Ok(_slot) = self.core.admit(Some(end)).await else {
             let refused = LockError::Timeout {
                 attempts: 0,
@@ -246,22 +245,16 @@ impl FairWait<'_> {
         };
         self.core.metrics().round(Op::Acquire, &tally, elapsed);
         if won {
-            let min = s.timing.min_validity(ttl);
-            if let Some(validity) = s.timing.validity(ttl, elapsed).filter(|v| *v >= min) {
-                unlock.disarm();
-                let grant = Grant {
-                    prefix_len: s.key_prefix.len(),
-                    key_format: s.key_format,
-                    value,
-                    ttl,
-                    valid_until: start + elapsed + validity,
-                    tally,
-                    jumps,
-                };
-                return Outcome::Granted(Lock::granted(target, grant));
-            }
-            let left = s.timing.validity(ttl, elapsed).unwrap_or_default();
-            return Outcome::Queued(LockError::ValidityExpired { left, min }, placed);
+            let lock = self
+                .core
+                .won_lock(target, value, ttl, (start, elapsed), tally, jumps);
+            return match lock {
+                Ok(lock) => {
+                    unlock.disarm();
+                    Outcome::Granted(lock)
+                }
+                Err(err) => Outcome::Queued(err, placed),
+            };
         }
         // Missing from so many queues that no majority can grant us: our place is gone (an
         // enqueue's is when fewer than a majority answered it).

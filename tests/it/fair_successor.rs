@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use crate::common::{eventually, fair_queued as queued, nodes, urls, RedisNode};
 // The 2 s keepalive: only releases (their grants and wake-ups) move anyone sooner.
-use crate::fair_wake::{engine, PAUSE, TTL};
+use crate::fair_wake::{engine, psubscribed, PAUSE, TTL};
 use redlock_engine::Redlock;
 use testkit::Proxy;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 async fn queued_everywhere(cluster: &[RedisNode], resource: &str, n: usize) {
@@ -24,19 +23,7 @@ async fn queued_everywhere(cluster: &[RedisNode], resource: &str, n: usize) {
 
 /// Counts the messages published on the channels matching `pattern` (a raw subscriber).
 async fn message_counter(node: &RedisNode, pattern: &str) -> Arc<Mutex<usize>> {
-    let port: u16 = node.url().rsplit(':').next().unwrap().parse().unwrap();
-    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    let req = format!(
-        "*2\r\n$10\r\nPSUBSCRIBE\r\n${}\r\n{pattern}\r\n",
-        pattern.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    while !String::from_utf8_lossy(&buf).contains(":1\r\n") {
-        let mut chunk = [0u8; 1024];
-        let n = s.read(&mut chunk).await.unwrap();
-        buf.extend_from_slice(&chunk[..n]);
-    }
+    let mut s = psubscribed(node, pattern).await;
     let count = Arc::new(Mutex::new(0));
     let counted = count.clone();
     tokio::spawn(async move {

@@ -46,19 +46,7 @@ async fn payloads(
     pattern: &str,
     count: usize,
 ) -> tokio::task::JoinHandle<Vec<(String, String)>> {
-    let mut s = TcpStream::connect(("127.0.0.1", port(node))).await.unwrap();
-    let req = format!(
-        "*2\r\n$10\r\nPSUBSCRIBE\r\n${}\r\n{pattern}\r\n",
-        pattern.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    // The subscribe confirmation first, so no message is missed after we return.
-    while !String::from_utf8_lossy(&buf).contains(":1\r\n") {
-        let mut chunk = [0u8; 1024];
-        let n = s.read(&mut chunk).await.unwrap();
-        buf.extend_from_slice(&chunk[..n]);
-    }
+    let mut s = psubscribed(node, pattern).await;
     tokio::spawn(async move {
         let mut buf = Vec::new();
         loop {
@@ -77,6 +65,24 @@ async fn payloads(
             buf.extend_from_slice(&chunk[..n]);
         }
     })
+}
+
+/// A raw connection subscribed to `pattern`, its confirmation read: no message published after
+/// this returns is missed.
+pub(crate) async fn psubscribed(node: &RedisNode, pattern: &str) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port(node))).await.unwrap();
+    let req = format!(
+        "*2\r\n$10\r\nPSUBSCRIBE\r\n${}\r\n{pattern}\r\n",
+        pattern.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    while !String::from_utf8_lossy(&buf).contains(":1\r\n") {
+        let mut chunk = [0u8; 1024];
+        let n = s.read(&mut chunk).await.unwrap();
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    s
 }
 
 fn port(node: &RedisNode) -> u16 {
