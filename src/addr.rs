@@ -230,39 +230,53 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The URL with any password replaced, for error messages: the one before `@`, and a Sentinel
-/// password in the query.
+/// The URL with any password replaced by `***`, for messages and `Debug`: the one before `@`, and a
+/// Sentinel password in the query. Written for URLs that do not parse too (those reach error messages):
+/// the credentials end at the **last** `@` before any `sentinelPassword=`, so a password holding `?`,
+/// `/` or `@` is hidden whole, and a Sentinel password runs up to the next known query parameter, so
+/// one holding `&` is hidden whole as well.
 pub fn redact(url: &str) -> String {
-    let (main, query) = match url.split_once('?') {
-        Some((main, query)) => (main, Some(query)),
-        None => (url, None),
+    const SENTINEL_PASSWORD: &str = "sentinelPassword=";
+    // Parameters a Sentinel password is followed by; anything else after `&` may still be the password.
+    const NEXT: [&str; 4] = [
+        "node=",
+        "sentinelServiceName=",
+        "sentinelUsername=",
+        "durable=",
+    ];
+    let head_end = url.find(SENTINEL_PASSWORD).unwrap_or(url.len());
+    let head = &url[..head_end];
+    let mut out = String::with_capacity(url.len() + 3);
+    let mut rest = match head.rfind('@') {
+        Some(at) => {
+            // The scheme counts only when it comes before the credentials.
+            let start = head[..at].find("://").map_or(0, |s| s + 3);
+            out.push_str(&url[..start]);
+            match url[start..at].split_once(':') {
+                Some((user, _)) => {
+                    out.push_str(user);
+                    out.push_str(":***");
+                }
+                None => out.push_str(&url[start..at]),
+            }
+            &url[at..]
+        }
+        None => url,
     };
-    let mut out = redact_userinfo(main);
-    if let Some(query) = query {
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some(("sentinelPassword", _)) => "sentinelPassword=***".to_string(),
-                _ => pair.to_string(),
-            })
-            .collect();
-        out.push('?');
-        out.push_str(&pairs.join("&"));
+    while let Some(i) = rest.find(SENTINEL_PASSWORD) {
+        let value = i + SENTINEL_PASSWORD.len();
+        out.push_str(&rest[..value]);
+        out.push_str("***");
+        let tail = &rest[value..];
+        let end = tail
+            .match_indices('&')
+            .map(|(j, _)| j)
+            .find(|&j| NEXT.iter().any(|name| tail[j + 1..].starts_with(name)))
+            .unwrap_or(tail.len());
+        rest = &tail[end..];
     }
+    out.push_str(rest);
     out
-}
-
-fn redact_userinfo(url: &str) -> String {
-    // Everything before the last '@' may hold credentials, with or without a scheme in front.
-    let Some(at) = url.rfind('@') else {
-        return url.to_string();
-    };
-    let start = url.find("://").map_or(0, |s| s + 3).min(at);
-    let auth = &url[start..at];
-    match auth.split_once(':') {
-        Some((user, _)) => format!("{}{user}:***{}", &url[..start], &url[at..]),
-        None => url.to_string(),
-    }
 }
 
 impl fmt::Display for NodeAddr {
@@ -389,5 +403,42 @@ mod tests {
             !err.contains("hunter2") && !err.contains("hunter3"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn redaction_hides_passwords_that_hold_url_separators() {
+        for (url, secret) in [
+            ("redis://u:hunter2@h:1/0", "hunter2"),
+            ("redis://:hunter2@h:1", "hunter2"),
+            ("redis://u:hun?ter2@h:1", "ter2"),
+            ("redis://u:hun/ter2@h:1/3", "ter2"),
+            ("redis://u:hun@ter2@h:1", "ter2"),
+            ("u:hunter2@h:1", "hunter2"),
+            (
+                "redis-sentinel://h:1?sentinelPassword=hun&ter2&sentinelServiceName=m",
+                "ter2",
+            ),
+            (
+                "redis-sentinel://h:1?sentinelServiceName=m&sentinelPassword=a@ter2",
+                "ter2",
+            ),
+            (
+                "redis-sentinel://u:p1x@h:1?sentinelPassword=s@ter2&node=h:2",
+                "ter2",
+            ),
+        ] {
+            let shown = redact(url);
+            assert!(
+                !shown.contains(secret) && shown.contains("***"),
+                "{url} -> {shown}"
+            );
+        }
+        assert_eq!(redact("redis://u:p@h:1/2"), "redis://u:***@h:1/2");
+        assert_eq!(
+            redact("redis-sentinel://h:1?sentinelPassword=x&node=h:2"),
+            "redis-sentinel://h:1?sentinelPassword=***&node=h:2"
+        );
+        assert_eq!(redact("redis://user@h:1"), "redis://user@h:1");
+        assert_eq!(redact("redis://h:1"), "redis://h:1");
     }
 }

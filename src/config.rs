@@ -14,7 +14,11 @@ pub const MAX_NODES: usize = 9;
 
 /// Lock engine configuration. Build one with `..Default::default()` or through [`crate::Builder`]
 /// (which can also start from one: `Builder::from(config)`).
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows every node URL with its passwords replaced by `***` (services log their
+/// configuration at start-up); serialising it (feature `serde`) keeps [`Config::nodes`] as given,
+/// since a configuration file needs them.
+#[derive(Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct Config {
@@ -23,6 +27,11 @@ pub struct Config {
     /// Redis Cluster, `redis-sentinel://host:port[/db]?sentinelServiceName=name[&node=host:port...]`
     /// for a Sentinel-managed master (both need the `fred` feature; see `docs/guide.md`, "Node sets",
     /// on when they are safe). Default: empty (must be set).
+    ///
+    /// The one field that may hold secrets: `Debug` (of this `Config`, of a [`crate::Builder`], of the
+    /// engine) shows these URLs with every password as `***`; with the `serde` feature they are
+    /// serialised as given, passwords included, so a configuration written to a file can be read
+    /// back.
     pub nodes: Vec<String>,
     /// Which connection carries the commands. Default: [`Transport::Pipeline`].
     pub transport: Transport,
@@ -49,9 +58,11 @@ pub struct Config {
     /// A lock is granted only if at least this fraction of the TTL is left as validity (a lock with 2 ms
     /// left is a trap). Must be in `[0, 1)`. Default: `0.1`.
     pub min_validity_factor: f64,
-    /// Attempts after the first one in [`crate::Redlock::acquire`] that end a full random pause. Retries
-    /// woken early by a release notification do not count, but all retries stop once the time those
-    /// `retry_count` pauses would take has passed (or at `acquire_timeout`). Default: `10`.
+    /// Attempts after the first one that end a full random pause, for a call that waits as configured
+    /// ([`crate::Wait::Configured`]) when `acquire_timeout` is not set (with it set, that time alone
+    /// bounds the wait). Retries woken early by a release notification do not count, but all retries
+    /// stop once the time `retry_count + 1` rounds of the longest pause and a node deadline would take
+    /// has passed. With the defaults: about 0.5-1 s, at most 1.65 s. Default: `10`.
     pub retry_count: u32,
     /// Base delay between attempts. Default: 50 ms.
     #[cfg_attr(feature = "serde", serde(with = "crate::units::duration"))]
@@ -60,7 +71,10 @@ pub struct Config {
     /// Default: 50 ms.
     #[cfg_attr(feature = "serde", serde(with = "crate::units::duration"))]
     pub retry_jitter: Duration,
-    /// Overall bound on one `acquire` across retries. Default: `None` (bounded by `retry_count`).
+    /// Overall bound on one acquire that waits as configured ([`crate::Wait::Configured`], every form
+    /// that takes no wait of its own): it retries until acquired or this long has passed since the
+    /// call began (the local queue included), however many retries that takes, and then fails with
+    /// [`LockError::Timeout`]. Default: `None` (bounded by `retry_count`).
     #[cfg_attr(feature = "serde", serde(with = "crate::units::maybe_duration"))]
     pub acquire_timeout: Option<Duration>,
     /// Largest TTL accepted by acquire and extend: the maximum lock lifetime, which is also how long a
@@ -174,6 +188,71 @@ impl Default for Config {
             holder_label: None,
             native_commands: true,
         }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Destructured so that a new field is a compile error here until it is shown (or hidden).
+        let Self {
+            nodes,
+            transport,
+            key_prefix,
+            key_format,
+            drift_factor,
+            node_timeout,
+            min_validity_factor,
+            retry_count,
+            retry_delay,
+            retry_jitter,
+            acquire_timeout,
+            max_ttl,
+            max_resource_len,
+            connect_timeout,
+            max_pending,
+            max_in_flight,
+            max_readers,
+            local_queue,
+            notify_releases,
+            cross_process_handoff,
+            tls_ca_file,
+            quarantine,
+            clock_guard,
+            max_local_handoffs,
+            max_reply_size,
+            holder_label,
+            native_commands,
+        } = self;
+        let nodes: Vec<String> = nodes.iter().map(|url| crate::addr::redact(url)).collect();
+        f.debug_struct("Config")
+            .field("nodes", &nodes)
+            .field("transport", transport)
+            .field("key_prefix", &String::from_utf8_lossy(key_prefix))
+            .field("key_format", key_format)
+            .field("drift_factor", drift_factor)
+            .field("node_timeout", node_timeout)
+            .field("min_validity_factor", min_validity_factor)
+            .field("retry_count", retry_count)
+            .field("retry_delay", retry_delay)
+            .field("retry_jitter", retry_jitter)
+            .field("acquire_timeout", acquire_timeout)
+            .field("max_ttl", max_ttl)
+            .field("max_resource_len", max_resource_len)
+            .field("connect_timeout", connect_timeout)
+            .field("max_pending", max_pending)
+            .field("max_in_flight", max_in_flight)
+            .field("max_readers", max_readers)
+            .field("local_queue", local_queue)
+            .field("notify_releases", notify_releases)
+            .field("cross_process_handoff", cross_process_handoff)
+            .field("tls_ca_file", tls_ca_file)
+            .field("quarantine", quarantine)
+            .field("clock_guard", clock_guard)
+            .field("max_local_handoffs", max_local_handoffs)
+            .field("max_reply_size", max_reply_size)
+            .field("holder_label", holder_label)
+            .field("native_commands", native_commands)
+            .finish()
     }
 }
 

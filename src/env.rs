@@ -1,42 +1,58 @@
 //! [`Config::from_env`]: the configuration from `REDLOCK_*` environment variables, for services
-//! configured the twelve-factor way. Durations are human-readable: `500ms`, `2s`, `1.5s`, `1m`,
-//! `1h` (also `us`, `ns`; a bare number is seconds).
-//!
-//! | variable | field | example |
-//! |---|---|---|
-//! | `REDLOCK_NODES` | [`Config::nodes`] (comma-separated, required) | `redis://10.0.0.1:6379,redis://10.0.0.2:6379` |
-//! | `REDLOCK_KEY_PREFIX` | [`Config::key_prefix`] | `locks:` |
-//! | `REDLOCK_KEY_FORMAT` | [`Config::key_format`] | `tagged` / `plain` |
-//! | `REDLOCK_MAX_TTL` | [`Config::max_ttl`] | `60s` |
-//! | `REDLOCK_NODE_TIMEOUT` | [`Config::node_timeout`] | `50ms` |
-//! | `REDLOCK_ACQUIRE_TIMEOUT` | [`Config::acquire_timeout`] | `5s` |
-//! | `REDLOCK_CONNECT_TIMEOUT` | [`Config::connect_timeout`] | `2s` |
-//! | `REDLOCK_RETRY_COUNT` | [`Config::retry_count`] | `10` |
-//! | `REDLOCK_RETRY_DELAY` | [`Config::retry_delay`] | `100ms` |
-//! | `REDLOCK_RETRY_JITTER` | [`Config::retry_jitter`] | `50ms` |
-//! | `REDLOCK_DRIFT_FACTOR` | [`Config::drift_factor`] | `0.01` |
-//! | `REDLOCK_MAX_IN_FLIGHT` | [`Config::max_in_flight`] | `1024` |
-//! | `REDLOCK_QUARANTINE` | [`Config::quarantine`] | `true` / `false` |
-//! | `REDLOCK_CLOCK_GUARD` | [`Config::clock_guard`] | `true` / `false` |
-//! | `REDLOCK_HOLDER_LABEL` | [`Config::holder_label`] | `orders-api@host-3` |
-//! | `REDLOCK_TLS_CA_FILE` | [`Config::tls_ca_file`] | `/etc/ssl/redis-ca.pem` |
-//!
-//! A variable not set keeps the default; one set to something unusable is a
-//! [`LockError::InvalidConfig`] naming it (never silently the default).
-//!
-//! With the `serde` feature, [`Config`] also reads from (and writes to) any serde format — a TOML
-//! or JSON file, say — with the same names as its fields, durations written as here
-//! (`max_ttl = "60s"`), the key prefix as text, missing fields at their defaults and unknown ones
-//! refused.
+//! configured the twelve-factor way. The variables and their rules are documented on that public
+//! method (docs.rs shows it; this module is private).
 
 use crate::config::Config;
 use crate::error::LockError;
 use crate::units::parse_duration;
 
 impl Config {
-    /// The defaults, overridden by every `REDLOCK_*` variable that is set (see the table in this
-    /// module's docs, `crate::env`); then build with `Redlock::builder().config(config)` or
-    /// `Redlock::new(config)`.
+    /// The defaults, overridden by every `REDLOCK_*` variable that is set; then build with
+    /// [`Redlock::new(config)`](crate::Redlock::new) or, to set more in code,
+    /// [`Builder::from(config)`](crate::Builder).
+    ///
+    /// Durations are human-readable: `500ms`, `2s`, `1.5s`, `1m`, `1h` (also `us`, `ns`; a bare
+    /// number is seconds). A variable not set keeps the default; one set to something unusable is a
+    /// [`LockError::InvalidConfig`] naming it (never silently the default).
+    ///
+    /// | variable | field | example |
+    /// |---|---|---|
+    /// | `REDLOCK_NODES` | [`Config::nodes`] (comma-separated, required) | `redis://10.0.0.1:6379,redis://10.0.0.2:6379` |
+    /// | `REDLOCK_KEY_PREFIX` | [`Config::key_prefix`] | `locks:` |
+    /// | `REDLOCK_KEY_FORMAT` | [`Config::key_format`] | `tagged` / `plain` |
+    /// | `REDLOCK_MAX_TTL` | [`Config::max_ttl`] | `60s` |
+    /// | `REDLOCK_NODE_TIMEOUT` | [`Config::node_timeout`] | `50ms` |
+    /// | `REDLOCK_ACQUIRE_TIMEOUT` | [`Config::acquire_timeout`] | `5s` |
+    /// | `REDLOCK_CONNECT_TIMEOUT` | [`Config::connect_timeout`] | `2s` |
+    /// | `REDLOCK_RETRY_COUNT` | [`Config::retry_count`] | `10` |
+    /// | `REDLOCK_RETRY_DELAY` | [`Config::retry_delay`] | `100ms` |
+    /// | `REDLOCK_RETRY_JITTER` | [`Config::retry_jitter`] | `50ms` |
+    /// | `REDLOCK_DRIFT_FACTOR` | [`Config::drift_factor`] | `0.01` |
+    /// | `REDLOCK_MAX_IN_FLIGHT` | [`Config::max_in_flight`] | `1024` |
+    /// | `REDLOCK_QUARANTINE` | [`Config::quarantine`] | `true` / `false` |
+    /// | `REDLOCK_CLOCK_GUARD` | [`Config::clock_guard`] | `true` / `false` |
+    /// | `REDLOCK_HOLDER_LABEL` | [`Config::holder_label`] | `orders-api@host-3` |
+    /// | `REDLOCK_TLS_CA_FILE` | [`Config::tls_ca_file`] | `/etc/ssl/redis-ca.pem` |
+    ///
+    /// With the `serde` feature, [`Config`] also reads from (and writes to) any serde format (a TOML
+    /// or JSON file, say) with the same names as its fields, durations written as here
+    /// (`max_ttl = "60s"`), the key prefix as text, missing fields at their defaults and unknown
+    /// ones refused.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock_engine::{Builder, Config};
+    /// // `Config::from_env()` reads the same names from the process's environment.
+    /// let config = Config::from_vars([
+    ///     ("REDLOCK_NODES", "redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379"),
+    ///     ("REDLOCK_ACQUIRE_TIMEOUT", "5s"),
+    /// ])?;
+    /// assert_eq!(config.acquire_timeout, Some(Duration::from_secs(5)));
+    /// // `Redlock::new(config).await?` connects; a builder can change more first.
+    /// let builder = Builder::from(config).max_ttl(Duration::from_secs(30));
+    /// assert_eq!(builder.config().nodes.len(), 3);
+    /// # Ok::<(), redlock_engine::LockError>(())
+    /// ```
     ///
     /// # Errors
     /// [`LockError::InvalidConfig`] when `REDLOCK_NODES` is missing or a variable cannot be read.

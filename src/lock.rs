@@ -276,8 +276,7 @@ impl Lock {
     /// With the clock guard on, it also turns false when nodes that granted the lock have had their
     /// wall clock jump forward (which expires their keys at once) and the rest are no longer a
     /// majority. This engine sees a node's clock when it sends it an acquire, and at least every
-    /// 80 ms otherwise (`crate::transport::pipeline`), so that (plus a round trip) is how late it can
-    /// learn.
+    /// 80 ms otherwise, so that (plus a round trip) is how late it can learn.
     pub fn is_valid(&self) -> bool {
         Instant::now() < self.valid_until
             && self.jumps.still_held(self.held, |n| self.kind.quorum(n))

@@ -9,12 +9,15 @@ use tokio::time::Instant;
 
 /// How long one acquire waits for its lock: per call ([`crate::LockRequest::wait`]).
 ///
-/// Default: [`Configured`](Self::Configured) — the engine's `acquire_timeout` if set, otherwise
-/// `retry_count` retries (default 10: about 1.1-1.65 s with the default pauses and node deadline).
+/// Default: [`Configured`](Self::Configured) — until the engine's `acquire_timeout` if set (retrying
+/// as often as it takes, whatever `retry_count` says), otherwise `retry_count` retries (default 10
+/// pauses of 50-100 ms: about 0.5-1 s on a local network, never more than the retries' time budget,
+/// 1.65 s at the default 30 s TTL).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Wait {
-    /// As the engine is configured (`Config::acquire_timeout`, or `Config::retry_count` retries).
+    /// As the engine is configured: until `Config::acquire_timeout` when it is set, otherwise
+    /// `Config::retry_count` retries.
     #[default]
     Configured,
     /// One attempt, no retry: fails at once when another owner holds the lock (here or elsewhere).
@@ -45,9 +48,11 @@ impl Wait {
         }
     }
 
-    /// How many counted retries the call may make after its first attempt.
-    pub(crate) fn retry_count(self, configured: u32) -> u32 {
+    /// How many counted retries the call may make after its first attempt: with an acquire timeout
+    /// the configured wait is bounded by that time alone, as [`Wait::Configured`] says.
+    pub(crate) fn retry_count(self, configured: u32, acquire_timeout: Option<Duration>) -> u32 {
         match self {
+            Self::Configured if acquire_timeout.is_some() => u32::MAX,
             Self::Configured => configured,
             Self::Once => 0,
             Self::UpTo(_) | Self::Forever => u32::MAX,
@@ -139,9 +144,12 @@ mod tests {
     fn a_wait_bounds_the_call_as_it_says() {
         let now = Instant::now();
         let s = Duration::from_secs;
-        assert_eq!(Wait::Once.retry_count(10), 0);
+        assert_eq!(Wait::Once.retry_count(10, None), 0);
+        assert_eq!(Wait::Once.retry_count(10, Some(s(5))), 0);
         assert!(!Wait::Once.retries());
-        assert_eq!(Wait::Configured.retry_count(10), 10);
+        assert_eq!(Wait::Configured.retry_count(10, None), 10);
+        // An acquire timeout bounds the configured wait by time alone, not by `retry_count`.
+        assert_eq!(Wait::Configured.retry_count(10, Some(s(5))), u32::MAX);
         assert_eq!(Wait::UpTo(s(3)).deadline(now, Some(s(1))), Some(now + s(3)));
         assert_eq!(Wait::Configured.deadline(now, Some(s(1))), Some(now + s(1)));
         assert_eq!(Wait::Forever.deadline(now, Some(s(1))), None);

@@ -62,7 +62,7 @@ impl Core {
         // (or the semaphore's gate) is waiting for our own tasks, not attempts lost to others.
         let budget = s.retry.budget(s.timing.node_timeout(ttl));
         let budget_end = wait.budget_end(deadline, Instant::now(), budget);
-        let retries = wait.retry_count(s.retry.count);
+        let retries = wait.retry_count(s.retry.count, s.acquire_timeout);
         // A writer that gives up, or whose caller drops this future mid-wait, must not keep readers
         // out with its intent until the intent's TTL runs out.
         let give_up = GiveUpOnDrop {

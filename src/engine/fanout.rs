@@ -211,12 +211,7 @@ pub(crate) async fn run(
             } else {
                 // Sent all the same (a release must reach it too); only its answer does not count.
                 drop(pending);
-                let why = if node.clock_jumped() {
-                    NodeError::ClockJump
-                } else {
-                    NodeError::Quarantined
-                };
-                count.fail(index, why);
+                count.fail(index, node.silence());
             }
         }
     });

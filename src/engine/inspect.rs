@@ -95,13 +95,7 @@ impl Redlock {
 
 /// Why `node`'s answers do not count now, if they do not.
 pub(crate) fn not_voting(node: &dyn NodeClient) -> Option<NodeError> {
-    if node.votes() {
-        None
-    } else if node.clock_jumped() {
-        Some(NodeError::ClockJump)
-    } else {
-        Some(NodeError::Quarantined)
-    }
+    (!node.votes()).then(|| node.silence())
 }
 
 /// Sends `cmd` to every node at once (one admission slot) and waits for every reply, each bounded

@@ -3,11 +3,14 @@
 //!
 //! Dropping it queues the owner-checked release on every node at once, without waiting and without
 //! a runtime (the engine's connections take the commands synchronously; copies that do not land are
-//! re-sent in the background until the keys' TTL): never blocking, safe in `Drop`. A guard dropped
-//! while its runtime shuts down does not panic, but its release cannot reach the nodes (the
-//! connections' tasks end with the runtime): the lock then expires at its TTL, so release guards
-//! before shutting down. [`LockGuard::release`] is the awaited form, with its result and the local
-//! hand-off to a waiting task of this process.
+//! re-sent in the background until the keys' TTL): never blocking, safe in `Drop`. The connections'
+//! writers are tasks of the runtime, so two drops write the queued releases to the sockets
+//! themselves, from the dropping thread: a guard dropped while its thread panics (a panic out of
+//! `main` ends the runtime next), and the engine's last handle (`main`'s end, after its guards).
+//! What remains uncovered: a guard dropped as its runtime shuts down while the engine lives on
+//! elsewhere (a `static`), and TLS or fred connections, which cannot be written without the
+//! runtime; such a lock expires at its TTL. [`LockGuard::release`] is the awaited form, with its
+//! result and the local hand-off to a waiting task of this process.
 
 use std::fmt;
 use std::ops::Deref;
@@ -141,7 +144,13 @@ impl Drop for LockGuard {
     fn drop(&mut self) {
         if let Some(lock) = self.lock.take() {
             metrics::counter!("redlock_guard_drop_releases_total").increment(1);
-            self.engine.core().release_on_drop(lock);
+            let core = self.engine.core();
+            core.release_on_drop(lock);
+            if std::thread::panicking() {
+                // Unwinding, maybe out of `main` and its runtime: the connections' writers may not
+                // run again, so the release is written to the sockets here.
+                core.flush_now();
+            }
         }
     }
 }

@@ -41,8 +41,8 @@ enum Shape {
 /// [`LockGuard`] (or, after [`renewed`](Self::renewed), a [`RenewedLock`]).
 ///
 /// Defaults: an exclusive lock, a TTL of [`DEFAULT_TTL`], and the engine's configured wait
-/// ([`Wait::Configured`]: `acquire_timeout` if set, otherwise `retry_count` retries — about
-/// 1.1-1.65 s with the defaults).
+/// ([`Wait::Configured`]: until `acquire_timeout` if set, otherwise `retry_count` retries — about
+/// 0.5-1 s with the defaults).
 ///
 /// ```no_run
 /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {

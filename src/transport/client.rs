@@ -33,6 +33,13 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
         Profile::default()
     }
 
+    /// Writes what is queued on this node's connection to its socket now, from the calling thread
+    /// and without the runtime, waiting until `until` at most while the socket is full. For callers
+    /// that cannot count on the runtime to run the connection's writer again: a guard dropped while
+    /// its thread panics, the engine's last handle dropped (both often just before the runtime shuts
+    /// down). Does nothing where the transport cannot: TLS connections, fred, non-unix systems.
+    fn flush_now(&self, _until: std::time::Instant) {}
+
     /// Whether the node's connection is up right now.
     fn is_connected(&self) -> bool;
 
@@ -44,6 +51,21 @@ pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
 
     /// Whether the node's answers count toward quorums now (false while it is quarantined).
     fn votes(&self) -> bool;
+
+    /// Why this node's answers do not count now, for a node that does not [`vote`](Self::votes):
+    /// first that it cannot be reached (the connect failure's own cause: refused, timed out, TLS,
+    /// auth), since a node that is down is also unverified and so quarantined, and an operator
+    /// told "restarted" goes looking for a restart instead of a dead server; then the clock guard;
+    /// then the quarantine. Called only on that path, so it may take the connection's lock.
+    fn silence(&self) -> NodeError {
+        if !self.is_connected() {
+            self.status().last_error.unwrap_or(NodeError::Disconnected)
+        } else if self.clock_jumped() {
+            NodeError::ClockJump
+        } else {
+            NodeError::Quarantined
+        }
+    }
 
     /// Whether the clock guard has silenced this node (its wall clock jumped forward). Cheap: the
     /// fan-out asks it for every reply.

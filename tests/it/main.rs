@@ -7,6 +7,7 @@
 //! when it is built, on that thread), and `hostile_fred` re-runs this binary for the attacks that
 //! abort a process. Nothing here sets an environment variable of this process or a global recorder.
 
+mod acquire_timeout;
 mod auth;
 mod bad_input;
 mod basics;
@@ -21,6 +22,7 @@ mod cluster_tls;
 mod coalesce;
 mod common;
 mod durable;
+mod exit_release;
 mod fair;
 mod fair_successor;
 mod fair_ticket_window;
@@ -45,6 +47,7 @@ mod quorum_subsets;
 mod readme;
 mod renewal;
 mod rwlock;
+mod secrets;
 mod semaphore;
 mod semaphore_quorum;
 mod semaphore_timeout;

@@ -63,6 +63,62 @@ async fn young_nodes_do_not_vote_until_old_enough() {
     e.release(lock).await.unwrap();
 }
 
+/// A node that cannot be reached fails with its connection's cause, not as restarted: a node never
+/// reached, or young and then stopped, is also not voting, and the quarantine's "restarted" message
+/// sends an operator looking for a restart instead of a dead server. Once it answers again it is
+/// quarantined, and says so.
+#[tokio::test]
+async fn a_stopped_node_fails_as_unreachable_not_as_restarted() {
+    async fn check_unreachable(e: &Redlock, when: &str) {
+        match e.acquire(b"down", TTL).await {
+            Err(LockError::QuorumNotReached { failures, .. }) => {
+                let (_, cause) = &failures[0];
+                assert!(
+                    matches!(cause, NodeError::Connect(_) | NodeError::Disconnected),
+                    "{when}: a down node must fail as unreachable: {cause:?} ({cause})"
+                );
+            }
+            other => panic!("{when}: no node, no lock: {other:?}"),
+        }
+        assert!(!e.nodes_status()[0].connected, "{when}");
+        let inspected = e.inspect(b"down").await.unwrap();
+        let node = &inspected.nodes[0];
+        match (&node.not_voting, &node.state) {
+            (Some(why), _) => assert!(!matches!(why, NodeError::Quarantined), "{when}: {why:?}"),
+            (None, Err(_)) => {}
+            (None, Ok(state)) => panic!("{when}: a down node answered inspect: {state:?}"),
+        }
+    }
+    // Never reached: its identity is unknown, so it would not vote even if it answered.
+    let never = engine_on(vec![crate::common::dead_url()], Default::default(), true).await;
+    check_unreachable(&never, "never reached").await;
+    // Reached while young (quarantined by its uptime), then stopped.
+    let mut cluster = nodes(1);
+    let e = engine(&cluster, true).await;
+    cluster[0].kill9();
+    // Once the connection has seen the close (an acquire racing the kill may still count the node
+    // as up, and quarantined).
+    let down =
+        crate::common::eventually(Duration::from_secs(2), || !e.nodes_status()[0].connected).await;
+    assert!(down, "the kill is seen");
+    let killed = std::time::Instant::now();
+    while killed.elapsed() < Duration::from_millis(1500) {
+        check_unreachable(&e, "young, then killed").await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // Back, empty: reachable now, so the quarantine is the cause.
+    cluster[0].restart();
+    let back =
+        crate::common::eventually(Duration::from_secs(5), || e.nodes_status()[0].connected).await;
+    assert!(back, "reconnected");
+    match e.acquire(b"down", TTL).await {
+        Err(LockError::QuorumNotReached { failures, .. }) => {
+            assert_eq!(failures[0].1, NodeError::Quarantined, "{failures:?}")
+        }
+        other => panic!("a restarted node does not vote: {other:?}"),
+    }
+}
+
 /// A holds {0, 1} (node 2 was down when it acquired); then node 2 comes back empty and node 0 restarts
 /// at once without its data. B can now win {0, 2} while A's lock is still valid — unless restarted nodes
 /// are quarantined.

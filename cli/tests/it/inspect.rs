@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{eventually, nodes, redlock, run, urls};
+use crate::support::{eventually, nodes, redlock, run, urls, RedisNode};
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
@@ -174,4 +174,28 @@ fn plain_keys_inspect_another_clients_lock_on_the_name_itself() {
     ]));
     assert_eq!(code, 0, "held: {out}");
     assert_eq!(out.matches("foreign").count(), 3, "{out}");
+}
+
+#[test]
+fn no_output_shows_a_node_password() {
+    let node = RedisNode::start_with(&["--requirepass", "hunter2-pw"]);
+    let url = format!("redis://:hunter2-pw@127.0.0.1:{}", node.port);
+    for args in [
+        vec!["inspect", "x"],
+        vec!["--json", "inspect", "x"],
+        vec!["nodes"],
+        vec!["--json", "nodes"],
+        vec!["release", "x", "--force", "--yes"],
+        vec!["--json", "release", "x", "--force", "--yes"],
+    ] {
+        let (code, out, err) = run(redlock(&url).args(&args));
+        assert!(code != 2, "{args:?}: {err}");
+        assert!(
+            !out.contains("hunter2") && !err.contains("hunter2"),
+            "{args:?}: {out}{err}"
+        );
+        if args.contains(&"nodes") {
+            assert!(out.contains("127.0.0.1"), "{args:?}: {out}");
+        }
+    }
 }

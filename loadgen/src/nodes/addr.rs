@@ -17,8 +17,9 @@
 
 use redlock_engine::__private::{redact_node_url, NodeAddr, Topology as EngineTopology};
 
-/// What stands behind one node URL. Whatever the kind, it is one vote in the quorum.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What stands behind one node URL. Whatever the kind, it is one vote in the quorum. `Debug` leaves the
+/// Sentinel password out.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Topology {
     /// One standalone master.
     Standalone,
@@ -35,8 +36,8 @@ pub enum Topology {
     },
 }
 
-/// A parsed node URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parsed node URL. `Debug` shows the redacted URL only, never a password.
+#[derive(Clone, PartialEq, Eq)]
 pub struct NodeUrl {
     /// The URL as given with any password (the master's, and a Sentinel password in the query) replaced by
     /// `***`: what messages show.
@@ -55,6 +56,32 @@ pub struct NodeUrl {
     pub password: Option<String>,
     /// Database index (always 0 for a cluster).
     pub db: u32,
+}
+
+impl std::fmt::Debug for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Standalone => f.write_str("Standalone"),
+            Self::Cluster => f.write_str("Cluster"),
+            Self::Sentinel {
+                service,
+                username,
+                password,
+            } => f
+                .debug_struct("Sentinel")
+                .field("service", service)
+                .field("username", username)
+                .field("password", &password.as_ref().map(|_| "***"))
+                .finish(),
+        }
+    }
+}
+
+impl std::fmt::Debug for NodeUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `url` is already redacted; the other fields repeat it, with the password in the clear.
+        f.debug_tuple("NodeUrl").field(&self.url).finish()
+    }
 }
 
 impl NodeUrl {
@@ -170,6 +197,23 @@ impl NodeUrl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_shows_no_password() {
+        for url in [
+            "redis://ops:hunter2@127.0.0.1:7101/2",
+            "redis-sentinel://ops:hunter2@h:26379?sentinelServiceName=m&sentinelPassword=hunter2",
+        ] {
+            let u = NodeUrl::parse(url).unwrap();
+            for shown in [
+                format!("{u:?}"),
+                format!("{:?}", u.topology),
+                format!("{:?}", u.server("h", 1, 0)),
+            ] {
+                assert!(!shown.contains("hunter2"), "{shown}");
+            }
+        }
+    }
 
     #[test]
     fn standalone() {

@@ -32,6 +32,10 @@ impl ClusterNode {
 }
 
 impl NodeClient for ClusterNode {
+    fn flush_now(&self, until: std::time::Instant) {
+        self.each(|shard| shard.flush_now(until));
+    }
+
     fn send(&self, cmd: &Cmd) -> Pending {
         match self.router.route(cmd) {
             Some(conn) => conn.send(cmd),

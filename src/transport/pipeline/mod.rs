@@ -43,6 +43,7 @@ use tokio::time::Instant;
 mod clock;
 mod coalesce;
 mod node;
+mod outbox;
 mod read;
 pub(crate) mod redirect;
 mod slot;
@@ -50,7 +51,7 @@ mod write;
 use read::read_loop;
 pub(crate) use slot::Route;
 use slot::{push_native, Slot};
-use write::{reconnect_loop, write_loop};
+use write::{reconnect_loop, write_loop, Half};
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
 #[derive(Debug)]
@@ -63,6 +64,8 @@ struct Shared {
     addr: NodeAddr,
     opts: ConnectOptions,
     state: Mutex<State>,
+    /// What the writer has taken from `State::out` and the socket has not (see `outbox`).
+    outbox: Mutex<outbox::Outbox>,
     wake_writer: Notify,
     /// Whether this node votes, from the identity each (re)connect reads.
     quarantine: Quarantine,
@@ -169,6 +172,7 @@ impl PipelineNode {
                 conn_token: CancellationToken::new(),
                 profile: Profile::default(),
             }),
+            outbox: Mutex::new(outbox::Outbox::new()),
             wake_writer: Notify::new(),
             quarantine: Quarantine::new(opts.quarantine),
             clock: ClockWatch::new(opts.clock_guard),
@@ -318,7 +322,9 @@ impl Shared {
         // The handshake let a user without scripting through only where native commands serve.
         let profile = Profile::for_info(info.as_ref(), self.opts.native);
         let token = self.shutdown.child_token();
+        let direct = outbox::direct_handle(&stream);
         let (generation, stale) = {
+            let mut ob = self.outbox();
             let mut st = self.lock();
             // Nothing can be queued while disconnected; should a slot be left, it can never be
             // answered on the new connection and would shift every reply after it: fail it.
@@ -338,6 +344,9 @@ impl Shared {
             st.conn_token = token.clone();
             st.profile = profile;
             self.profile.store(profile.code(), Ordering::Relaxed);
+            ob.generation = st.generation;
+            ob.buf.clear();
+            ob.direct = direct;
             (st.generation, stale)
         };
         for slot in stale {
@@ -348,12 +357,12 @@ impl Shared {
             Stream::Tcp(tcp) => {
                 let (rd, wr) = tcp.into_split();
                 tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
-                tokio::spawn(write_loop(self.clone(), wr, generation, token));
+                tokio::spawn(write_loop(self.clone(), Half::Tcp(wr), generation, token));
             }
             Stream::Tls(tls) => {
                 let (rd, wr) = tokio::io::split(*tls);
                 tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
-                tokio::spawn(write_loop(self.clone(), wr, generation, token));
+                tokio::spawn(write_loop(self.clone(), Half::Tls(wr), generation, token));
             }
         }
         if self.clock.enabled() {
@@ -368,12 +377,16 @@ impl Shared {
     /// error, so requests made before the reconnect fail with it rather than a bare "not connected".
     fn fail(self: &Arc<Self>, generation: u64, cause: NodeError) {
         let (drained, delay) = {
+            let mut ob = self.outbox();
             let mut st = self.lock();
             if st.generation != generation || !st.connected {
                 return;
             }
             st.connected = false;
             st.out.clear();
+            // Never replayed; and the second handle goes, so the socket closes with the tasks'.
+            ob.buf.clear();
+            ob.direct = None;
             st.group = None;
             st.sampled = false;
             st.unsent = 0;

@@ -14,6 +14,10 @@ use crate::protocol::server::Profile;
 use crate::transport::{LinkStatus, NodeClient, Pending};
 
 impl NodeClient for PipelineNode {
+    fn flush_now(&self, until: std::time::Instant) {
+        self.shared.flush_now(until);
+    }
+
     fn send(&self, cmd: &Cmd) -> Pending {
         let (tx, rx) = oneshot::channel();
         match self.shared.enqueue(cmd, false, tx) {

@@ -1,21 +1,33 @@
-//! The writer of one pipelined connection (one `write_all` per batch of queued commands) and the
-//! reconnect loop.
+//! The writer of one pipelined connection (every command queued since its last write, in one write
+//! as far as the socket takes it; see `outbox`) and the reconnect loop.
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncWrite, AsyncWriteExt, WriteHalf};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
 use tokio::time::Instant;
+use tokio_rustls::client::TlsStream;
 use tokio_util::sync::CancellationToken;
 
 use super::clock::{self, IDLE_SAMPLE};
+use super::outbox::take_queued;
 use super::Shared;
 use crate::error::NodeError;
 use crate::transport::connect::{jitter, open};
 
-pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
+/// The writer's half of the connection.
+pub(super) enum Half {
+    /// Plain TCP: written as far as the socket takes it, the rest left in the outbox.
+    Tcp(OwnedWriteHalf),
+    /// TLS: a batch is taken whole and written with the session's state, on the runtime only.
+    Tls(WriteHalf<TlsStream<TcpStream>>),
+}
+
+pub(super) async fn write_loop(
     shared: Arc<Shared>,
-    mut wr: W,
+    mut wr: Half,
     generation: u64,
     token: CancellationToken,
 ) {
@@ -34,10 +46,12 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
         {
             // Read before the lock: the sample then includes the whole write, never less.
             let now = Instant::now();
+            let mut ob = shared.outbox();
             let mut st = shared.lock();
             if st.generation != generation {
                 // This wake-up may have been meant for the new connection's writer: pass it on.
                 drop(st);
+                drop(ob);
                 shared.wake_writer.notify_one();
                 return;
             }
@@ -52,29 +66,83 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
                 }
                 idle.as_mut().reset(st.last_sample + IDLE_SAMPLE);
             }
-            // The releases queued since the last write go out with it (see `coalesce`).
-            super::coalesce::close(&mut st);
-            if st.probe.is_none() && !st.out.is_empty() {
-                st.probe = Some((st.queued, now));
-            }
-            std::mem::swap(&mut st.out, &mut batch);
-            st.unsent = 0;
-            st.sampled = false;
+            take_queued(&mut st, &mut ob.buf, now);
         }
-        if batch.is_empty() {
-            continue;
-        }
-        let written = tokio::select! {
-            _ = token.cancelled() => return,
-            // flush: a TLS stream may keep encrypted bytes buffered after write_all returns.
-            r = async { wr.write_all(&batch).await?; wr.flush().await } => r,
+        let written = match &mut wr {
+            Half::Tcp(tcp) => push_tcp(&shared, tcp, generation, &token).await,
+            Half::Tls(tls) => push_whole(&shared, tls, &mut batch, generation, &token).await,
         };
-        if written.is_err() {
-            shared.fail(generation, NodeError::ConnectionLost);
-            return;
+        match written {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(_) => {
+                shared.fail(generation, NodeError::ConnectionLost);
+                return;
+            }
         }
-        batch.clear();
     }
+}
+
+/// Writes the outbox until it is empty, as far as the socket takes it each time; the rest stays in
+/// the outbox while the socket is full, where a caller without the runtime can still write it.
+/// `Ok(false)`: this connection is over (cancelled, or another one installed).
+async fn push_tcp(
+    shared: &Shared,
+    tcp: &mut OwnedWriteHalf,
+    generation: u64,
+    token: &CancellationToken,
+) -> std::io::Result<bool> {
+    loop {
+        {
+            let mut ob = shared.outbox();
+            if ob.generation != generation {
+                return Ok(false);
+            }
+            while !ob.buf.is_empty() {
+                match tcp.try_write(&ob.buf) {
+                    Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                    Ok(n) => ob.buf.advance(n),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            if ob.buf.is_empty() {
+                return Ok(true);
+            }
+        }
+        tokio::select! {
+            _ = token.cancelled() => return Ok(false),
+            ready = tcp.writable() => ready?,
+        }
+    }
+}
+
+/// Takes the outbox whole and writes it (TLS: only the stream can encrypt it).
+async fn push_whole<W: AsyncWrite + Unpin>(
+    shared: &Shared,
+    wr: &mut W,
+    batch: &mut BytesMut,
+    generation: u64,
+    token: &CancellationToken,
+) -> std::io::Result<bool> {
+    {
+        let mut ob = shared.outbox();
+        if ob.generation != generation {
+            return Ok(false);
+        }
+        std::mem::swap(&mut ob.buf, batch);
+    }
+    if batch.is_empty() {
+        return Ok(true);
+    }
+    let written = tokio::select! {
+        _ = token.cancelled() => return Ok(false),
+        // flush: a TLS stream may keep encrypted bytes buffered after write_all returns.
+        r = async { wr.write_all(batch).await?; wr.flush().await } => r,
+    };
+    batch.clear();
+    written.map(|()| true)
 }
 
 pub(super) async fn reconnect_loop(shared: Arc<Shared>, mut delay: std::time::Duration) {

@@ -1,0 +1,220 @@
+//! `Config::acquire_timeout` bounds every form that waits as configured, by time alone: with a
+//! timeout set, a busy lock is retried until then, however small `retry_count` is.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use crate::common::{nodes, urls};
+use redlock_engine::{Config, ErrorClass, LockError, Redlock, RenewPolicy};
+
+const TTL: Duration = Duration::from_secs(10);
+const TIMEOUT: Duration = Duration::from_millis(1200);
+
+type Attempt<'a> = Pin<Box<dyn Future<Output = Result<(), LockError>> + Send + 'a>>;
+
+fn ok<T>(r: Result<T, LockError>) -> Result<(), LockError> {
+    r.map(drop)
+}
+
+#[tokio::test]
+async fn every_configured_form_waits_until_the_acquire_timeout() {
+    let cluster = nodes(3);
+    let base = Config {
+        nodes: urls(&cluster),
+        ..crate::common::fresh_config()
+    };
+    let holder = Redlock::new(base.clone()).await.unwrap();
+    // One retry 10 ms apart: the retry count alone would give up after ~20 ms.
+    let waiter = Redlock::new(Config {
+        acquire_timeout: Some(TIMEOUT),
+        retry_count: 1,
+        retry_delay: Duration::from_millis(10),
+        retry_jitter: Duration::ZERO,
+        ..base
+    })
+    .await
+    .unwrap();
+
+    // Every resource held by the holder, in the kind its waiters ask for.
+    let mut held = Vec::new();
+    for r in [
+        "plain",
+        "short",
+        "scoped",
+        "owner",
+        "renewed",
+        "renewed-short",
+    ] {
+        held.push(holder.lock(r).ttl(TTL).once().await.unwrap());
+    }
+    for r in ["fenced", "fenced-short"] {
+        held.push(holder.lock(r).fenced().ttl(TTL).once().await.unwrap());
+    }
+    for r in ["read", "read-short", "write", "write-short"] {
+        held.push(holder.lock(r).write().ttl(TTL).once().await.unwrap());
+    }
+    for r in ["fair", "fair-short"] {
+        held.push(holder.lock(r).fair().ttl(TTL).once().await.unwrap());
+    }
+    for r in ["permit", "permit-short", "permit-scoped"] {
+        held.push(holder.lock(r).permits(1).ttl(TTL).once().await.unwrap());
+    }
+    for r in ["slot", "slot-short"] {
+        held.push(holder.lock(r).slots(1).ttl(TTL).once().await.unwrap());
+    }
+    held.push(
+        holder
+            .lock_many(["m1", "m2"])
+            .ttl(TTL)
+            .once()
+            .await
+            .unwrap(),
+    );
+    held.push(
+        holder
+            .lock_many(["m3", "m4"])
+            .ttl(TTL)
+            .once()
+            .await
+            .unwrap(),
+    );
+
+    let w = &waiter;
+    let owner = w.owner();
+    let policy = RenewPolicy::default();
+    let forms: Vec<(&str, Attempt<'_>)> = vec![
+        (
+            "lock",
+            Box::pin(async { ok(w.lock("plain").ttl(TTL).await) }),
+        ),
+        (
+            "acquire",
+            Box::pin(async { ok(w.acquire("short", TTL).await) }),
+        ),
+        (
+            "lock().fenced()",
+            Box::pin(async { ok(w.lock("fenced").fenced().ttl(TTL).await) }),
+        ),
+        (
+            "acquire_fenced",
+            Box::pin(async { ok(w.acquire_fenced("fenced-short", TTL).await) }),
+        ),
+        (
+            "lock().read()",
+            Box::pin(async { ok(w.lock("read").read().ttl(TTL).await) }),
+        ),
+        (
+            "acquire_read",
+            Box::pin(async { ok(w.acquire_read("read-short", TTL).await) }),
+        ),
+        (
+            "lock().write()",
+            Box::pin(async { ok(w.lock("write").write().ttl(TTL).await) }),
+        ),
+        (
+            "acquire_write",
+            Box::pin(async { ok(w.acquire_write("write-short", TTL).await) }),
+        ),
+        (
+            "lock().fair()",
+            Box::pin(async { ok(w.lock("fair").fair().ttl(TTL).await) }),
+        ),
+        (
+            "acquire_fair",
+            Box::pin(async { ok(w.acquire_fair("fair-short", TTL).await) }),
+        ),
+        (
+            "lock().permits(1)",
+            Box::pin(async { ok(w.lock("permit").permits(1).ttl(TTL).await) }),
+        ),
+        (
+            "acquire_permit",
+            Box::pin(async { ok(w.acquire_permit("permit-short", 1, TTL).await) }),
+        ),
+        (
+            "with_permit",
+            Box::pin(async { w.with_permit("permit-scoped", 1, TTL, |_| async {}).await }),
+        ),
+        (
+            "lock().slots(1)",
+            Box::pin(async { ok(w.lock("slot").slots(1).ttl(TTL).await) }),
+        ),
+        (
+            "acquire_slot",
+            Box::pin(async { ok(w.acquire_slot("slot-short", 1, TTL).await) }),
+        ),
+        (
+            "lock_many",
+            Box::pin(async { ok(w.lock_many(["m1", "m2"]).ttl(TTL).await) }),
+        ),
+        (
+            "acquire_many",
+            Box::pin(async { ok(w.acquire_many(&[b"m3", b"m4"], TTL).await) }),
+        ),
+        (
+            "with_lock",
+            Box::pin(async { w.with_lock("scoped", TTL, |_| async {}).await }),
+        ),
+        (
+            "owner().acquire",
+            Box::pin(async { ok(owner.acquire("owner", TTL).await) }),
+        ),
+        (
+            "lock().renewed()",
+            Box::pin(async { ok(w.lock("renewed").ttl(TTL).renewed(policy.clone()).await) }),
+        ),
+        (
+            "acquire_renewed",
+            Box::pin(async {
+                ok(w.acquire_renewed("renewed-short", TTL, policy.clone())
+                    .await)
+            }),
+        ),
+    ];
+    let began = Instant::now();
+    let timed = forms.into_iter().map(|(name, attempt)| async move {
+        let start = Instant::now();
+        let outcome = attempt.await;
+        (name, start.elapsed(), outcome)
+    });
+    let results = futures::future::join_all(timed).await;
+    let mut wrong = Vec::new();
+    for (name, took, outcome) in results {
+        let timed_out = matches!(outcome, Err(LockError::Timeout { .. }));
+        let busy = outcome.as_ref().err().map(LockError::class) == Some(ErrorClass::Busy);
+        // Gave up at the timeout, not at the retry count; and not long after it.
+        if !timed_out || !busy || took < TIMEOUT - Duration::from_millis(50) || took > TIMEOUT * 3 {
+            wrong.push(format!("{name}: {outcome:?} after {took:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert!(began.elapsed() < TIMEOUT * 3);
+    drop(held);
+}
+
+#[tokio::test]
+async fn a_lock_freed_before_the_acquire_timeout_is_taken() {
+    let cluster = nodes(3);
+    let base = Config {
+        nodes: urls(&cluster),
+        ..crate::common::fresh_config()
+    };
+    let holder = Redlock::new(base.clone()).await.unwrap();
+    let waiter = Redlock::new(Config {
+        acquire_timeout: Some(Duration::from_secs(5)),
+        retry_count: 0,
+        notify_releases: false, // the retries alone must find it free
+        ..base
+    })
+    .await
+    .unwrap();
+    let guard = holder.lock("freed").ttl(TTL).once().await.unwrap();
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        guard.release().await.unwrap();
+    };
+    let (_, taken) = tokio::join!(release, waiter.lock("freed").ttl(TTL));
+    let guard = taken.expect("retried past retry_count until the lock was free");
+    guard.release().await.unwrap();
+}
