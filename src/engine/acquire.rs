@@ -108,6 +108,12 @@ impl Core {
             };
             counted += 1;
             let out_of_time = budget_end.is_some_and(|end| Instant::now() >= end);
+            if out_of_time && deadline.is_some() && wait.retries() && err.is_retryable() {
+                // The call's own time ran out (as at the retry pause below): say so, with why the
+                // last attempt lost.
+                let last = Some(Box::new(err));
+                break Err(LockError::Timeout { attempts, last });
+            }
             if !wait.retries() || !err.is_retryable() || counted > retries || out_of_time {
                 break Err(err);
             }
