@@ -28,6 +28,9 @@ pub struct CpuUse {
     pub client: Duration,
     /// `INFO cpu` user + system over the phase, summed over the servers, seconds.
     pub server_s: Option<f64>,
+    /// Commands the servers ran over the phase (`INFO commandstats` calls, a script's own calls
+    /// included, loadgen's `INFO` readings not), summed over the servers.
+    pub server_calls: Option<u64>,
 }
 
 /// Reads both sides' counters at the start of a phase; [`CpuStart::finish`] at its end.
@@ -53,9 +56,11 @@ impl CpuStart {
         // The client first: the servers' reading below is loadgen's work, not the run's.
         let client = process_cpu().saturating_sub(self.client);
         let end = server_counters_async(node_urls(urls)).await.ok();
+        let since = self.server.zip(end).map(|(a, b)| b.since(a));
         CpuUse {
             client,
-            server_s: self.server.zip(end).map(|(a, b)| b.since(a).cpu_s),
+            server_s: since.map(|d| d.cpu_s),
+            server_calls: since.map(|d| d.calls),
         }
     }
 }
@@ -73,6 +78,9 @@ pub struct ServerCounters {
     pub evalsha_calls: u64,
     /// `total_commands_processed`.
     pub commands: u64,
+    /// Every `cmdstat_*` line's calls but `INFO`'s: what the server ran, the commands scripts call
+    /// included (`total_commands_processed` counts a script as one).
+    pub calls: u64,
 }
 
 impl ServerCounters {
@@ -82,6 +90,7 @@ impl ServerCounters {
             cpu_s: (self.cpu_s - earlier.cpu_s).max(0.0),
             evalsha_calls: self.evalsha_calls.saturating_sub(earlier.evalsha_calls),
             commands: self.commands.saturating_sub(earlier.commands),
+            calls: self.calls.saturating_sub(earlier.calls),
         }
     }
 }
@@ -113,6 +122,7 @@ pub fn server_counters(nodes: &[NodeUrl]) -> Result<ServerCounters, String> {
             sum.cpu_s += parsed.cpu_s;
             sum.evalsha_calls += parsed.evalsha_calls;
             sum.commands += parsed.commands;
+            sum.calls += parsed.calls;
         }
     }
     Ok(sum)
@@ -135,8 +145,21 @@ pub fn parse_info(text: &str) -> ServerCounters {
         .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("calls=")))
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
+    let calls = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter(|l| !l.starts_with("info:"))
+        .filter_map(|l| {
+            l.split_once(':')?
+                .1
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("calls="))
+        })
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum();
     ServerCounters {
         cpu_s: float("used_cpu_user") + float("used_cpu_sys"),
+        calls,
         evalsha_calls,
         commands: field("total_commands_processed")
             .and_then(|v| v.parse().ok())
@@ -155,13 +178,23 @@ mod tests {
                     # Commandstats\r\ncmdstat_evalsha:calls=42,usec=100,usec_per_call=2.38\r\n\
                     cmdstat_eval:calls=7,usec=1\r\n# Stats\r\ntotal_commands_processed:99\r\n";
         let c = parse_info(text);
-        assert_eq!((c.cpu_s, c.evalsha_calls, c.commands), (3.75, 42, 99));
+        assert_eq!(
+            (c.cpu_s, c.evalsha_calls, c.commands, c.calls),
+            (3.75, 42, 99, 49)
+        );
         let d = c.since(ServerCounters {
             cpu_s: 1.0,
             evalsha_calls: 40,
             commands: 9,
+            calls: 9,
         });
-        assert_eq!((d.cpu_s, d.evalsha_calls, d.commands), (2.75, 2, 90));
+        assert_eq!(
+            (d.cpu_s, d.evalsha_calls, d.commands, d.calls),
+            (2.75, 2, 90, 40)
+        );
+        // loadgen's own `INFO` readings are not the run's.
+        let with_info = format!("{text}cmdstat_info:calls=5,usec=3\r\n");
+        assert_eq!(parse_info(&with_info).calls, 49);
     }
 
     #[test]

@@ -303,6 +303,7 @@ pub async fn run_processes(
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        cpu.server_calls = cpu.server_calls.max(child.server_calls);
         let (s, workers, took) = r.unpack().map_err(|e| fail(i, e))?;
         per_process.push(s.cycles);
         stats.merge(&s);

@@ -43,6 +43,9 @@ pub struct ChildResult {
     /// The servers' CPU over the measured phase as this child read it, seconds (each child's reading
     /// covers the whole phase: the parent keeps the largest, never the sum).
     pub server_cpu_s: Option<f64>,
+    /// The servers' commands over the measured phase as this child read them (kept as the CPU is).
+    #[serde(default)]
+    pub server_calls: Option<u64>,
     /// Every grant as `[key, start_ns, grant_ns]` on the machine's monotonic clock, which all the
     /// processes share (see `crate::overtakes`): the parent counts overtakes across processes.
     #[serde(default)]
@@ -68,6 +71,7 @@ impl ChildResult {
             release: buckets(&s.release),
             client_cpu_us: u64::try_from(out.cpu.client.as_micros()).unwrap_or(u64::MAX),
             server_cpu_s: out.cpu.server_s,
+            server_calls: out.cpu.server_calls,
             grants: s
                 .grants
                 .iter()
@@ -81,6 +85,7 @@ impl ChildResult {
         CpuUse {
             client: Duration::from_micros(self.client_cpu_us),
             server_s: self.server_cpu_s,
+            server_calls: self.server_calls,
         }
     }
 
@@ -273,6 +278,7 @@ mod tests {
             cpu: CpuUse {
                 client: Duration::from_micros(1_234_567),
                 server_s: Some(2.5),
+                server_calls: Some(7),
             },
         };
         let json = serde_json::to_string(&ChildResult::pack(&out)).unwrap();

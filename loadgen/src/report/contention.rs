@@ -255,7 +255,7 @@ pub fn render(rows: &[ContentionRow]) -> String {
     );
     let _ = writeln!(
         out,
-        "  {:<6} {:<9} {:<16} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8} {:>6} {:>10} {:>9} {:>9}  failed",
+        "  {:<6} {:<9} {:<16} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9}  failed",
         "layout",
         "lock",
         "engine",
@@ -268,7 +268,8 @@ pub fn render(rows: &[ContentionRow]) -> String {
         "procs",
         "overtakes",
         "srv µs/c",
-        "cli µs/c"
+        "cli µs/c",
+        "node cmd/g"
     );
     for row in rows {
         let _ = writeln!(out, "  {}", line(rows, row));
@@ -318,7 +319,7 @@ fn line(rows: &[ContentionRow], row: &ContentionRow) -> String {
     let one = |v: Option<f64>| v.map_or_else(dash, |v| format!("{v:.1}"));
     let failed = failures(&r.failed_acquires, &r.failed_releases);
     format!(
-        "{:<6} {:<9} {:<16} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8} {:>6} {:>10} {:>9} {:>9}  {}",
+        "{:<6} {:<9} {:<16} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9}  {}",
         row.layout(),
         row.lock.to_string(),
         row.label(),
@@ -335,6 +336,8 @@ fn line(rows: &[ContentionRow], row: &ContentionRow) -> String {
             .map_or_else(dash, |o| format!("{}/{:.2}", o.max, o.per_grant)),
         one(r.server_cpu_us_per_cycle()),
         one(r.client_cpu_us_per_cycle()),
+        r.node_commands_per_grant()
+            .map_or_else(dash, |v| format!("{v:.2}")),
         failed
     )
 }

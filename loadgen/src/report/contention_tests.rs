@@ -57,6 +57,7 @@ fn row(
             cpu: Some(CpuUse {
                 client: Duration::from_millis(100),
                 server_s: Some(server_s),
+                server_calls: None,
             }),
         },
     }

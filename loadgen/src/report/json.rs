@@ -178,6 +178,10 @@ pub struct Run {
     /// The servers' CPU (`INFO cpu`, user + system, summed over the nodes) over the measured phase per
     /// successful cycle, µs (null for the ceiling, or when `INFO` could not be read).
     pub server_cpu_us_per_cycle: Option<f64>,
+    /// Commands one node ran per successful cycle over the measured phase (`INFO commandstats`
+    /// calls, a script's own calls included, summed over the nodes and divided by their count; null
+    /// for the ceiling, or when `INFO` could not be read).
+    pub node_commands_per_grant: Option<f64>,
     /// redis-benchmark figures (ceiling only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<CeilingOut>,
@@ -377,6 +381,7 @@ pub fn run_out(r: &RunRecord, hold_us: u64) -> Run {
         overtakes_per_grant: r.overtakes.map(|o| o.per_grant),
         client_cpu_us_per_cycle: r.client_cpu_us_per_cycle(),
         server_cpu_us_per_cycle: r.server_cpu_us_per_cycle(),
+        node_commands_per_grant: r.node_commands_per_grant(),
         ceiling: r.ceiling.as_ref().map(|c| CeilingOut {
             set_ops_per_s: c.set_ops_per_s,
             release_ops_per_s: c.release_ops_per_s,

@@ -107,6 +107,14 @@ impl RunRecord {
         (self.cycles > 0).then(|| cpu.client.as_secs_f64() * 1e6 / self.cycles as f64)
     }
 
+    /// Commands one node ran per successful cycle (`INFO commandstats`, a script's own calls
+    /// included): what a grant costs each node, whatever the node count.
+    pub fn node_commands_per_grant(&self) -> Option<f64> {
+        let calls = self.cpu?.server_calls?;
+        (self.cycles > 0 && self.nodes > 0)
+            .then(|| calls as f64 / self.nodes as f64 / self.cycles as f64)
+    }
+
     /// The servers' CPU per successful cycle, µs (summed over the nodes).
     pub fn server_cpu_us_per_cycle(&self) -> Option<f64> {
         let server = self.cpu?.server_s?;

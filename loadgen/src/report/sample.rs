@@ -66,6 +66,7 @@ pub(crate) fn sample() -> Report {
                 cpu: Some(CpuUse {
                     client: Duration::from_millis(base),
                     server_s: Some(0.5),
+                    server_calls: Some(5_000),
                 }),
             });
         }
