@@ -1,6 +1,7 @@
 //! `Config::validate`'s refusals.
 
 use super::*;
+use crate::error::LockError;
 
 fn one_node() -> Config {
     Config {

@@ -23,6 +23,7 @@ mod lock;
 mod observe;
 mod protocol;
 mod raw;
+mod settings;
 mod transport;
 mod units;
 mod watchdog;

@@ -1,8 +1,7 @@
-//! The `--json` document. These structs are its schema; the key names in [`Document`] and [`Run`] that
-//! issue 3 lists (`machine`, `versions`, `config`, `runs[].engine`, `nodes`, `concurrency`, `keys`,
+//! The `--json` document. These structs are its schema; these key names in [`Document`] and [`Run`]
+//! are a contract: `machine`, `versions`, `config`, `runs[].engine`, `nodes`, `concurrency`, `keys`,
 //! `hold_us`, `cycles`, `cycles_per_s`, `acquire_us`, `release_us`, `attempts_per_acquire`,
-//! `failed_acquires`, `fairness`, `ratios`) are a contract; the others may grow (`servers`, a run's
-//! `native_cycles_per_s`, added for issue 27; `contention`, issue 29).
+//! `failed_acquires`, `fairness`, `ratios`; the others may grow.
 
 use std::collections::BTreeMap;
 
@@ -178,9 +177,8 @@ pub struct Run {
     /// The servers' CPU (`INFO cpu`, user + system, summed over the nodes) over the measured phase per
     /// successful cycle, µs (null for the ceiling, or when `INFO` could not be read).
     pub server_cpu_us_per_cycle: Option<f64>,
-    /// Commands one node ran per successful cycle over the measured phase (`INFO commandstats`
-    /// calls, a script's own calls included, summed over the nodes and divided by their count; null
-    /// for the ceiling, or when `INFO` could not be read).
+    /// Commands one node ran per successful cycle over the measured phase (`INFO commandstats`,
+    /// scripts' own calls included; null for the ceiling, or when `INFO` could not be read).
     pub node_commands_per_grant: Option<f64>,
     /// redis-benchmark figures (ceiling only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -394,10 +392,7 @@ pub fn run_out(r: &RunRecord, hold_us: u64) -> Run {
 
 /// The document as pretty-printed JSON.
 pub fn render(report: &Report) -> String {
-    let mut text =
-        serde_json::to_string_pretty(&document(report)).expect("the document serializes");
-    text.push('\n');
-    text
+    serde_json::to_string_pretty(&document(report)).expect("the document serializes") + "\n"
 }
 
 #[cfg(test)]

@@ -13,9 +13,11 @@
 //!   has its connection closed; the requests on it fail with a [`NodeError::Protocol`] naming the node
 //!   and the bound, which also stays the node's last error until it reconnects (with backoff).
 //!
-//! Files: this one (handle, request queue), `node` (its `NodeClient` side), `write` (writer,
-//! reconnects), `read` (reader), `slot` (a request's place), `clock` (the clock guard's `TIME`s),
-//! `coalesce` (back-to-back releases as one call), `redirect` (a cluster shard's `MOVED`/`ASK`).
+//! Files: this one (handle, request queue), `node` (its `NodeClient` side), `outbox` (bytes on
+//! their way to the socket, written by the writer or by a thread without the runtime), `write`
+//! (the writer), `read` (reader), `life` (install, failure, reconnects), `slot` (a request's
+//! place), `clock` (the clock guard's `TIME`s), `coalesce` (back-to-back releases as one call),
+//! `redirect` (a cluster shard's `MOVED`/`ASK`).
 //! - **Fail fast.** While disconnected, requests fail at once with [`NodeError::Disconnected`]; a full queue
 //!   fails with [`NodeError::Backpressure`]. Reconnects run in the background with exponential backoff and
 //!   jitter, so a dead node never blocks a caller.
@@ -37,21 +39,21 @@ use crate::algo::quarantine::Quarantine;
 use crate::algo::rtt::RttEstimate;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
-use crate::protocol::server::{Info, Profile};
+use crate::protocol::server::Profile;
 use tokio::time::Instant;
 
 mod clock;
 mod coalesce;
+mod life;
 mod node;
 mod outbox;
 mod read;
 pub(crate) mod redirect;
 mod slot;
 mod write;
-use read::read_loop;
+use life::reconnect_loop;
 pub(crate) use slot::Route;
 use slot::{push_native, Slot};
-use write::{reconnect_loop, write_loop, Half};
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.
 #[derive(Debug)]
@@ -312,102 +314,5 @@ impl Shared {
             self.wake_writer.notify_one();
         }
         Ok(())
-    }
-
-    fn install(self: &Arc<Self>, stream: Stream, info: Option<Info>) {
-        // Before the connection is usable: a restarted node must not vote even once.
-        if let Some(info) = &info {
-            self.quarantine.on_connect(&info.identity);
-        }
-        // The handshake let a user without scripting through only where native commands serve.
-        let profile = Profile::for_info(info.as_ref(), self.opts.native);
-        let token = self.shutdown.child_token();
-        let direct = outbox::direct_handle(&stream);
-        let (generation, stale) = {
-            let mut ob = self.outbox();
-            let mut st = self.lock();
-            // Nothing can be queued while disconnected; should a slot be left, it can never be
-            // answered on the new connection and would shift every reply after it: fail it.
-            let stale = std::mem::take(&mut st.pending);
-            st.generation += 1;
-            st.connected = true;
-            st.last_error = None;
-            st.out.clear();
-            st.group = None;
-            st.sampled = false;
-            st.probe = None;
-            st.time_refused = false;
-            st.queued = st.pending.len() as u64;
-            st.answered = 0;
-            st.unsent = 0;
-            st.connected_at = std::time::Instant::now();
-            st.conn_token = token.clone();
-            st.profile = profile;
-            self.profile.store(profile.code(), Ordering::Relaxed);
-            ob.generation = st.generation;
-            ob.buf.clear();
-            ob.direct = direct;
-            (st.generation, stale)
-        };
-        for slot in stale {
-            slot.fail(&NodeError::ConnectionLost);
-        }
-        match stream {
-            // Owned halves: no lock between reader and writer on the plain path.
-            Stream::Tcp(tcp) => {
-                let (rd, wr) = tcp.into_split();
-                tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
-                tokio::spawn(write_loop(self.clone(), Half::Tcp(wr), generation, token));
-            }
-            Stream::Tls(tls) => {
-                let (rd, wr) = tokio::io::split(*tls);
-                tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
-                tokio::spawn(write_loop(self.clone(), Half::Tls(wr), generation, token));
-            }
-        }
-        if self.clock.enabled() {
-            // A first reading at connect, so a jump before this engine's first acquire shows too.
-            clock::queue_sample(&mut self.lock());
-            self.wake_writer.notify_one();
-        }
-    }
-
-    /// Tears down connection `generation`: fails every in-flight request with `cause` (no replay) and
-    /// reconnects. A protocol error (a broken bound, a reply out of step) also stays as the node's last
-    /// error, so requests made before the reconnect fail with it rather than a bare "not connected".
-    fn fail(self: &Arc<Self>, generation: u64, cause: NodeError) {
-        let (drained, delay) = {
-            let mut ob = self.outbox();
-            let mut st = self.lock();
-            if st.generation != generation || !st.connected {
-                return;
-            }
-            st.connected = false;
-            st.out.clear();
-            // Never replayed; and the second handle goes, so the socket closes with the tasks'.
-            ob.buf.clear();
-            ob.direct = None;
-            st.group = None;
-            st.sampled = false;
-            st.unsent = 0;
-            st.conn_token.cancel();
-            self.backlog.store(0, Ordering::Relaxed);
-            if matches!(cause, NodeError::Protocol(_)) {
-                st.last_error = Some(cause.clone());
-            }
-            // A connection that stayed up a while resets the backoff; one that failed at once doubles it.
-            st.backoff = if st.connected_at.elapsed() > self.opts.reconnect_max {
-                self.opts.reconnect_min
-            } else {
-                (st.backoff * 2).min(self.opts.reconnect_max)
-            };
-            (std::mem::take(&mut st.pending), st.backoff)
-        };
-        for slot in drained {
-            slot.fail(&cause);
-        }
-        if !self.shutdown.is_cancelled() {
-            tokio::spawn(reconnect_loop(self.clone(), delay));
-        }
     }
 }

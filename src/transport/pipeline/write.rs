@@ -1,5 +1,5 @@
-//! The writer of one pipelined connection (every command queued since its last write, in one write
-//! as far as the socket takes it; see `outbox`) and the reconnect loop.
+//! The writer of one pipelined connection: every command queued since its last write, in one write
+//! as far as the socket takes it (see `outbox`).
 
 use std::sync::Arc;
 
@@ -15,7 +15,6 @@ use super::clock::{self, IDLE_SAMPLE};
 use super::outbox::take_queued;
 use super::Shared;
 use crate::error::NodeError;
-use crate::transport::connect::{jitter, open};
 
 /// The writer's half of the connection.
 pub(super) enum Half {
@@ -143,27 +142,4 @@ async fn push_whole<W: AsyncWrite + Unpin>(
     };
     batch.clear();
     written.map(|()| true)
-}
-
-pub(super) async fn reconnect_loop(shared: Arc<Shared>, mut delay: std::time::Duration) {
-    loop {
-        // Full jitter on top of the exponential step, so many clients do not reconnect in lockstep.
-        let sleep = delay + jitter(delay);
-        tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(sleep) => {}
-        }
-        let began = Instant::now();
-        match open(&shared.addr, &shared.opts, true).await {
-            Ok((stream, identity)) if !shared.shutdown.is_cancelled() => {
-                shared.rtt.seed(began.elapsed());
-                return shared.install(stream, identity);
-            }
-            Ok(_) => return,
-            Err(e) => {
-                shared.lock().last_error = Some(e);
-                delay = (delay * 2).min(shared.opts.reconnect_max);
-            }
-        }
-    }
 }
