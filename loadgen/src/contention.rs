@@ -91,6 +91,6 @@ pub fn notes(w: &Workload) -> Vec<String> {
             w.warmup
         ),
         "contention columns: vs 1p = cycles/s / the same engine's exclusive lock in one process (this run); fairness = Jain's index over the 64 workers, procs = over the processes' cycle counts; overtakes = max per grant / mean per grant; server µs/cycle = INFO cpu (user+sys, summed over the nodes) over the measured phase / cycles (with several processes each reads the servers over its own measured phase, the largest reading counts); client µs/cycle = getrusage of the loadgen process(es) running the workers, summed, loadgen's own loop included".into(),
-        "contention ratios: a/b of the same layout in this run; fair/exclusive divides the fair lock's figure by the same engine's exclusive lock's; goals are issue 29's, for redlock (its default waiting); 'max overtakes not higher than today' needs the previous build's figure and is not checked here".into(),
+        "contention ratios: a/b of the same layout in this run; fair/exclusive divides the fair lock's figure by the same engine's exclusive lock's; the targets are the project's for redlock (its default waiting); 'max overtakes not higher than before' needs the previous build's figure and is not checked here".into(),
     ]
 }

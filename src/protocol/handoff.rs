@@ -1,4 +1,4 @@
-//! The cross-process hand-off of the plain lock (issue 29): a release that finds a waiter in another
+//! The cross-process hand-off of the plain lock: a release that finds a waiter in another
 //! process leaves the key to exactly that waiter for a moment, and wakes only it.
 //!
 //! # How

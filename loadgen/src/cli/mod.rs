@@ -40,7 +40,7 @@ pub struct Options {
     pub engines: Option<Vec<EngineKind>>,
     /// `standard`: (a) 1 worker, distinct keys; (b) 64 workers, distinct keys; (c) 64 workers on 4 keys.
     /// `custom`: one run with --concurrency/--keys. Default: standard, or custom when either is given.
-    /// `burst`, `held`, `overload`: issue 14's overload scenarios (redlock and rslock by default).
+    /// `burst`, `held`, `overload`: past capacity (a burst of acquires, many held renewed locks, both at once) (redlock and rslock by default).
     /// `contention`: 64 workers on 4 keys in 1 process, 4 x 16 and 16 x 4, each with the exclusive and
     /// the fair lock, redlock and rslock by default (rslock beside the exclusive lock), one table;
     /// it sets the processes and the lock of each row, so it refuses --processes and --lock.
@@ -155,7 +155,7 @@ pub enum ScenarioKind {
     Held,
     /// (b), then --overload-workers workers on distinct keys.
     Overload,
-    /// Issue 29: the exclusive and the fair lock across processes, 1 x 64, 4 x 16 and 16 x 4 workers.
+    /// The exclusive and the fair lock across processes, 1 x 64, 4 x 16 and 16 x 4 workers.
     Contention,
 }
 

@@ -1,6 +1,6 @@
 //! The contention scenario's results (issue 29, run by [`crate::contention`]): one row per layout x
 //! lock x engine, each row's rate against the one-process reference, the same-run ratios (redlock
-//! against rslock, the fair lock against the exclusive lock), issue 29's goals, and their `--json`
+//! against rslock, the fair lock against the exclusive lock), the regression targets, and their `--json`
 //! part. The structs [`Doc`], [`RowOut`] and [`Compare`] are that part's schema (under the document's
 //! `contention` key); the text table is [`render`].
 
@@ -128,7 +128,7 @@ pub fn compare(rows: &[ContentionRow]) -> Vec<Compare> {
     out
 }
 
-/// Issue 29's goals, measured on redlock (its default waiting when both modes ran); empty without a
+/// The regression targets, measured on redlock (its default waiting when both modes ran); empty without a
 /// redlock row.
 pub fn goals(rows: &[ContentionRow]) -> Vec<Goal> {
     let find = |layout: &str, lock: LockKind| {
@@ -198,7 +198,7 @@ pub struct Doc {
     pub rows: Vec<RowOut>,
     /// The same-run ratios.
     pub ratios: Vec<Compare>,
-    /// Issue 29's goals with the measured value (`scenario` is the layout).
+    /// The regression targets with the measured value (`scenario` is the layout).
     pub goals: Vec<GoalOut>,
 }
 
@@ -250,7 +250,7 @@ pub fn render(rows: &[ContentionRow]) -> String {
     let s = &first.record.scenario;
     let _ = writeln!(
         out,
-        "\ncontention (issue 29): {} workers on {} keys per row; layout = processes x workers per process",
+        "\ncontention across processes: {} workers on {} keys per row; layout = processes x workers per process",
         s.concurrency, s.keys
     );
     let _ = writeln!(
@@ -293,14 +293,14 @@ pub fn render(rows: &[ContentionRow]) -> String {
     }
     let goals = goals(rows);
     if !goals.is_empty() {
-        let _ = writeln!(out, "\ngoals (issue 29, redlock, same run):");
+        let _ = writeln!(
+            out,
+            "\ncontention {} for redlock:",
+            super::ratios::TARGETS_HEADING
+        );
     }
     for g in goals {
-        let verdict = match g.met() {
-            Some(true) => "met",
-            Some(false) => "NOT met",
-            None => "not measured",
-        };
+        let verdict = g.verdict();
         let measured = g.measured.map_or_else(|| "-".into(), |m| format!("{m:.2}"));
         let _ = writeln!(
             out,

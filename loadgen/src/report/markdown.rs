@@ -144,7 +144,11 @@ pub fn render(report: &Report, svg: &str) -> String {
     }
     let goals = goals(report);
     if !goals.is_empty() {
-        let _ = writeln!(md, "## Goals (issue 3), same run\n\n| scenario | goal | measured | met |\n|---|---|--:|---|");
+        let _ = writeln!(
+            md,
+            "## Regression targets\n\n{}.\n\n| scenario | target | measured | met |\n|---|---|--:|---|",
+            super::ratios::TARGETS_HEADING
+        );
         for g in goals {
             let _ = writeln!(
                 md,
@@ -154,11 +158,7 @@ pub fn render(report: &Report, svg: &str) -> String {
                 g.op,
                 g.target,
                 g.measured.map_or_else(|| "–".into(), |m| format!("{m:.2}")),
-                match g.met() {
-                    Some(true) => "yes",
-                    Some(false) => "**no**",
-                    None => "not measured",
-                }
+                g.verdict()
             );
         }
         let _ = writeln!(md);

@@ -289,7 +289,7 @@ mod tests {
         let md = markdown::render(&r, "latency.svg");
         assert!(md.contains("| redlock/rslock |") && md.contains("![acquire latency"));
         let text = table::render(&r);
-        assert!(text.contains("redlock/raw") && text.contains("goals"));
+        assert!(text.contains("redlock/raw") && text.contains("regression targets"));
         assert!(
             text.contains("servers: redis 7.0.15 on every node (5)"),
             "{text}"

@@ -91,13 +91,9 @@ pub fn render(report: &Report) -> String {
     }
     let goals = goals(report);
     if !goals.is_empty() {
-        let _ = writeln!(out, "\ngoals (issue 3, same run):");
+        let _ = writeln!(out, "\n{}:", super::ratios::TARGETS_HEADING);
         for g in goals {
-            let verdict = match g.met() {
-                Some(true) => "met",
-                Some(false) => "NOT met",
-                None => "not measured",
-            };
+            let verdict = g.verdict();
             let measured = g.measured.map_or_else(|| "-".into(), |m| format!("{m:.2}"));
             let _ = writeln!(
                 out,

@@ -48,7 +48,7 @@ fn every_row_of_the_contention_scenario_measures_something() {
 
     // The table: one line per row, its first three columns layout, lock, engine; no ceiling.
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("contention (issue 29)"), "{table}");
+    assert!(table.contains("contention across processes"), "{table}");
     assert!(!table.contains("ceiling"), "{table}");
     for (layout, _, lock, engine) in ROWS {
         let found = table.lines().any(|l| {
@@ -61,7 +61,7 @@ fn every_row_of_the_contention_scenario_measures_something() {
         );
     }
     assert!(table.contains("16x4   redlock fair/exclusive"), "{table}");
-    assert!(table.contains("goals (issue 29"), "{table}");
+    assert!(table.contains("contention regression targets"), "{table}");
 
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(
