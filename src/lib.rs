@@ -68,7 +68,7 @@ pub mod __private {
     impl Observe {
         /// Registers the handles for `nodes` nodes with the current recorder, as building an engine does.
         pub fn new(nodes: usize) -> Self {
-            Self(crate::observe::Metrics::new(nodes))
+            Self(crate::observe::Metrics::new(nodes, "bench"))
         }
 
         /// What an acquire records after its round: `Metrics::round(Op::Acquire, ..)`.

@@ -58,13 +58,15 @@ pub struct Lock {
     /// The waiter elsewhere a take-over's grant named (its wake name; 0: none known), whom the
     /// release hands the lock to (`crate::protocol::handoff`).
     next_waiter: u64,
-    /// Counted in `redlock_locks_held` while it lives.
+    /// Counted in its engine's `redlock_locks_held` while it lives.
     _held: Held,
 }
 
 /// What a won acquire round establishes about a new lock.
 #[derive(Debug)]
 pub(crate) struct Grant {
+    /// Counts the lock in its engine's `redlock_locks_held` while it lives.
+    pub(crate) held: Held,
     pub(crate) prefix_len: usize,
     pub(crate) key_format: KeyFormat,
     pub(crate) value: LockValue,
@@ -94,7 +96,7 @@ impl Lock {
             attempts: 1,
             jumps: grant.jumps,
             next_waiter: 0,
-            _held: Held::new(),
+            _held: grant.held,
         }
     }
 

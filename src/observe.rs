@@ -15,44 +15,65 @@
 //!   so they are looked up by name there instead of registered up front.
 //! - `redlock_release_retries_total{outcome}` — background re-sends of releases that did not reach a
 //!   node (outcome: sent | done | expired).
-//! - `redlock_locks_held` (gauge) — locks this process holds: `Lock` values alive, guards and
-//!   renewed locks included (released or dropped: gone).
+//! - `redlock_locks_held{engine}` (gauge) — locks the engine holds: `Lock` values alive, guards
+//!   and renewed locks included (released or dropped: gone).
 //! - `redlock_locks_lost_total{cause}` — renewed locks declared lost (cause: expired | taken | gone
 //!   | unreachable), each also a warn event (`crate::watchdog::entry`).
 //! - `redlock_guard_drop_releases_total` — guards dropped without an awaited release (released in
 //!   the background).
-//! - `redlock_nodes_connected`, `redlock_nodes_voting`, `redlock_background_releases_pending`
-//!   (gauges) — sampled every 250 ms with the node events (`crate::engine::signals`).
+//! - `redlock_nodes_connected{engine}`, `redlock_nodes_voting{engine}`,
+//!   `redlock_background_releases_pending{engine}` (gauges) — sampled every 250 ms with the node
+//!   events (`crate::engine::signals`).
+//!
+//! The gauges carry `engine`, the engine's tag in hex (the first bytes of every lock value it draws,
+//! as `inspect` shows its locks; not a secret): two engines in one process report apart, where one
+//! gauge would hold whichever wrote last. Counters are summed over the engines of a process.
 
 use std::time::Duration;
 
-use metrics::{counter, histogram, Counter, Histogram};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 
 use crate::algo::quorum::Tally;
 use crate::error::NodeError;
 
-/// Locks alive in this process (every engine's), behind `redlock_locks_held`.
-static HELD: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
-
-/// Counts a lock this process holds in `redlock_locks_held` for as long as it lives (a field of
-/// every `Lock`): the count is kept here and the gauge set to it, so the gauge is right whatever
-/// the recorder does with increments; one atomic add and one gauge set at the grant and the drop.
+/// An engine's live locks, behind its `redlock_locks_held{engine}`.
 #[derive(Debug)]
-pub(crate) struct Held(());
+pub(crate) struct HeldCount {
+    count: AtomicI64,
+    gauge: Gauge,
+}
+
+/// Counts a lock in its engine's `redlock_locks_held` for as long as it lives (a field of every
+/// `Lock`): the count is kept here and the gauge set to it, so the gauge is right whatever the
+/// recorder does with increments; one atomic add and one gauge set at the grant and the drop.
+#[derive(Debug)]
+pub(crate) struct Held(Arc<HeldCount>);
 
 impl Held {
-    pub(crate) fn new() -> Self {
-        let now = HELD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        metrics::gauge!("redlock_locks_held").set(now as f64);
-        Self(())
+    pub(crate) fn new(count: &Arc<HeldCount>) -> Self {
+        let now = count.count.fetch_add(1, Ordering::Relaxed) + 1;
+        count.gauge.set(now as f64);
+        Self(count.clone())
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let now = HELD.fetch_sub(1, std::sync::atomic::Ordering::Relaxed) - 1;
-        metrics::gauge!("redlock_locks_held").set(now as f64);
+        let now = self.0.count.fetch_sub(1, Ordering::Relaxed) - 1;
+        self.0.gauge.set(now as f64);
     }
+}
+
+/// One engine's gauges, labeled with its tag (see the module doc).
+#[derive(Debug)]
+pub(crate) struct Gauges {
+    pub(crate) nodes_connected: Gauge,
+    pub(crate) nodes_voting: Gauge,
+    pub(crate) releases_pending: Gauge,
+    pub(crate) held: Arc<HeldCount>,
 }
 
 /// What a round was for.
@@ -77,10 +98,22 @@ pub(crate) struct Metrics {
     retries: Counter,
     /// Per node, per cause.
     node_failures: Vec<[Counter; 4]>,
+    pub(crate) gauges: Gauges,
 }
 
 impl Metrics {
-    pub(crate) fn new(nodes: usize) -> Self {
+    /// The handles of an engine over `nodes` nodes, its gauges labeled `engine` (its tag in hex).
+    pub(crate) fn new(nodes: usize, engine: &str) -> Self {
+        let engine = engine.to_string();
+        let gauges = Gauges {
+            nodes_connected: gauge!("redlock_nodes_connected", "engine" => engine.clone()),
+            nodes_voting: gauge!("redlock_nodes_voting", "engine" => engine.clone()),
+            releases_pending: gauge!("redlock_background_releases_pending", "engine" => engine.clone()),
+            held: Arc::new(HeldCount {
+                count: AtomicI64::new(0),
+                gauge: gauge!("redlock_locks_held", "engine" => engine),
+            }),
+        };
         let per_op = |outcome: &'static str| {
             OPS.map(|op| counter!("redlock_rounds_total", "op" => op, "outcome" => outcome))
         };
@@ -96,6 +129,7 @@ impl Metrics {
                     })
                 })
                 .collect(),
+            gauges,
         }
     }
 

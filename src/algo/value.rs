@@ -27,6 +27,12 @@ pub struct LockValue([u8; VALUE_LEN]);
 pub(crate) struct EngineTag(pub(crate) [u8; TAG_LEN]);
 
 impl EngineTag {
+    /// The tag as 16 hex digits: the engine's name in its metrics (not a secret: every value it draws
+    /// starts with it, and `inspect` shows whose a lock is by it).
+    pub(crate) fn hex(&self) -> String {
+        format!("{:016x}", u64::from_be_bytes(self.0))
+    }
+
     /// Draws a fresh tag from the operating system's CSPRNG.
     pub(crate) fn random() -> Result<Self, getrandom::Error> {
         let mut bytes = [0u8; TAG_LEN];

@@ -90,6 +90,7 @@ impl Core {
         match s.timing.validity(ttl, elapsed) {
             Some(validity) if validity >= min => {
                 let grant = Grant {
+                    held: crate::observe::Held::new(&self.metrics().gauges.held),
                     prefix_len: s.key_prefix.len(),
                     key_format: s.key_format,
                     value,

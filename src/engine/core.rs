@@ -87,7 +87,7 @@ impl Core {
         let core = Arc::new(Self {
             jumps,
             tag,
-            metrics: Metrics::new(nodes.len()),
+            metrics: Metrics::new(nodes.len(), &tag.hex()),
             settings,
             nodes,
             watchdog: Watchdog::default(),

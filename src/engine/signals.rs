@@ -63,10 +63,11 @@ fn sample(core: &Core, last: &mut Vec<Option<Seen>>) {
             node.status().last_error,
         );
     }
-    metrics::gauge!("redlock_nodes_connected").set(connected as f64);
-    metrics::gauge!("redlock_nodes_voting").set(voting as f64);
+    let gauges = &core.metrics().gauges;
+    gauges.nodes_connected.set(connected as f64);
+    gauges.nodes_voting.set(voting as f64);
     let pending = core.release_retry().pending();
-    metrics::gauge!("redlock_background_releases_pending").set(pending as f64);
+    gauges.releases_pending.set(pending as f64);
 }
 
 fn say(index: usize, node: &str, before: Seen, now: Seen, error: Option<crate::error::NodeError>) {

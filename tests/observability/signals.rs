@@ -106,3 +106,51 @@ async fn lost_locks_and_node_outages_are_signalled() {
     assert!(eventually(Duration::from_secs(5), || voting() == 3.0).await);
     assert!(logs.text().contains("node votes again"));
 }
+
+/// Every `redlock_locks_held` value, one per engine label.
+fn held_per_engine(snapshotter: &Snapshotter) -> Vec<(String, f64)> {
+    let mut all: Vec<(String, f64)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| key.key().name() == "redlock_locks_held")
+        .filter_map(|(key, _, _, value)| {
+            let engine = key
+                .key()
+                .labels()
+                .find(|l| l.key() == "engine")?
+                .value()
+                .to_string();
+            match value {
+                DebugValue::Gauge(g) => Some((engine, g.into_inner())),
+                _ => None,
+            }
+        })
+        .collect();
+    all.sort_by(|a, b| a.1.total_cmp(&b.1));
+    all
+}
+
+#[tokio::test]
+async fn two_engines_in_one_process_report_their_gauges_apart() {
+    let _serial = crate::SERIAL.lock().await;
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _recorder = metrics::set_default_local_recorder(&recorder);
+    let cluster = nodes(1);
+    let one = builder().nodes(urls(&cluster)).build().await.unwrap();
+    let two = builder().nodes(urls(&cluster)).build().await.unwrap();
+    let a = one.lock("apart-a").await.unwrap();
+    let b = two.lock("apart-b").await.unwrap();
+    let c = two.lock("apart-c").await.unwrap();
+    let held = held_per_engine(&snapshotter);
+    assert_eq!(held.len(), 2, "one gauge per engine: {held:?}");
+    assert_eq!((held[0].1, held[1].1), (1.0, 2.0), "{held:?}");
+    assert_ne!(held[0].0, held[1].0);
+    assert_eq!(held[0].0.len(), 16, "the engine's tag in hex: {held:?}");
+    for guard in [a, b, c] {
+        guard.release().await.unwrap();
+    }
+    let held = held_per_engine(&snapshotter);
+    assert!(held.iter().all(|(_, v)| *v == 0.0), "{held:?}");
+}
