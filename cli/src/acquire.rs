@@ -32,7 +32,23 @@ pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
         .label
         .clone()
         .unwrap_or_else(|| default_label(&args.command));
-    let engine = crate::connect::engine(opts, Some(clean(&label))).await?;
+    // `--label ''`: no label at all.
+    let label = Some(clean(&label)).filter(|l| !l.is_empty());
+    let mut engine = crate::connect::engine(opts, label).await?;
+    let plain = !(args.shared || args.write || args.fenced || args.fair) && args.permits.is_none();
+    let no_scripts = engine
+        .nodes_status()
+        .iter()
+        .any(|n| n.scripts == Some(false));
+    if no_scripts && plain && args.label.is_none() {
+        // A label is written by a script, which such a node's user may not run; a plain lock works
+        // there on native commands. An explicit --label still asks for one (and is refused, saying
+        // what to do).
+        eprintln!(
+            "redlock: note: a node's lock user may not run scripts: the lock carries no holder label"
+        );
+        engine = crate::connect::engine(opts, None).await?;
+    }
     let taken = request(&engine, args)
         .renewed(RenewPolicy::default())
         .into_future();
@@ -131,7 +147,7 @@ fn wait(args: &Acquire) -> Wait {
 /// them — shows they have been served. Bounded: a node that does not answer has the library's
 /// re-sends and the keys' TTL.
 async fn settle(engine: &Redlock, opts: &Options, resource: &str) {
-    let bound = opts.connect_timeout.max(Duration::from_millis(100)) * 2;
+    let bound = crate::connect::connect_timeout(opts).max(Duration::from_millis(100)) * 2;
     let _ = tokio::time::timeout(bound, engine.inspect(resource)).await;
 }
 

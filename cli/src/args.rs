@@ -7,6 +7,12 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 /// Inspect, watch, break and hold redlock-engine locks.
+///
+/// Reads the services' configuration variables (`Config::from_env`: REDLOCK_NODES, REDLOCK_KEY_PREFIX,
+/// REDLOCK_KEY_FORMAT, REDLOCK_MAX_TTL, REDLOCK_CONNECT_TIMEOUT, REDLOCK_QUARANTINE,
+/// REDLOCK_CLOCK_GUARD, REDLOCK_TLS_CA_FILE, ...), so it sees the locks a service configured that way
+/// takes; the flags below override them. A lock it takes carries its own holder label, not
+/// REDLOCK_HOLDER_LABEL.
 // The exit codes are `crate::exit::HELP`, after the options.
 #[derive(Parser, Debug)]
 #[command(name = "redlock", version, after_help = crate::exit::HELP)]
@@ -22,27 +28,31 @@ pub struct Options {
         global = true
     )]
     pub nodes: Vec<String>,
-    /// Key prefix of the locks (the services' `Config::key_prefix`).
-    #[arg(long, default_value = "redlock:", global = true)]
-    pub prefix: String,
+    /// Key prefix of the locks (the services' `Config::key_prefix`; default: REDLOCK_KEY_PREFIX, else
+    /// `redlock:`).
+    #[arg(long, value_name = "PREFIX", global = true)]
+    pub prefix: Option<String>,
     /// Keys are `prefix + resource`, no braces (the services' `KeyFormat::Plain`; their
-    /// `shared_keys()` is this with `--prefix ''`).
+    /// `shared_keys()` is this with `--prefix ''`; default: REDLOCK_KEY_FORMAT, else tagged).
     #[arg(long, global = true)]
     pub plain_keys: bool,
     /// JSON instead of tables (one object; `watch`: one per line).
     #[arg(long, global = true)]
     pub json: bool,
-    /// Bound on connecting to each node, and on each node's answer.
-    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "TIME", global = true)]
-    pub connect_timeout: Duration,
-    /// The services' `max_ttl`: how long a restarted node stays quarantined, the longest --ttl.
-    #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "TIME", global = true)]
-    pub max_ttl: Duration,
+    /// Bound on connecting to each node, and on each node's answer (default: REDLOCK_CONNECT_TIMEOUT,
+    /// else 1s).
+    #[arg(long, value_parser = parse_duration, value_name = "TIME", global = true)]
+    pub connect_timeout: Option<Duration>,
+    /// The services' `max_ttl`: how long a restarted node stays quarantined, the longest --ttl
+    /// (default: REDLOCK_MAX_TTL, else 60s).
+    #[arg(long, value_parser = parse_duration, value_name = "TIME", global = true)]
+    pub max_ttl: Option<Duration>,
     /// Turn crashed-node quarantine off (only for nodes started moments ago that hold no lock, such
-    /// as a test's; see the library's README).
+    /// as a test's; see the library's README; default: REDLOCK_QUARANTINE, else on).
     #[arg(long, global = true)]
     pub no_quarantine: bool,
-    /// PEM file of the CA certificates for `rediss://` nodes (default: the Mozilla roots).
+    /// PEM file of the CA certificates for `rediss://` nodes (default: REDLOCK_TLS_CA_FILE, else the
+    /// Mozilla roots).
     #[arg(long, value_name = "FILE", global = true)]
     pub tls_ca: Option<PathBuf>,
     #[command(subcommand)]
@@ -126,7 +136,8 @@ pub struct Acquire {
     #[arg(long, value_name = "K", group = "kind")]
     pub permits: Option<u32>,
     /// Holder label shown by `inspect` (default: `redlock acquire` with host, pid and command;
-    /// plain locks only, not with the kinds above).
+    /// plain locks only, not with the kinds above; `''`: none). Where the nodes' lock user may not
+    /// run scripts, the default is none: a label is written by a script.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
     /// Grace between SIGTERM and SIGKILL for the command's group when the lock was lost.

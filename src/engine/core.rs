@@ -312,8 +312,10 @@ impl Core {
             .find(|(node, _)| node.profile() == crate::protocol::server::Profile::NativeOnly);
         match refusing {
             Some((_, addr)) => Err(LockError::InvalidConfig(format!(
-                "{addr}: the lock user may not run scripts (no +@scripting), and a {} lock needs \
-                 them; there only exclusive locks without a holder label work",
+                "{addr}: the lock user may not run scripts (no +@scripting), and the {} lock needs \
+                 them; there only exclusive locks without a holder label work. Grant the user \
+                 +@scripting (or +evalsha +script|load), or take an exclusive lock without a \
+                 holder label",
                 spec.name
             ))),
             None => Ok(()),

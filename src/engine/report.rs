@@ -121,6 +121,10 @@ pub struct NodeStatus {
     pub clock_silenced_for: Option<Duration>,
     /// The URL says `?durable=true`.
     pub durable_claim: bool,
+    /// Whether the lock user may run scripts there, as the last handshake found (`None`: not
+    /// connected; nodes carried by fred always say yes, unchecked). Without scripts only the
+    /// exclusive lock without a holder label works, on native commands (Valkey 9).
+    pub scripts: Option<bool>,
     /// Why the last connect failed, or the protocol error that closed the connection.
     pub last_error: Option<NodeError>,
     /// A Redis Cluster node set: each shard master as the engine routes to it now (its own vote,

@@ -41,6 +41,7 @@ impl Redlock {
                     ask,
                     tryagain,
                 });
+                let connected = link.connected;
                 let mut status = status(
                     addr.to_string(),
                     link,
@@ -49,6 +50,8 @@ impl Redlock {
                     addr.durable,
                     now,
                 );
+                status.scripts = connected
+                    .then(|| node.profile() != crate::protocol::server::Profile::NativeOnly);
                 status.shards = shards;
                 status.redirects = redirects;
                 status
@@ -93,6 +96,7 @@ fn status(
             .silenced_until
             .map(|until| until.saturating_duration_since(now)),
         durable_claim,
+        scripts: None,
         last_error: link.last_error,
         shards: Vec::new(),
         redirects: None,

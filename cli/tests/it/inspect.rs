@@ -199,3 +199,49 @@ fn no_output_shows_a_node_password() {
         }
     }
 }
+
+#[test]
+fn the_services_prefix_from_the_environment_is_seen_and_flags_override_it() {
+    let n = nodes(1);
+    // What a service configured with `Config::from_env` and REDLOCK_KEY_PREFIX=svc: takes.
+    let mut holder = redlock(&urls(&n))
+        .env("REDLOCK_KEY_PREFIX", "svc:")
+        .env("REDLOCK_QUARANTINE", "false")
+        .args(["acquire", "orders:7", "--", "sleep", "3"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(3), || n[0].exists(b"svc:{orders:7}")),
+        "acquire read the prefix from the environment"
+    );
+    let inspect = |env: Option<&str>, flags: &[&str]| {
+        let mut cmd = redlock(&urls(&n));
+        cmd.env_remove("REDLOCK_KEY_PREFIX")
+            .env("REDLOCK_QUARANTINE", "false");
+        if let Some(prefix) = env {
+            cmd.env("REDLOCK_KEY_PREFIX", prefix);
+        }
+        run(cmd.args(flags).args(["inspect", "orders:7"])).0
+    };
+    assert_eq!(
+        inspect(Some("svc:"), &[]),
+        0,
+        "held, as the service sees it"
+    );
+    assert_eq!(inspect(None, &[]), 1, "the default prefix: free");
+    assert_eq!(
+        inspect(Some("svc:"), &["--prefix", "redlock:"]),
+        1,
+        "the flag wins"
+    );
+    assert_eq!(inspect(None, &["--prefix", "svc:"]), 0);
+    // A variable the services' `from_env` would refuse is refused here too, by name.
+    let (code, _, err) = run(redlock(&urls(&n))
+        .env("REDLOCK_MAX_TTL", "soon")
+        .args(["inspect", "orders:7"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("REDLOCK_MAX_TTL"), "{err}");
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

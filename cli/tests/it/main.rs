@@ -3,6 +3,7 @@
 mod acquire;
 mod inspect;
 mod lost;
+mod no_scripting;
 mod release;
 mod signals;
 mod support;
