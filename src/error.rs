@@ -94,6 +94,8 @@ pub enum LockError {
     InvalidConfig(String),
     /// An argument of this call is unusable (empty resource, TTL zero or too large, …).
     InvalidInput(String),
+    /// The engine was shut down ([`crate::Redlock::shutdown`]): it takes no more locks.
+    Closed,
 }
 
 /// What a caller does next about a [`LockError`]: [`LockError::class`].
@@ -130,7 +132,8 @@ impl LockError {
             Self::PermitsMismatch { .. }
             | Self::Node { .. }
             | Self::InvalidConfig(_)
-            | Self::InvalidInput(_) => ErrorClass::Invalid,
+            | Self::InvalidInput(_)
+            | Self::Closed => ErrorClass::Invalid,
         }
     }
 
@@ -209,6 +212,7 @@ impl fmt::Display for LockError {
             Self::Random(why) => write!(f, "OS random source failed: {why}"),
             Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
             Self::InvalidInput(why) => write!(f, "invalid input: {why}"),
+            Self::Closed => f.write_str("the engine was shut down: it takes no more locks"),
         }
     }
 }
@@ -319,6 +323,7 @@ mod tests {
             LockError::Random("x".into()),
             LockError::InvalidConfig("x".into()),
             LockError::InvalidInput("x".into()),
+            LockError::Closed,
         ];
         all.into_iter()
             .map(|e| {
@@ -338,7 +343,8 @@ mod tests {
                     LockError::PermitsMismatch { .. }
                     | LockError::Node { .. }
                     | LockError::InvalidConfig(_)
-                    | LockError::InvalidInput(_) => ErrorClass::Invalid,
+                    | LockError::InvalidInput(_)
+                    | LockError::Closed => ErrorClass::Invalid,
                 };
                 (e, class)
             })

@@ -38,32 +38,77 @@ use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 
 use crate::algo::quorum::Tally;
 use crate::error::NodeError;
+use crate::protocol::cmd::Cmd;
 
-/// An engine's live locks, behind its `redlock_locks_held{engine}`.
+/// Shards of [`LiveLocks`]' registry: locks granted and dropped on many threads at once rarely
+/// meet on one mutex.
+const SHARDS: usize = 16;
+
+/// An engine's live locks: their count behind its `redlock_locks_held{engine}`, and each one's
+/// release, for [`crate::Redlock::shutdown`] to send.
 #[derive(Debug)]
-pub(crate) struct HeldCount {
+pub(crate) struct LiveLocks {
     count: AtomicI64,
     gauge: Gauge,
+    next: std::sync::atomic::AtomicU64,
+    releases: [std::sync::Mutex<std::collections::HashMap<u64, Cmd>>; SHARDS],
 }
 
-/// Counts a lock in its engine's `redlock_locks_held` for as long as it lives (a field of every
-/// `Lock`): the count is kept here and the gauge set to it, so the gauge is right whatever the
-/// recorder does with increments; one atomic add and one gauge set at the grant and the drop.
+impl LiveLocks {
+    fn new(gauge: Gauge) -> Self {
+        Self {
+            count: AtomicI64::new(0),
+            gauge,
+            next: std::sync::atomic::AtomicU64::new(0),
+            releases: Default::default(),
+        }
+    }
+
+    fn shard(&self, id: u64) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Cmd>> {
+        // A poisoned shard only means a panic mid-insert of a plain map; keep going.
+        let shard = &self.releases[id as usize % SHARDS];
+        shard.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The release of every lock alive now.
+    pub(crate) fn releases(&self) -> Vec<Cmd> {
+        let mut all = Vec::new();
+        for shard in &self.releases {
+            let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+            all.extend(shard.values().cloned());
+        }
+        all
+    }
+}
+
+/// A lock alive (a field of every `Lock`): counted in its engine's `redlock_locks_held` (the count
+/// is kept here and the gauge set to it, so the gauge is right whatever the recorder does with
+/// increments) and its release registered, from the grant to the drop.
 #[derive(Debug)]
-pub(crate) struct Held(Arc<HeldCount>);
+pub(crate) struct Held {
+    live: Arc<LiveLocks>,
+    id: u64,
+}
 
 impl Held {
-    pub(crate) fn new(count: &Arc<HeldCount>) -> Self {
-        let now = count.count.fetch_add(1, Ordering::Relaxed) + 1;
-        count.gauge.set(now as f64);
-        Self(count.clone())
+    /// Registers a lock whose owner-checked release is `release`.
+    pub(crate) fn new(live: &Arc<LiveLocks>, release: Cmd) -> Self {
+        let id = live.next.fetch_add(1, Ordering::Relaxed);
+        live.shard(id).insert(id, release);
+        let now = live.count.fetch_add(1, Ordering::Relaxed) + 1;
+        live.gauge.set(now as f64);
+        Self {
+            live: live.clone(),
+            id,
+        }
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let now = self.0.count.fetch_sub(1, Ordering::Relaxed) - 1;
-        self.0.gauge.set(now as f64);
+        self.live.shard(self.id).remove(&self.id);
+        let now = self.live.count.fetch_sub(1, Ordering::Relaxed) - 1;
+        self.live.gauge.set(now as f64);
     }
 }
 
@@ -73,7 +118,7 @@ pub(crate) struct Gauges {
     pub(crate) nodes_connected: Gauge,
     pub(crate) nodes_voting: Gauge,
     pub(crate) releases_pending: Gauge,
-    pub(crate) held: Arc<HeldCount>,
+    pub(crate) held: Arc<LiveLocks>,
 }
 
 /// What a round was for.
@@ -109,10 +154,9 @@ impl Metrics {
             nodes_connected: gauge!("redlock_nodes_connected", "engine" => engine.clone()),
             nodes_voting: gauge!("redlock_nodes_voting", "engine" => engine.clone()),
             releases_pending: gauge!("redlock_background_releases_pending", "engine" => engine.clone()),
-            held: Arc::new(HeldCount {
-                count: AtomicI64::new(0),
-                gauge: gauge!("redlock_locks_held", "engine" => engine),
-            }),
+            held: Arc::new(LiveLocks::new(
+                gauge!("redlock_locks_held", "engine" => engine),
+            )),
         };
         let per_op = |outcome: &'static str| {
             OPS.map(|op| counter!("redlock_rounds_total", "op" => op, "outcome" => outcome))

@@ -143,9 +143,7 @@ async fn serve(
         .await
 }
 
-/// How many of the store's orders some node still holds a lock on. An inspection is also a round
-/// trip on each node's connection after every release this process queued on it, so when it
-/// answers, those releases have been sent.
+/// How many of the store's orders some node still holds a lock on.
 async fn locks_left(redlock: &Redlock, store: &Store) -> Result<usize, LockError> {
     let mut left = 0;
     for id in store.orders() {
@@ -197,6 +195,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = TcpListener::bind(addr).await?;
     println!("listening on http://{}", listener.local_addr()?);
     serve(listener, app.clone(), shutdown_signal()).await?;
+    // Whatever this process still holds (a request cut short, a guard dropped in the background) is
+    // released now, and the nodes have answered before the process exits.
+    redlock.shutdown().await;
     println!(
         "stopped after {} orders; locks left on the nodes: {}",
         app.store.orders().len(),

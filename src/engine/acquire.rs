@@ -234,15 +234,22 @@ impl Core {
         if !wait.retries() {
             return self.queues().try_enter(key).map_err(|()| local_contended());
         }
-        // Waiting locally stands in for the attempts it saves, so it gets their budget.
+        // Waiting locally stands in for the attempts it saves, so it gets their budget; a shutdown
+        // ends it.
         let budget = s
             .acquire_timeout
             .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
-        let Some(until) = wait.budget_end(deadline, Instant::now(), budget) else {
-            return Ok(self.queues().enter(key).await);
+        let enter = async {
+            tokio::select! {
+                hold = self.queues().enter(key) => Ok(hold),
+                () = self.closing() => Err(LockError::Closed),
+            }
         };
-        match tokio::time::timeout_at(until, self.queues().enter(key)).await {
-            Ok(hold) => Ok(hold),
+        let Some(until) = wait.budget_end(deadline, Instant::now(), budget) else {
+            return enter.await;
+        };
+        match tokio::time::timeout_at(until, enter).await {
+            Ok(hold) => hold,
             Err(_) if deadline.is_some() => Err(LockError::Timeout {
                 attempts: 0,
                 last: None,
@@ -261,7 +268,8 @@ impl Core {
         // Released if this future is dropped while extending, or if the lock is not usable.
         let mut guard = HeldGuard::new(self, hold.take_handoff()?);
         let lock = guard.lock_mut();
-        if !lock.is_for(target) || !lock.is_valid() {
+        // After a shutdown its keys are being released: not a lock to hand on.
+        if !lock.is_for(target) || !lock.is_valid() || self.is_closed() {
             return None;
         }
         // Enough validity left: no round trip at all. Otherwise one extend instead of release + acquire.

@@ -28,6 +28,10 @@ impl Core {
         admit_until: Option<Instant>,
         take_over: Option<TakeOver>,
     ) -> Result<Lock, (LockError, bool)> {
+        if self.is_closed() {
+            // Shut down while this call waited: it ends here (not retryable).
+            return Err((LockError::Closed, false));
+        }
         let code = target.kind.spec().code;
         let value = LockValue::tagged(self.tag(), code)
             .map_err(|e| (LockError::Random(e.to_string()), false))?;
@@ -86,11 +90,18 @@ impl Core {
         jumps: JumpMark,
     ) -> Result<Lock, LockError> {
         let s = self.settings();
+        if self.is_closed() {
+            // Shut down while this round ran: no lock is handed out (the caller releases the keys).
+            return Err(LockError::Closed);
+        }
         let min = s.timing.min_validity(ttl);
         match s.timing.validity(ttl, elapsed) {
             Some(validity) if validity >= min => {
                 let grant = Grant {
-                    held: crate::observe::Held::new(&self.metrics().gauges.held),
+                    held: crate::observe::Held::new(
+                        &self.metrics().gauges.held,
+                        target.kind.release_cmd(&target.keys, value, false),
+                    ),
                     prefix_len: s.key_prefix.len(),
                     key_format: s.key_format,
                     value,

@@ -66,6 +66,9 @@ pub(crate) struct Core {
     pub(super) successors: super::successors::Successors,
     /// The kinds of lock the nodes can hold, as the top of the crate lists them.
     catalog: &'static Catalog,
+    /// Cancelled by [`crate::Redlock::shutdown`]: no more locks are granted, and calls waiting in
+    /// this process's queues stop waiting.
+    closed: tokio_util::sync::CancellationToken,
 }
 
 impl Core {
@@ -98,6 +101,7 @@ impl Core {
             gates: Default::default(),
             successors: Default::default(),
             catalog,
+            closed: Default::default(),
         });
         // A lock handed to local waiters that all gave up is released, not left to its TTL. Weak: the
         // queues must not keep the engine alive.
@@ -113,6 +117,21 @@ impl Core {
 
     pub(crate) fn nodes(&self) -> &[Arc<dyn NodeClient>] {
         &self.nodes
+    }
+
+    /// Whether [`crate::Redlock::shutdown`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Resolves when [`crate::Redlock::shutdown`] is called: a local wait races it.
+    pub(crate) async fn closing(&self) {
+        self.closed.cancelled().await
+    }
+
+    /// Refuses every later acquire and extend ([`LockError::Closed`]) and ends local waits.
+    pub(crate) fn close(&self) {
+        self.closed.cancel();
     }
 
     /// Writes every command queued on the nodes' connections (the releases of dropped guards) to
@@ -347,6 +366,10 @@ impl Core {
     /// computed from what the nodes got.
     pub(crate) fn check_ttl(&self, ttl: Duration) -> Result<Duration, LockError> {
         let s = &self.settings;
+        // Every acquire and extend starts here: after a shutdown they are refused at once.
+        if self.is_closed() {
+            return Err(LockError::Closed);
+        }
         let whole = Duration::from_millis(millis(ttl));
         if whole.is_zero() {
             return Err(LockError::InvalidInput(format!(

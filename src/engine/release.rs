@@ -31,6 +31,7 @@ impl Core {
             && lock.kind().hands_off()
             && lock.handoffs() < s.max_local_handoffs
             && lock.remaining() >= spare
+            && !self.is_closed()
         {
             if let Some(hold) = local.take() {
                 hold.hand_off(lock);

@@ -92,6 +92,10 @@ impl FairWait<'_> {
         let mut last_err = None;
         let enqueue = enqueue_cmd(&target.keys, value, millis(ttl));
         'enqueue: while Instant::now() < end {
+            if self.core.is_closed() {
+                // Shut down while waiting: the place is given up (`leave`) and no lock handed out.
+                return Err(LockError::Closed);
+            }
             attempts += 1;
             let mut woken = armed(&notify);
             let (attempt, mut at_once, parked) =
@@ -128,6 +132,9 @@ impl FairWait<'_> {
             loop {
                 if Instant::now() >= end {
                     break 'enqueue;
+                }
+                if self.core.is_closed() {
+                    return Err(LockError::Closed);
                 }
                 // The keepalive's due time holds however often a release's answer wakes us.
                 let until = (Instant::now() + pause()).min(end);

@@ -53,5 +53,6 @@ mod semaphore_quorum;
 mod semaphore_timeout;
 mod sentinel;
 mod shared_keys;
+mod shutdown;
 mod tls;
 mod waiting;

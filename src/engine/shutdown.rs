@@ -1,0 +1,47 @@
+//! [`Redlock::shutdown`]: a service's last call on its engine. Every lock it holds is released on
+//! every node and the call waits, with a bound, until the nodes have answered those releases and
+//! the ones queued before them (dropped guards'), so a process that exits next leaves nothing for
+//! its locks' TTL; from then on the engine grants nothing.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Redlock;
+
+/// The longest [`Redlock::shutdown`] waits for the nodes' answers: a node that has not answered by
+/// then is down or blackholed, and its keys end at their TTL, as they would have.
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(2);
+
+impl Redlock {
+    /// Shuts this engine down: refuses every later acquire and extend ([`crate::LockError::Closed`],
+    /// also to calls waiting now, which get no lock), releases every lock it holds (guards, renewed
+    /// locks, plain [`crate::Lock`]s, whoever has them), and waits until the nodes have answered
+    /// those releases and the ones dropped guards queued before, 2 s at most.
+    /// Locks a node did not answer for expire at their TTL. The engine's clones share it: call it
+    /// once, when the service stops (a second call finds nothing left to release). Guards and locks
+    /// still held afterwards are no longer locks; dropping or releasing them is harmless.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redlock_engine::Redlock) {
+    /// // ... on SIGTERM, after the service stopped taking work:
+    /// redlock.shutdown().await;
+    /// # }
+    /// ```
+    pub async fn shutdown(&self) {
+        let core = self.core();
+        core.close();
+        let until = Instant::now() + SHUTDOWN_BOUND;
+        // Owner-checked releases, sent like a dropped guard's (re-sent where one does not land): a
+        // lock another task is releasing at this moment gets a second copy, which finds its keys
+        // gone and does nothing.
+        for release in core.metrics().gauges.held.releases() {
+            core.release_retry().fire(core.nodes(), &release, until);
+        }
+        // Every release queued so far, ours and the dropped guards', is settled: answered, or past
+        // the bound.
+        while core.release_retry().pending() > 0 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
