@@ -37,10 +37,6 @@ use crate::transport::subscriber::Notifier;
 use crate::transport::NodeClient;
 use crate::watchdog::Watchdog;
 
-/// The longest [`Core::flush_now`] waits for the nodes: one that does not answer for this long is
-/// not answering (a blackhole); its releases then end at the keys' TTL, as they would have.
-const FLUSH_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// The engine's shared state (one per [`crate::Redlock`] and its clones).
 pub(crate) struct Core {
     settings: Settings,
@@ -132,18 +128,6 @@ impl Core {
     /// Refuses every later acquire and extend ([`LockError::Closed`]) and ends local waits.
     pub(crate) fn close(&self) {
         self.closed.cancel();
-    }
-
-    /// Writes every command queued on the nodes' connections (the releases of dropped guards) to
-    /// their sockets from this thread, without the runtime, and waits until each node has answered
-    /// them: for a caller the runtime may not outlive, a guard dropped while its thread panics or
-    /// the engine's last handle dropped. [`FLUSH_BOUND`] at most over all nodes; about one round
-    /// trip when the nodes are well.
-    pub(crate) fn flush_now(&self) {
-        let until = std::time::Instant::now() + FLUSH_BOUND;
-        for node in &self.nodes {
-            node.flush_now(until);
-        }
     }
 
     pub(crate) fn settings(&self) -> &Settings {
@@ -389,15 +373,6 @@ impl Core {
             )));
         }
         Ok(whole)
-    }
-}
-
-impl Drop for Core {
-    /// The engine's last handle is gone, typically at the end of `main` with the runtime's end
-    /// next, which ends the connections' writers: the releases that guards dropped before it queued
-    /// would otherwise never reach the nodes, and their keys would block their resources for a TTL.
-    fn drop(&mut self) {
-        self.flush_now();
     }
 }
 

@@ -1,13 +1,42 @@
-//! [`Redlock::shutdown`]: a service's last call on its engine. Every lock it holds is released on
+//! How an engine ends. [`Redlock::shutdown`]: a service's last call on its engine. Every lock it holds is released on
 //! every node and the call waits, with a bound, until the nodes have answered those releases and
 //! the ones queued before them (dropped guards'), so a process that exits next leaves nothing for
-//! its locks' TTL; from then on the engine grants nothing.
+//! its locks' TTL; from then on the engine grants nothing. Without it, the last handle's drop and a
+//! guard dropped while panicking still write what is queued ([`Core::flush_now`]).
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::core::Core;
 use super::Redlock;
+
+/// The longest [`Core::flush_now`] waits for the nodes: one that does not answer for this long is
+/// not answering (a blackhole); its releases then end at the keys' TTL, as they would have.
+const FLUSH_BOUND: Duration = Duration::from_secs(1);
+
+impl Core {
+    /// Writes every command queued on the nodes' connections (the releases of dropped guards) to
+    /// their sockets from this thread, without the runtime, and waits until each node has answered
+    /// them: for a caller the runtime may not outlive, a guard dropped while its thread panics or
+    /// the engine's last handle dropped. [`FLUSH_BOUND`] at most over all nodes; about one round
+    /// trip when the nodes are well.
+    pub(crate) fn flush_now(&self) {
+        let until = std::time::Instant::now() + FLUSH_BOUND;
+        for node in self.nodes() {
+            node.flush_now(until);
+        }
+    }
+}
+
+impl Drop for Core {
+    /// The engine's last handle is gone, typically at the end of `main` with the runtime's end
+    /// next, which ends the connections' writers: the releases that guards dropped before it queued
+    /// would otherwise never reach the nodes, and their keys would block their resources for a TTL.
+    fn drop(&mut self) {
+        self.flush_now();
+    }
+}
 
 /// The longest [`Redlock::shutdown`] waits for the nodes' answers: a node that has not answered by
 /// then is down or blackholed, and its keys end at their TTL, as they would have.

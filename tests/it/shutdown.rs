@@ -69,7 +69,8 @@ async fn shutdown_releases_every_held_lock_and_refuses_what_comes_after() {
         };
         taken.unwrap_or_else(|e| panic!("{resource} still held after the shutdown: {e}"));
     }
-    b.lock("sd-permit")
+    let _permit = b
+        .lock("sd-permit")
         .permits(1)
         .once()
         .await
