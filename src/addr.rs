@@ -230,27 +230,30 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The URL with any password replaced by `***`, for messages and `Debug`: the one before `@`, and a
-/// Sentinel password in the query. Written for URLs that do not parse too (those reach error messages):
-/// the credentials end at the **last** `@` before any `sentinelPassword=`, so a password holding `?`,
-/// `/` or `@` is hidden whole, and a Sentinel password runs up to the next known query parameter, so
-/// one holding `&` is hidden whole as well.
+/// The URL with any password replaced by `***`, for messages and `Debug`: the one before `@`, and
+/// every query value but those known to hold none (`node`, `sentinelServiceName`,
+/// `sentinelUsername`, `durable`), so a Sentinel password, a misspelt one, or a fragment of one
+/// that holds `&` is hidden whole. Written for URLs that do not parse too (those reach error
+/// messages): the credentials end at the **last** `@` before any `sentinelPassword=`, so a password
+/// holding `?`, `/` or `@` is hidden whole.
 pub fn redact(url: &str) -> String {
-    const SENTINEL_PASSWORD: &str = "sentinelPassword=";
-    // Parameters a Sentinel password is followed by; anything else after `&` may still be the password.
-    const NEXT: [&str; 4] = [
-        "node=",
-        "sentinelServiceName=",
-        "sentinelUsername=",
-        "durable=",
-    ];
-    let head_end = url.find(SENTINEL_PASSWORD).unwrap_or(url.len());
+    /// Query parameters whose values are not secrets.
+    const SHOWN: [&str; 4] = ["node", "sentinelServiceName", "sentinelUsername", "durable"];
+    let head_end = url.find("sentinelPassword=").unwrap_or(url.len());
     let head = &url[..head_end];
     let mut out = String::with_capacity(url.len() + 3);
-    let mut rest = match head.rfind('@') {
+    let rest = match head.rfind('@') {
         Some(at) => {
-            // The scheme counts only when it comes before the credentials.
-            let start = head[..at].find("://").map_or(0, |s| s + 3);
+            // A scheme counts only when it is one (letters, digits, `+-.`) before the
+            // credentials: `://` inside a password is not a scheme.
+            let start = head[..at]
+                .find("://")
+                .filter(|&i| {
+                    url[..i]
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                })
+                .map_or(0, |i| i + 3);
             out.push_str(&url[..start]);
             match url[start..at].split_once(':') {
                 Some((user, _)) => {
@@ -263,19 +266,22 @@ pub fn redact(url: &str) -> String {
         }
         None => url,
     };
-    while let Some(i) = rest.find(SENTINEL_PASSWORD) {
-        let value = i + SENTINEL_PASSWORD.len();
-        out.push_str(&rest[..value]);
-        out.push_str("***");
-        let tail = &rest[value..];
-        let end = tail
-            .match_indices('&')
-            .map(|(j, _)| j)
-            .find(|&j| NEXT.iter().any(|name| tail[j + 1..].starts_with(name)))
-            .unwrap_or(tail.len());
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
+    let Some((authority, query)) = rest.split_once('?') else {
+        out.push_str(rest);
+        return out;
+    };
+    out.push_str(authority);
+    out.push('?');
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if SHOWN.contains(&name) => pair.to_string(),
+            Some((name, _)) => format!("{name}=***"),
+            None if SHOWN.contains(&pair) => pair.to_string(),
+            None => "***".to_string(),
+        })
+        .collect();
+    out.push_str(&pairs.join("&"));
     out
 }
 

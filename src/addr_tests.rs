@@ -114,6 +114,14 @@ fn redaction_hides_passwords_that_hold_url_separators() {
             "redis-sentinel://u:p1x@h:1?sentinelPassword=s@ter2&node=h:2",
             "ter2",
         ),
+        // A misspelt or unknown parameter may be a password too.
+        (
+            "redis-sentinel://h:1?sentinelServiceName=m&sentinelpassword=ter2",
+            "ter2",
+        ),
+        ("redis://h:1?password=ter2", "ter2"),
+        // No scheme, and `://` inside the password.
+        ("u:p://ter2@h:1", "ter2"),
     ] {
         let shown = redact(url);
         assert!(
@@ -128,4 +136,8 @@ fn redaction_hides_passwords_that_hold_url_separators() {
     );
     assert_eq!(redact("redis://user@h:1"), "redis://user@h:1");
     assert_eq!(redact("redis://h:1"), "redis://h:1");
+    assert_eq!(
+        redact("redis-sentinel://h:1?sentinelServiceName=m&node=h:2&durable=true"),
+        "redis-sentinel://h:1?sentinelServiceName=m&node=h:2&durable=true"
+    );
 }

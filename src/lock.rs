@@ -263,10 +263,10 @@ impl Lock {
         self.valid_until
     }
 
-    /// Validity left now; zero once expired, or once the lock lost its majority to node clock jumps
-    /// (see [`is_valid`](Self::is_valid)).
+    /// Validity left now; zero once expired, once the lock lost its majority to node clock jumps, or
+    /// once its engine was shut down (see [`is_valid`](Self::is_valid)).
     pub fn remaining(&self) -> Duration {
-        if !self.jumps.still_held(self.held, |n| self.kind.quorum(n)) {
+        if !self.jumps.still_held(self.held, |n| self.kind.quorum(n)) || self._held.closed() {
             return Duration::ZERO;
         }
         self.valid_until.saturating_duration_since(Instant::now())
@@ -278,10 +278,12 @@ impl Lock {
     /// With the clock guard on, it also turns false when nodes that granted the lock have had their
     /// wall clock jump forward (which expires their keys at once) and the rest are no longer a
     /// majority. This engine sees a node's clock when it sends it an acquire, and at least every
-    /// 80 ms otherwise, so that (plus a round trip) is how late it can learn.
+    /// 80 ms otherwise, so that (plus a round trip) is how late it can learn. It is false too from the
+    /// moment its engine's [`shutdown`](crate::Redlock::shutdown) begins, which releases it.
     pub fn is_valid(&self) -> bool {
         Instant::now() < self.valid_until
             && self.jumps.still_held(self.held, |n| self.kind.quorum(n))
+            && !self._held.closed()
     }
 
     /// How many attempts on the nodes the acquire that returned this lock made: 1 when the first won,

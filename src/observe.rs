@@ -52,6 +52,8 @@ pub(crate) struct LiveLocks {
     gauge: Gauge,
     next: std::sync::atomic::AtomicU64,
     releases: [std::sync::Mutex<std::collections::HashMap<u64, Cmd>>; SHARDS],
+    /// Set by the engine's shutdown: its locks' keys are being released, none is valid any more.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl LiveLocks {
@@ -61,7 +63,13 @@ impl LiveLocks {
             gauge,
             next: std::sync::atomic::AtomicU64::new(0),
             releases: Default::default(),
+            closed: Default::default(),
         }
+    }
+
+    /// The engine shuts down: every one of its locks is no longer valid (see [`Held::closed`]).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
     }
 
     fn shard(&self, id: u64) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Cmd>> {
@@ -101,6 +109,13 @@ impl Held {
             live: live.clone(),
             id,
         }
+    }
+}
+
+impl Held {
+    /// Whether the lock's engine was shut down (its keys released by the shutdown).
+    pub(crate) fn closed(&self) -> bool {
+        self.live.closed.load(Ordering::Acquire)
     }
 }
 

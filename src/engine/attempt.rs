@@ -90,10 +90,6 @@ impl Core {
         jumps: JumpMark,
     ) -> Result<Lock, LockError> {
         let s = self.settings();
-        if self.is_closed() {
-            // Shut down while this round ran: no lock is handed out (the caller releases the keys).
-            return Err(LockError::Closed);
-        }
         let min = s.timing.min_validity(ttl);
         match s.timing.validity(ttl, elapsed) {
             Some(validity) if validity >= min => {
@@ -110,7 +106,14 @@ impl Core {
                     tally,
                     jumps,
                 };
-                Ok(Lock::granted(target, grant))
+                let lock = Lock::granted(target, grant);
+                // Registered first (above), checked after: a shutdown that begins before this
+                // check refuses the lock (the caller releases the keys); one that begins after it
+                // finds the lock registered and releases it.
+                if self.is_closed() {
+                    return Err(LockError::Closed);
+                }
+                Ok(lock)
             }
             left => Err(LockError::ValidityExpired {
                 left: left.unwrap_or_default(),

@@ -42,7 +42,7 @@ pub(crate) mod inspect;
 pub(crate) mod release;
 pub(crate) mod release_retry;
 pub(crate) mod report;
-mod shutdown;
+pub(crate) mod shutdown;
 mod signals;
 mod start;
 mod status;

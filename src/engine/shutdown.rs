@@ -11,18 +11,23 @@ use tokio::time::Instant;
 use super::core::Core;
 use super::Redlock;
 
-/// The longest [`Core::flush_now`] waits for the nodes: one that does not answer for this long is
-/// not answering (a blackhole); its releases then end at the keys' TTL, as they would have.
+/// The longest the engine's last handle waits for the nodes ([`Core::flush_now`]): one that does
+/// not answer for this long is not answering (a blackhole); its releases then end at the keys'
+/// TTL, as they would have.
 const FLUSH_BOUND: Duration = Duration::from_secs(1);
+
+/// The longest a guard dropped while panicking waits: its thread may be a runtime's worker, which
+/// the panic does not end (a task's panic is caught), so it blocks that worker this long at worst.
+pub(crate) const PANIC_FLUSH_BOUND: Duration = Duration::from_millis(100);
 
 impl Core {
     /// Writes every command queued on the nodes' connections (the releases of dropped guards) to
     /// their sockets from this thread, without the runtime, and waits until each node has answered
     /// them: for a caller the runtime may not outlive, a guard dropped while its thread panics or
-    /// the engine's last handle dropped. [`FLUSH_BOUND`] at most over all nodes; about one round
-    /// trip when the nodes are well.
-    pub(crate) fn flush_now(&self) {
-        let until = std::time::Instant::now() + FLUSH_BOUND;
+    /// the engine's last handle dropped. `bound` at most over all nodes; about one round trip when
+    /// the nodes are well.
+    pub(crate) fn flush_now(&self, bound: Duration) {
+        let until = std::time::Instant::now() + bound;
         for node in self.nodes() {
             node.flush_now(until);
         }
@@ -34,7 +39,7 @@ impl Drop for Core {
     /// next, which ends the connections' writers: the releases that guards dropped before it queued
     /// would otherwise never reach the nodes, and their keys would block their resources for a TTL.
     fn drop(&mut self) {
-        self.flush_now();
+        self.flush_now(FLUSH_BOUND);
     }
 }
 
@@ -60,11 +65,14 @@ impl Redlock {
     pub async fn shutdown(&self) {
         let core = self.core();
         core.close();
+        // Every lock of this engine says it is not valid from now on, whoever holds it.
+        let live = &core.metrics().gauges.held;
+        live.close();
         let until = Instant::now() + SHUTDOWN_BOUND;
         // Owner-checked releases, sent like a dropped guard's (re-sent where one does not land): a
         // lock another task is releasing at this moment gets a second copy, which finds its keys
         // gone and does nothing.
-        for release in core.metrics().gauges.held.releases() {
+        for release in live.releases() {
             core.release_retry().fire(core.nodes(), &release, until);
         }
         // Every release queued so far, ours and the dropped guards', is settled: answered, or past

@@ -133,9 +133,6 @@ impl FairWait<'_> {
                 if Instant::now() >= end {
                     break 'enqueue;
                 }
-                if self.core.is_closed() {
-                    return Err(LockError::Closed);
-                }
                 // The keepalive's due time holds however often a release's answer wakes us.
                 let until = (Instant::now() + pause()).min(end);
                 let min_validity = s.timing.min_validity(ttl);
@@ -165,6 +162,9 @@ impl FairWait<'_> {
                         Ok(_) => break,
                         Err(_) => break 'enqueue,
                     }
+                }
+                if self.core.is_closed() {
+                    return Err(LockError::Closed);
                 }
                 attempts += 1;
                 woken = armed(&notify);

@@ -149,7 +149,7 @@ impl Drop for LockGuard {
             if std::thread::panicking() {
                 // Unwinding, maybe out of `main` and its runtime: the connections' writers may not
                 // run again, so the release is written to the sockets here.
-                core.flush_now();
+                core.flush_now(crate::engine::shutdown::PANIC_FLUSH_BOUND);
             }
         }
     }

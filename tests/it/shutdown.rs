@@ -89,7 +89,10 @@ async fn shutdown_releases_every_held_lock_and_refuses_what_comes_after() {
         a.acquire("sd-later", TTL).await,
         Err(LockError::Closed)
     ));
-    // Holding on to what it had is harmless: releasing finds the keys gone.
+    // What it still holds says it is not valid any more, and holding on to it is harmless:
+    // releasing finds the keys gone.
+    assert!(!guard.is_valid() && !bare.is_valid() && !renewed.is_valid());
+    assert_eq!(bare.remaining(), Duration::ZERO);
     assert!(guard.release().await.is_err());
     drop((renewed, fair, permit));
     assert!(a.release(bare).await.is_err());

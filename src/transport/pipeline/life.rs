@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::read::read_loop;
-use super::write::{write_loop, Half};
+use super::write::{write_loop, Half, TcpHalf};
 use super::{clock, outbox, Shared};
 use crate::error::NodeError;
 use crate::protocol::server::{Info, Profile};
@@ -58,7 +58,12 @@ impl Shared {
             Stream::Tcp(tcp) => {
                 let (rd, wr) = tcp.into_split();
                 tokio::spawn(read_loop(self.clone(), rd, generation, token.clone()));
-                tokio::spawn(write_loop(self.clone(), Half::Tcp(wr), generation, token));
+                tokio::spawn(write_loop(
+                    self.clone(),
+                    Half::Tcp(TcpHalf::new(wr)),
+                    generation,
+                    token,
+                ));
             }
             Stream::Tls(tls) => {
                 let (rd, wr) = tokio::io::split(*tls);

@@ -19,9 +19,33 @@ use crate::error::NodeError;
 /// The writer's half of the connection.
 pub(super) enum Half {
     /// Plain TCP: written as far as the socket takes it, the rest left in the outbox.
-    Tcp(OwnedWriteHalf),
+    Tcp(TcpHalf),
     /// TLS: a batch is taken whole and written with the session's state, on the runtime only.
     Tls(WriteHalf<TlsStream<TcpStream>>),
+}
+
+/// A plain TCP connection's write half that does not shut the socket's writing down when dropped
+/// (tokio's does, `shutdown(SHUT_WR)`): the writer task may end before a thread without the runtime
+/// has written what is left in the outbox through its second handle (`outbox::Outbox::direct`), and
+/// a shut-down socket would refuse it. The socket closes when its last handle does.
+pub(super) struct TcpHalf(Option<OwnedWriteHalf>);
+
+impl TcpHalf {
+    pub(super) fn new(half: OwnedWriteHalf) -> Self {
+        Self(Some(half))
+    }
+
+    fn get(&self) -> &OwnedWriteHalf {
+        self.0.as_ref().expect("held until dropped")
+    }
+}
+
+impl Drop for TcpHalf {
+    fn drop(&mut self) {
+        if let Some(half) = self.0.take() {
+            half.forget();
+        }
+    }
 }
 
 pub(super) async fn write_loop(
@@ -87,10 +111,11 @@ pub(super) async fn write_loop(
 /// `Ok(false)`: this connection is over (cancelled, or another one installed).
 async fn push_tcp(
     shared: &Shared,
-    tcp: &mut OwnedWriteHalf,
+    tcp: &mut TcpHalf,
     generation: u64,
     token: &CancellationToken,
 ) -> std::io::Result<bool> {
+    let tcp = tcp.get();
     loop {
         {
             let mut ob = shared.outbox();
