@@ -140,6 +140,8 @@ impl Shared {
                 return;
             }
             let peeked = match self.outbox().direct.as_ref().map(|s| s.peek(&mut seen)) {
+                // The node closed the connection: nothing more will come.
+                Some(Ok(0)) => return,
                 Some(Ok(n)) => n,
                 Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
                 _ => return,
