@@ -72,6 +72,11 @@ pub struct LockRequest<'a> {
 impl Redlock {
     /// A request for `resource` (any bytes: `"orders:42"`, `b"orders:42"`, a `Vec<u8>`): set its
     /// kind, TTL and wait, then `.await` it for a [`LockGuard`].
+    ///
+    /// Unlike `tokio::sync::Mutex::lock`, the default wait is bounded: [`Wait::Configured`], until
+    /// `Config::acquire_timeout` if set, else `Config::retry_count` retries (about 0.5-1 s with the
+    /// defaults), then a busy error. `.wait_forever()` waits until acquired, as the `redlock acquire`
+    /// command does by default; `.wait_up_to(d)` and `.once()` bound it otherwise.
     pub fn lock(&self, resource: impl AsRef<[u8]>) -> LockRequest<'_> {
         LockRequest::new(self, vec![resource.as_ref().to_vec()])
     }
