@@ -4,7 +4,6 @@
 //! `main` would run: a current-thread runtime that ends when the body does); the parent then finds
 //! no key left on the node, long before the locks' TTL.
 
-use std::process::Command;
 use std::time::Duration;
 
 use crate::common::{eventually, nodes, RedisNode};
@@ -20,24 +19,7 @@ fn node_url() -> String {
 /// Runs one ignored test of this binary in a child process against `node`; returns its output.
 fn child(test: &str, node: &RedisNode) -> (bool, String) {
     let module = module_path!().split_once("::").map_or("", |(_, m)| m);
-    let out = Command::new(std::env::current_exe().unwrap())
-        .env(NODE_ENV, node.url())
-        .env_remove("RUST_BACKTRACE")
-        .args([
-            "--exact",
-            &format!("{module}::{test}"),
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .output()
-        .expect("the test binary runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    crate::common::run_child_test(&format!("{module}::{test}"), &[(NODE_ENV, node.url())])
 }
 
 fn keys_left(node: &RedisNode) -> u64 {

@@ -6,7 +6,6 @@
 //! `#[ignore]`d test), so the suite survives them and can say what happened.
 #![cfg(feature = "fred")]
 
-use std::process::Command;
 use std::time::Duration;
 
 use crate::common::nodes;
@@ -94,25 +93,11 @@ const HEALTHY_ENV: &str = "HOSTILE_FRED_HEALTHY_NODE";
 fn child(test: &str) -> (bool, String) {
     // The test's full name in this binary: `hostile_fred::child_…` (the module path without the crate).
     let module = module_path!().split_once("::").map_or("", |(_, m)| m);
-    let test = format!("{module}::{test}");
     let healthy = nodes(1);
-    let out = Command::new(std::env::current_exe().unwrap())
-        .env(HEALTHY_ENV, healthy[0].url())
-        .args([
-            "--exact",
-            &test,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .output()
-        .expect("the test binary runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    crate::common::run_child_test(
+        &format!("{module}::{test}"),
+        &[(HEALTHY_ENV, healthy[0].url())],
+    )
 }
 
 #[test]

@@ -177,3 +177,27 @@ pub fn fair_queued(node: &RedisNode, resource: &str) -> usize {
     let key = format!("redlock:{{{resource}}}:fair:q");
     node.cmd(&[b"ZCARD", key.as_bytes()]).parse().unwrap()
 }
+
+/// Runs the ignored test `test` (its full path in this binary, `module::name`) in a child process of
+/// this test binary with `env` set, as a program of its own: its runtime and process end with it.
+/// Returns (exit success, stdout and stderr).
+pub fn run_child_test(test: &str, env: &[(&str, String)]) -> (bool, String) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env_remove("RUST_BACKTRACE")
+        .args([
+            "--exact",
+            test,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("the test binary runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
