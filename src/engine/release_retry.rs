@@ -98,10 +98,13 @@ impl ReleaseRetry {
     }
 
     fn submit(&self, job: Job) {
-        // The task lives as long as this sender: a send can only fail while the runtime shuts down,
-        // and then nothing could be sent anyway.
-        if self.jobs.send(job).is_ok() {
-            self.pending.fetch_add(1, Ordering::Relaxed);
+        // Counted before the task can see it: the task's decrement for a job that settles at once
+        // must not find the count still at zero (it would wrap, and `Redlock::shutdown` would wait
+        // out its bound for a count it can never see fall). The task lives as long as this sender:
+        // a send can only fail while the runtime shuts down, and then nothing could be sent anyway.
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        if self.jobs.send(job).is_err() {
+            self.pending.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
