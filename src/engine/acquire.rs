@@ -234,22 +234,16 @@ impl Core {
         if !wait.retries() {
             return self.queues().try_enter(key).map_err(|()| local_contended());
         }
-        // Waiting locally stands in for the attempts it saves, so it gets their budget; a shutdown
-        // ends it.
+        // Waiting locally stands in for the attempts it saves, so it gets their budget. A shutdown
+        // closes the queue (`LocalQueues::close`): the wait ends, and the attempt after it is refused.
         let budget = s
             .acquire_timeout
             .unwrap_or_else(|| s.retry.budget(s.timing.node_timeout(ttl)));
-        let enter = async {
-            tokio::select! {
-                hold = self.queues().enter(key) => Ok(hold),
-                () = self.closing() => Err(LockError::Closed),
-            }
-        };
         let Some(until) = wait.budget_end(deadline, Instant::now(), budget) else {
-            return enter.await;
+            return Ok(self.queues().enter(key).await);
         };
-        match tokio::time::timeout_at(until, enter).await {
-            Ok(hold) => hold,
+        match tokio::time::timeout_at(until, self.queues().enter(key)).await {
+            Ok(hold) => Ok(hold),
             Err(_) if deadline.is_some() => Err(LockError::Timeout {
                 attempts: 0,
                 last: None,

@@ -62,9 +62,8 @@ pub(crate) struct Core {
     pub(super) successors: super::successors::Successors,
     /// The kinds of lock the nodes can hold, as the top of the crate lists them.
     catalog: &'static Catalog,
-    /// Cancelled by [`crate::Redlock::shutdown`]: no more locks are granted, and calls waiting in
-    /// this process's queues stop waiting.
-    closed: tokio_util::sync::CancellationToken,
+    /// Set by [`crate::Redlock::shutdown`]: no more locks are granted.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Core {
@@ -117,17 +116,16 @@ impl Core {
 
     /// Whether [`crate::Redlock::shutdown`] was called.
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.is_cancelled()
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Resolves when [`crate::Redlock::shutdown`] is called: a local wait races it.
-    pub(crate) async fn closing(&self) {
-        self.closed.cancelled().await
-    }
-
-    /// Refuses every later acquire and extend ([`LockError::Closed`]) and ends local waits.
+    /// Refuses every later acquire and extend ([`LockError::Closed`]) and ends the waits in this
+    /// process's queues and gates (closed, their waiters go on to an attempt that is refused).
     pub(crate) fn close(&self) {
-        self.closed.cancel();
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.queues.close();
+        self.gates.close();
     }
 
     pub(crate) fn settings(&self) -> &Settings {

@@ -23,6 +23,8 @@ use tokio::time::Instant;
 /// The engine's local queues, one per resource with a holder or a waiter.
 pub(crate) struct LocalQueues<T> {
     map: Mutex<HashMap<Bytes, Arc<LocalQueue<T>>>>,
+    /// Set by [`close`](Self::close), under the map's lock: every queue made later is closed too.
+    closed: std::sync::atomic::AtomicBool,
     /// Releases (in the background) a handed-off lock that no waiter will take; set by the engine.
     orphans: std::sync::OnceLock<Orphans<T>>,
 }
@@ -33,6 +35,7 @@ impl<T> Default for LocalQueues<T> {
     fn default() -> Self {
         Self {
             map: Mutex::default(),
+            closed: Default::default(),
             orphans: std::sync::OnceLock::new(),
         }
     }
@@ -88,12 +91,27 @@ impl<T> LocalQueues<T> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The engine shuts down: every queue's turn is closed, so its waiters stop waiting (they go on
+    /// to their attempt, which the engine refuses), and so is every queue made later.
+    pub(crate) fn close(&self) {
+        let map = self.lock();
+        self.closed.store(true, Ordering::Release);
+        for queue in map.values() {
+            queue.permit.close();
+        }
+    }
+
     fn queue(&self, key: &Bytes) -> Arc<LocalQueue<T>> {
-        self.lock()
-            .entry(key.clone())
+        let mut map = self.lock();
+        let closed = self.closed.load(Ordering::Acquire);
+        map.entry(key.clone())
             .or_insert_with(|| {
+                let permit = Semaphore::new(1);
+                if closed {
+                    permit.close();
+                }
                 Arc::new(LocalQueue {
-                    permit: Arc::new(Semaphore::new(1)),
+                    permit: Arc::new(permit),
                     handoff: Mutex::new(None),
                     waiting: AtomicUsize::new(0),
                     holder_until: Mutex::new(None),

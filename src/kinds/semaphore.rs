@@ -164,19 +164,12 @@ impl Redlock {
             // what the local queue of a plain lock says (`Timeout` only with a deadline).
             let deadline = wait.deadline(began, s.acquire_timeout);
             let budget = s.retry.budget(s.timing.node_timeout(ttl));
-            // A shutdown ends the wait at the gate too.
-            let core = self.core();
-            let turn = async {
-                tokio::select! {
-                    turn = gate.acquire() => Ok(turn),
-                    () = core.closing() => Err(LockError::Closed),
-                }
-            };
+            // A gate is closed only by the engine's shutdown (`Gates::close`).
             match wait.budget_end(deadline, began, budget) {
-                None => turn.await?.map_err(|_| local())?,
-                Some(until) => match tokio::time::timeout_at(until, turn).await {
-                    Ok(Err(closed)) => return Err(closed),
-                    Ok(Ok(Ok(turn))) => turn,
+                None => gate.acquire().await.map_err(|_| LockError::Closed)?,
+                Some(until) => match tokio::time::timeout_at(until, gate.acquire()).await {
+                    Ok(Err(_)) => return Err(LockError::Closed),
+                    Ok(Ok(turn)) => turn,
                     _ if deadline.is_some() => {
                         return Err(LockError::Timeout {
                             attempts: 0,

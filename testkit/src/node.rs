@@ -101,6 +101,26 @@ impl RedisNode {
         Self::start_spec(NodeSpec::with_args(extra))
     }
 
+    /// Starts a node whose ACL user `locker` (password `pw`) may do anything but scripting
+    /// (`-@scripting`): where only native lock commands serve (Valkey 9).
+    pub fn start_without_scripting() -> Self {
+        Self::start_with(&[
+            "--user",
+            "locker",
+            "on",
+            ">pw",
+            "~*",
+            "&*",
+            "+@all",
+            "-@scripting",
+        ])
+    }
+
+    /// Its URL as that `locker` user.
+    pub fn locker_url(&self) -> String {
+        format!("redis://locker:pw@127.0.0.1:{}", self.port)
+    }
+
     /// Starts a node with extra arguments and extra environment variables (e.g. `LD_PRELOAD`).
     pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut spec = NodeSpec::with_args(extra);

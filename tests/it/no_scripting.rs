@@ -15,20 +15,11 @@ const TTL: Duration = Duration::from_secs(5);
 
 /// A node whose `locker` user may do anything but scripting.
 fn node() -> RedisNode {
-    RedisNode::start_with(&[
-        "--user",
-        "locker",
-        "on",
-        ">pw",
-        "~*",
-        "&*",
-        "+@all",
-        "-@scripting",
-    ])
+    RedisNode::start_without_scripting()
 }
 
 fn url(node: &RedisNode) -> String {
-    format!("redis://locker:pw@127.0.0.1:{}", node.port)
+    node.locker_url()
 }
 
 async fn engine(nodes: &[RedisNode], label: Option<&str>) -> Redlock {

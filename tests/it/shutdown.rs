@@ -35,6 +35,18 @@ async fn shutdown_releases_every_held_lock_and_refuses_what_comes_after() {
         let a = a.clone();
         async move { a.lock("sd-guard").ttl(TTL).wait_forever().await.map(drop) }
     });
+    // And one waiting at the semaphore's local gate (K = 1, held above).
+    let gate_waiter = tokio::spawn({
+        let a = a.clone();
+        async move {
+            a.lock("sd-permit")
+                .permits(1)
+                .ttl(TTL)
+                .wait_forever()
+                .await
+                .map(drop)
+        }
+    });
     // Another process's engine waits for the guard's resource.
     let remote_waiter = tokio::spawn({
         let b = b.clone();
@@ -77,9 +89,11 @@ async fn shutdown_releases_every_held_lock_and_refuses_what_comes_after() {
         .expect("the permit is free");
 
     // The engine's own waiter got no lock, and nothing later is granted.
-    match local_waiter.await.unwrap() {
-        Err(LockError::Closed) => {}
-        other => panic!("a waiter of the shut-down engine: {other:?}"),
+    for waiter in [local_waiter, gate_waiter] {
+        match waiter.await.unwrap() {
+            Err(LockError::Closed) => {}
+            other => panic!("a waiter of the shut-down engine: {other:?}"),
+        }
     }
     assert!(matches!(
         a.lock("sd-later").once().await,

@@ -10,20 +10,6 @@ use testkit::server::{self, Needs};
 
 use crate::support::{eventually, redlock, run, RedisNode};
 
-/// A node whose `locker` user may do anything but scripting.
-fn node() -> RedisNode {
-    RedisNode::start_with(&[
-        "--user",
-        "locker",
-        "on",
-        ">pw",
-        "~*",
-        "&*",
-        "+@all",
-        "-@scripting",
-    ])
-}
-
 #[test]
 fn acquire_works_without_scripts_and_says_what_to_do_where_it_cannot() {
     if !server::skip_unless(
@@ -32,8 +18,8 @@ fn acquire_works_without_scripts_and_says_what_to_do_where_it_cannot() {
     ) {
         return;
     }
-    let n = node();
-    let url = format!("redis://locker:pw@127.0.0.1:{}", n.port);
+    let n = RedisNode::start_without_scripting();
+    let url = n.locker_url();
     let (code, out, err) = run(redlock(&url).args([
         "--no-quarantine",
         "acquire",
