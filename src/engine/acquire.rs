@@ -72,8 +72,11 @@ impl Core {
         // A kind with a cross-process hand-off (`crate::protocol::handoff`) attempts as a named
         // take-over once it waits on another process: one command tries and marks it at once.
         let mut take_over = None;
-        if hold.as_ref().is_some_and(LocalHold::remote_waiting) {
-            // Our process just yielded to a waiter elsewhere: we will wait too, so mark at once.
+        if hold.as_ref().is_some_and(LocalHold::remote_waiting)
+            || self.recently_contended(&target, hold.as_ref())
+        {
+            // Our process just yielded to a waiter elsewhere, or waited on one a moment ago: we
+            // will likely wait too, so mark at once.
             take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription, began);
         }
         // Once we wait on another process, every attempt is preceded by our waiter mark on each

@@ -41,13 +41,14 @@ impl Core {
         let start = Instant::now();
         // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
         // releases on every node (also those that said no or timed out: their command may still land).
-        let guard = ReleaseOnDrop {
+        let mut guard = ReleaseOnDrop {
             core: self,
             target,
             value,
             ttl,
             armed: true,
             take_over,
+            refused: 0,
         };
         let (cmd, vote) = match take_over {
             Some(t) => (t.cmd(target, value, ttl), take_over_vote as fn(_) -> _),
@@ -60,6 +61,10 @@ impl Core {
         let elapsed = start.elapsed();
         self.metrics().round(Op::Acquire, &tally, elapsed);
         if !tally.won() {
+            // A node that answered "taken" wrote nothing of ours (every kind's acquire refuses
+            // whole, and the command is never sent again): its release could only find nothing.
+            // A node that said yes, failed or has not answered yet still gets it.
+            guard.refused = tally.taken_mask;
             let partial = tally.yes > 0;
             return Err((acquire_error(tally), partial));
         }
@@ -133,6 +138,8 @@ struct ReleaseOnDrop<'a> {
     armed: bool,
     /// A lost take-over steps back where it set the key (see `TakeOver::step_back_cmd`).
     take_over: Option<TakeOver>,
+    /// The nodes that answered "taken" (bit = node index): nothing of ours to release there.
+    refused: u16,
 }
 
 impl ReleaseOnDrop<'_> {
@@ -157,7 +164,7 @@ impl Drop for ReleaseOnDrop<'_> {
             let until = Instant::now() + self.ttl;
             self.core
                 .release_retry()
-                .fire(self.core.nodes(), &cmd, until);
+                .fire_except(self.core.nodes(), self.refused, &cmd, until);
         }
     }
 }

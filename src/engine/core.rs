@@ -172,6 +172,11 @@ impl Core {
         &self.queues
     }
 
+    /// The notifier, if any wait has started it.
+    pub(crate) fn notifier_if_started(&self) -> Option<&Notifier> {
+        self.notifier.get()
+    }
+
     pub(crate) fn notifier(&self) -> &Notifier {
         self.notifier
             .get_or_init(|| Notifier::start(&self.settings.nodes, &self.settings.connect))

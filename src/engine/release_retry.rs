@@ -24,7 +24,6 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::fanout::send_all;
 use crate::error::NodeError;
 use crate::observe;
 use crate::protocol::cmd::Cmd;
@@ -68,14 +67,28 @@ impl ReleaseRetry {
 
     /// Queues `cmd` (a release) on every node now, and makes sure each copy lands.
     pub(crate) fn fire(&self, nodes: &[Arc<dyn NodeClient>], cmd: &Cmd, until: Instant) {
-        send_all(nodes, cmd, |node, pending| {
-            self.submit(Job {
-                node: node.clone(),
-                cmd: cmd.clone(),
-                pending: Some(pending),
-                until,
-            })
-        });
+        self.fire_except(nodes, 0, cmd, until);
+    }
+
+    /// [`fire`](Self::fire), but not to the nodes in `skip` (bit = node index): those a lost
+    /// round's replies showed hold nothing of ours.
+    pub(crate) fn fire_except(
+        &self,
+        nodes: &[Arc<dyn NodeClient>],
+        skip: u16,
+        cmd: &Cmd,
+        until: Instant,
+    ) {
+        for (index, node) in nodes.iter().enumerate() {
+            if skip & (1 << index) == 0 {
+                self.submit(Job {
+                    node: node.clone(),
+                    cmd: cmd.clone(),
+                    pending: Some(node.send(cmd)),
+                    until,
+                });
+            }
+        }
     }
 
     /// A release round could not confirm `node` because of `cause`: send it again if the cause

@@ -42,8 +42,8 @@ pub(crate) struct TakeOver {
 impl TakeOver {
     /// What a lost take-over round sends instead of its release ([`Handoff::step_back_cmd`]): where
     /// the round set our value, our reservation if a release named us for this attempt (the nodes
-    /// it has not reached yet will reserve the key for us too), else nothing; our name back in the
-    /// list at its place either way.
+    /// it has not reached yet will reserve the key for us too), else our name back in the list at
+    /// its place.
     pub(crate) fn step_back_cmd(
         &self,
         core: &Core,
@@ -143,6 +143,26 @@ impl Core {
             since_us: wall_micros().saturating_sub(began.elapsed().as_micros() as u64),
             named: false,
         })
+    }
+
+    /// Whether this process waited for `target` on another process a moment ago (its wake
+    /// channel for the resource is still subscribed: `LINGER`, 2 s): a new acquire of it then
+    /// starts as a take-over, which tries and queues in one command, instead of a plain attempt
+    /// that would lose and be followed by the take-over anyway (two commands and a round trip
+    /// more per contended grant).
+    pub(crate) fn recently_contended(
+        &self,
+        target: &Target,
+        hold: Option<&LocalHold<Lock>>,
+    ) -> bool {
+        let Some(notifier) = self.notifier_if_started() else {
+            return false;
+        };
+        if hold.is_none() || self.handoff_of(target.kind).is_none() {
+            return false;
+        }
+        let key = &target.keys.as_slice()[0];
+        notifier.is_subscribed(&wake_channel(key, stable_name(&self.tag().0, key)))
     }
 
     /// After a won take-over: drops our name where the round did not grant it (`held`: the nodes

@@ -13,12 +13,14 @@
 //! message per node, not one per process subscribed to the key.
 //! - **Take-over** ([`TAKE_OVER`], an acquire): sets `K` to the waiter's fresh value when `K` is
 //!   free **or holds the reservation `r<name>` of this waiter**, and then drops its name from the
-//!   list; otherwise it adds the name at its place (`ZADD NX`: a name already there keeps its
+//!   list where the key was free (a release that reserved the key took the name out already);
+//!   otherwise it adds the name at its place (`ZADD NX`: a name already there keeps its
 //!   older place) and keeps the list alive. One command both tries and marks, atomically: a
 //!   release after it always sees the mark.
 //! - **Step back** ([`STEP_BACK`]): a lost take-over's release. Where the round set our value, it
 //!   becomes our reservation (only when a release named us for this attempt: the nodes the release
-//!   has not reached yet will reserve for us too) or is deleted, and our name goes back at its place.
+//!   has not reached yet will reserve for us too: the reservation is then our place there) or is
+//!   deleted, and our name goes back at its place.
 //! - **Unmark** ([`UNMARK`]): a waiter that won its take-over drops its name where the take-over
 //!   did not run as a grant (a node that refused it, or that it reached before the release).
 //! - **Release to a known waiter** ([`RELEASE_TO`]): a take-over that wins answers the name of the
@@ -91,12 +93,12 @@ pub(crate) static TAKE_OVER: Script = Script {
     source:
         "local v = redis.call('GET', KEYS[1]) local q = KEYS[1] .. ':wait' if v == false or v == \
 'r' .. ARGV[3] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
-redis.pcall('ZREM', q, ARGV[3]) local h = redis.pcall('ZRANGE', q, 0, 0) if h.err == nil and \
+if v == false then redis.pcall('ZREM', q, ARGV[3]) end local h = redis.pcall('ZRANGE', q, 0, 0) if h.err == nil and \
 h[1] then return tonumber(h[1]) or 1 end return 1 end local a = redis.pcall('ZADD', q, 'NX', \
 ARGV[5], ARGV[3]) if type(a) == 'table' then redis.call('DEL', q) a = redis.pcall('ZADD', q, \
 ARGV[5], ARGV[3]) if type(a) == 'table' then redis.call('SET', q, '1') end end \
 redis.call('PEXPIRE', q, ARGV[4]) return -1",
-    sha1: "4f80ece68d8a9bd45f43cf316fb902d6725660e9",
+    sha1: "702b1bd5d0e332370e3ab9402bece47cfc85b181",
     resend: false,
 };
 
@@ -131,17 +133,18 @@ elseif v == false then return 0 else return -1 end",
 /// Step back, after a lost take-over round: KEYS = `K`; ARGV = value, reservation ms (0: none),
 /// wake name, list TTL ms, place (µs). Where the round set our value, the key becomes our
 /// reservation again (a waiter a release named: the nodes the release has not reached yet will
-/// reserve it for us too) or is deleted (anyone else: two waiters each keeping what they got would
-/// refuse each other until their reservations expired, and no release would wake either), and our
-/// name goes back in the list at its old place (the take-over took it out). Answers 1, 0 (not
-/// set) or -1 (someone else's).
+/// reserve it for us too; the reservation is our place on this node, so no name goes beside it and
+/// the take-over it lets in has none to remove) or is deleted (anyone else: two waiters each keeping
+/// what they got would refuse each other until their reservations expired, and no release would
+/// wake either) and our name goes back in the list at its old place (the take-over took it out).
+/// Answers 1, 0 (not set) or -1 (someone else's).
 pub(crate) static STEP_BACK: Script = Script {
     source: "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then if ARGV[2] == '0' then \
-redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) end \
-local q = KEYS[1] .. ':wait' local a = redis.pcall('ZADD', q, 'NX', ARGV[5], ARGV[3]) if \
-type(a) == 'number' then redis.call('PEXPIRE', q, ARGV[4]) end return 1 elseif v == false then \
-return 0 else return -1 end",
-    sha1: "6fe808e06b78281bbc0e06d0049639fa2e55bc47",
+redis.call('DEL', KEYS[1]) local q = KEYS[1] .. ':wait' \
+local a = redis.pcall('ZADD', q, 'NX', ARGV[5], ARGV[3]) if type(a) == 'number' then \
+redis.call('PEXPIRE', q, ARGV[4]) end else redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', \
+ARGV[2]) end return 1 elseif v == false then return 0 else return -1 end",
+    sha1: "98142528f3c52684da5c2616f33b25817498c5e5",
     resend: true,
 };
 

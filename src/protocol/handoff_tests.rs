@@ -77,6 +77,11 @@ fn a_lost_take_over_steps_back_to_its_place() {
     let named = ["mine2", "5000", "11", "5000", "100"];
     assert_eq!(eval(&node, &STEP_BACK, &named), "1");
     assert_eq!(node.cmd_str(&["GET", "k"]), "r11");
+    // The reservation is our place on this node: no name beside it (a release took it out), so
+    // the take-over it lets in has none to remove.
+    assert_eq!(waiters(&node), "22");
+    assert_eq!(take(&node, "mine3", "11", "100"), "22");
+    assert_eq!(waiters(&node), "22");
     // Someone else's value is never touched.
     node.cmd_str(&["SET", "k", "theirs"]);
     assert_eq!(eval(&node, &STEP_BACK, &args("0")), "-1");

@@ -136,6 +136,12 @@ impl Notifier {
         first
     }
 
+    /// Whether `channel` is subscribed, by a waiter now or lingering after one: a process that
+    /// waited on a key within the linger time is likely to wait on it again.
+    pub(crate) fn is_subscribed(&self, channel: &Bytes) -> bool {
+        self.inner.channels().contains_key(channel)
+    }
+
     fn subscribe_as(
         &self,
         channel: &Bytes,
