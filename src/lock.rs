@@ -60,6 +60,8 @@ pub struct Lock {
     next_waiter: u64,
     /// Counted in its engine's `redlock_locks_held` while it lives.
     _held: Held,
+    /// A check of the nodes found it no longer held (`crate::engine::holds`).
+    gone: std::sync::atomic::AtomicBool,
 }
 
 /// What a won acquire round establishes about a new lock.
@@ -97,7 +99,23 @@ impl Lock {
             jumps: grant.jumps,
             next_waiter: 0,
             _held: grant.held,
+            gone: Default::default(),
         }
+    }
+
+    /// Records that the nodes no longer hold it: from now on it is not valid.
+    pub(crate) fn mark_gone(&self) {
+        self.gone.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether a check of the nodes found it no longer held.
+    pub(crate) fn is_gone(&self) -> bool {
+        self.gone.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The command that asks a node whether it is still ours.
+    pub(crate) fn holds_cmd(&self) -> Cmd {
+        self.kind.holds_cmd(&self.keys, self.value)
     }
 
     /// Records the waiter elsewhere this lock's grant named (0: none).
@@ -266,7 +284,7 @@ impl Lock {
     /// Validity left now; zero once expired, once the lock lost its majority to node clock jumps, or
     /// once its engine was shut down (see [`is_valid`](Self::is_valid)).
     pub fn remaining(&self) -> Duration {
-        if !self.jumps.still_held(self.held, |n| self.kind.quorum(n)) || self._held.closed() {
+        if !self.is_valid() {
             return Duration::ZERO;
         }
         self.valid_until.saturating_duration_since(Instant::now())
@@ -279,11 +297,13 @@ impl Lock {
     /// wall clock jump forward (which expires their keys at once) and the rest are no longer a
     /// majority. This engine sees a node's clock when it sends it an acquire, and at least every
     /// 80 ms otherwise, so that (plus a round trip) is how late it can learn. It is false too from the
-    /// moment its engine's [`shutdown`](crate::Redlock::shutdown) begins, which releases it.
+    /// moment its engine's [`shutdown`](crate::Redlock::shutdown) begins, which releases it, and
+    /// once a check of the nodes ([`crate::LockGuard::is_held`]) found it no longer held.
     pub fn is_valid(&self) -> bool {
         Instant::now() < self.valid_until
             && self.jumps.still_held(self.held, |n| self.kind.quorum(n))
             && !self._held.closed()
+            && !self.is_gone()
     }
 
     /// How many attempts on the nodes the acquire that returned this lock made: 1 when the first won,

@@ -144,17 +144,19 @@ pub(crate) enum Op {
     Extend,
     Renew,
     Fence,
+    /// Asking the nodes whether a lock is still held (`is_held`).
+    Check,
 }
 
-const OPS: [&str; 5] = ["acquire", "release", "extend", "renew", "fence"];
+const OPS: [&str; 6] = ["acquire", "release", "extend", "renew", "fence", "check"];
 const CAUSES: [&str; 4] = ["timeout", "disconnected", "error", "quarantined"];
 
 /// The engine's metric handles, registered once.
 #[derive(Debug)]
 pub(crate) struct Metrics {
-    won: [Counter; 5],
-    lost: [Counter; 5],
-    seconds: [Histogram; 5],
+    won: [Counter; 6],
+    lost: [Counter; 6],
+    seconds: [Histogram; 6],
     retries: Counter,
     /// Per node, per cause.
     node_failures: Vec<[Counter; 4]>,

@@ -129,13 +129,14 @@ fn request<'a>(engine: &'a Redlock, args: &Acquire) -> LockRequest<'a> {
     }
 }
 
-/// `-n` or `--wait 0`: one attempt; `--wait D`: up to D; neither: until granted.
+/// `-n` or `--wait 0`: one attempt; `--wait D`: up to D; neither: the library's default, until
+/// granted while another owner holds it (an outage ends the wait with its error).
 fn wait(args: &Acquire) -> Wait {
     match args.wait {
         _ if args.nonblock => Wait::Once,
         Some(d) if d.is_zero() => Wait::Once,
         Some(d) => Wait::UpTo(d),
-        None => Wait::Forever,
+        None => Wait::UntilAcquired,
     }
 }
 

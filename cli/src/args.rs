@@ -113,7 +113,8 @@ pub struct Acquire {
     /// Lock TTL; renewed every third of it. At most --max-ttl.
     #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "TIME")]
     pub ttl: Duration,
-    /// Wait at most this long for the lock (default: until it is granted; 0: one attempt).
+    /// Wait at most this long for the lock (default: as long as another owner holds it; nodes
+    /// failing REDLOCK_RETRY_COUNT retries in a row (10) end the wait; 0: one attempt).
     #[arg(long, short = 'w', value_parser = parse_duration, value_name = "TIME")]
     pub wait: Option<Duration>,
     /// One attempt: exit 75 at once if another owner holds it.

@@ -149,6 +149,8 @@ pub(crate) struct JumpLog {
     seq: AtomicU64,
     /// Per node: the `seq` of its last forward jump (0: none).
     last: Mutex<Vec<u64>>,
+    /// Woken at every forward jump, for the locks' lost signals to look again.
+    news: tokio::sync::Notify,
 }
 
 impl JumpLog {
@@ -156,7 +158,13 @@ impl JumpLog {
         Self {
             seq: AtomicU64::new(0),
             last: Mutex::new(vec![0; nodes]),
+            news: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Woken (`notify_waiters`) at every forward jump.
+    pub(crate) fn news(&self) -> &tokio::sync::Notify {
+        &self.news
     }
 
     fn record(&self, node: usize) {
@@ -167,6 +175,7 @@ impl JumpLog {
         }
         // Published after the node's entry, under the same lock: whoever sees `seq` move sees why.
         self.seq.store(seq, Ordering::Release);
+        self.news.notify_waiters();
     }
 
     /// Now, in jumps: for a round about to start.

@@ -7,18 +7,26 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::error::LockError;
+
 /// How long one acquire waits for its lock: per call ([`crate::LockRequest::wait`]).
 ///
-/// Default: [`Configured`](Self::Configured) — until the engine's `acquire_timeout` if set (retrying
-/// as often as it takes, whatever `retry_count` says), otherwise `retry_count` retries (default 10
-/// pauses of 50-100 ms: about 0.5-1 s on a local network, never more than the retries' time budget,
-/// 1.65 s at the default 30 s TTL).
+/// Default: [`UntilAcquired`](Self::UntilAcquired), as `tokio::sync::Mutex::lock` and Redisson's
+/// `lock()` wait, and as the `redlock acquire` command does: as long as another owner holds the
+/// lock, but an outage ends in an error, not a hang. The per-kind methods (`acquire`,
+/// `acquire_read`, ...) wait [`Configured`](Self::Configured).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Wait {
-    /// As the engine is configured: until `Config::acquire_timeout` when it is set, otherwise
-    /// `Config::retry_count` retries.
+    /// Until acquired while the lock is held by another owner, however long that takes; gives up
+    /// after `Config::retry_count` retries in a row lost for another reason (nodes unreachable or
+    /// failing, no quorum possible), and at `Config::acquire_timeout` when it is set.
     #[default]
+    UntilAcquired,
+    /// As the engine is configured: until `Config::acquire_timeout` when it is set (retrying as
+    /// often as it takes, whatever `retry_count` says), otherwise `Config::retry_count` retries
+    /// (default 10 pauses of 50-100 ms: about 0.5-1 s on a local network, never more than the
+    /// retries' time budget, 1.65 s at the default 30 s TTL).
     Configured,
     /// One attempt, no retry: fails at once when another owner holds the lock (here or elsewhere).
     Once,
@@ -41,7 +49,9 @@ impl Wait {
         acquire_timeout: Option<Duration>,
     ) -> Option<Instant> {
         match self {
-            Self::Configured | Self::Once => acquire_timeout.and_then(|t| began.checked_add(t)),
+            Self::UntilAcquired | Self::Configured | Self::Once => {
+                acquire_timeout.and_then(|t| began.checked_add(t))
+            }
             // Past what an `Instant` can hold is as good as never.
             Self::UpTo(limit) => began.checked_add(limit),
             Self::Forever => None,
@@ -49,11 +59,12 @@ impl Wait {
     }
 
     /// How many counted retries the call may make after its first attempt: with an acquire timeout
-    /// the configured wait is bounded by that time alone, as [`Wait::Configured`] says.
+    /// the configured wait is bounded by that time alone, as [`Wait::Configured`] says. For
+    /// [`Wait::UntilAcquired`], retries in a row that are not [`counted`](Self::counts) reset it.
     pub(crate) fn retry_count(self, configured: u32, acquire_timeout: Option<Duration>) -> u32 {
         match self {
             Self::Configured if acquire_timeout.is_some() => u32::MAX,
-            Self::Configured => configured,
+            Self::Configured | Self::UntilAcquired => configured,
             Self::Once => 0,
             Self::UpTo(_) | Self::Forever => u32::MAX,
         }
@@ -69,8 +80,24 @@ impl Wait {
     ) -> Option<Instant> {
         match self {
             Self::Configured | Self::Once => deadline.or_else(|| now.checked_add(budget)),
-            Self::UpTo(_) | Self::Forever => deadline,
+            Self::UntilAcquired | Self::UpTo(_) | Self::Forever => deadline,
         }
+    }
+
+    /// Whether an attempt lost with `err` uses up one of the retries [`retry_count`] allows. For
+    /// [`Wait::UntilAcquired`] only a loss that is not to another owner counts (the caller starts
+    /// counting again after a contended one: it is an outage's losses in a row that end the call).
+    ///
+    /// [`retry_count`]: Self::retry_count
+    pub(crate) fn counts(self, err: &LockError) -> bool {
+        !(self == Self::UntilAcquired && matches!(err, LockError::Contended { .. }))
+    }
+
+    /// For a kind's own waiting loop: `in_a_row` is how many of its rounds in a row were lost for
+    /// a reason [`counts`](Self::counts) counts, and this says whether [`Wait::UntilAcquired`]
+    /// gives up now (after `retry_count` retries). The other waits are bounded by time alone there.
+    pub(crate) fn outage_over(self, in_a_row: u32, retry_count: u32) -> bool {
+        self == Self::UntilAcquired && in_a_row > retry_count
     }
 }
 

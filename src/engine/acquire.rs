@@ -109,7 +109,12 @@ impl Core {
                 }
                 Err(lost) => lost,
             };
-            counted += 1;
+            // A loss to another owner does not count for a call that waits until acquired: only
+            // an outage's losses in a row end it (`Wait::counts`).
+            counted = match wait.counts(&err) {
+                true => counted + 1,
+                false => 0,
+            };
             let out_of_time = budget_end.is_some_and(|end| Instant::now() >= end);
             if out_of_time && deadline.is_some() && wait.retries() && err.is_retryable() {
                 // The call's own time ran out (as at the retry pause below): say so, with why the
@@ -135,7 +140,7 @@ impl Core {
             let free = partial && early < pause;
             if free {
                 splits += 1;
-                counted -= 1;
+                counted = counted.saturating_sub(1);
                 pause = early;
             } else {
                 splits = 0;
@@ -151,7 +156,7 @@ impl Core {
                     self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription, began);
                 if take_over.is_some() {
                     // Marked by the take-over itself, atomically with its attempt: at once (free).
-                    counted -= u32::from(!free);
+                    counted = counted.saturating_sub(u32::from(!free));
                     continue;
                 }
             }
@@ -176,7 +181,7 @@ impl Core {
                     marked.await;
                     mark_ahead = Some(mark);
                     just_marked = true;
-                    counted -= u32::from(!free);
+                    counted = counted.saturating_sub(u32::from(!free));
                     continue;
                 }
                 mark_ahead = Some(mark);
@@ -199,7 +204,7 @@ impl Core {
                     tokio::select! {
                         // Woken by a release: this retry is free (see `counted`).
                         _ = woken => {
-                            counted -= u32::from(!free);
+                            counted = counted.saturating_sub(u32::from(!free));
                             splits = 0;
                             take_over = take_over.map(|t| t.named(true));
                             self.spread_wake(take_over.is_some()).await;

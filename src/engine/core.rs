@@ -52,7 +52,7 @@ pub(crate) struct Core {
     /// Re-sends releases that did not reach a node.
     release_retry: ReleaseRetry,
     /// The nodes' forward clock jumps, for locks to check against (`None`: the clock guard is off).
-    jumps: Option<Arc<JumpLog>>,
+    pub(super) jumps: Option<Arc<JumpLog>>,
     /// Starts every lock value this engine draws, so inspect can tell its locks on the nodes.
     tag: EngineTag,
     /// Local gates: at most K of this engine's tasks attempt at once on a resource (the kinds that
@@ -64,6 +64,9 @@ pub(crate) struct Core {
     catalog: &'static Catalog,
     /// Set by [`crate::Redlock::shutdown`]: no more locks are granted.
     closed: std::sync::atomic::AtomicBool,
+    /// Woken when a lock of this engine may have been lost: a shutdown, a check that found one
+    /// gone (`super::holds`). Clock jumps have the jump log's own.
+    pub(super) lost_news: tokio::sync::Notify,
 }
 
 impl Core {
@@ -97,6 +100,7 @@ impl Core {
             successors: Default::default(),
             catalog,
             closed: Default::default(),
+            lost_news: tokio::sync::Notify::new(),
         });
         // A lock handed to local waiters that all gave up is released, not left to its TTL. Weak: the
         // queues must not keep the engine alive.
@@ -126,6 +130,7 @@ impl Core {
             .store(true, std::sync::atomic::Ordering::Release);
         self.queues.close();
         self.gates.close();
+        self.lost_news.notify_waiters();
     }
 
     pub(crate) fn settings(&self) -> &Settings {

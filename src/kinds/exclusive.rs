@@ -20,7 +20,7 @@ use crate::lock::Lock;
 use crate::protocol::cmd::{Cmd, Keys, Script};
 use crate::protocol::handoff::PLAIN_HANDOFF;
 use crate::protocol::native::NATIVE_COVERED;
-use crate::protocol::scripts::{EXTEND, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
+use crate::protocol::scripts::{EXTEND, HOLDS, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
 use crate::protocol::spec::{majority, Forced, Kind, Spec, Suffix};
 
 /// The exclusive lock.
@@ -33,6 +33,7 @@ pub(crate) static EXCLUSIVE: Spec = Spec {
     release: &RELEASE,
     release_notify: &RELEASE_NOTIFY,
     extend: &EXTEND,
+    holds: &HOLDS,
     extends_first_key: true,
     give_up: None,
     suffixes: &[],
@@ -141,6 +142,7 @@ pub(crate) static LABELED: Spec = Spec {
     release: &RELEASE,
     release_notify: &RELEASE_NOTIFY,
     extend: &EXTEND_LABELED,
+    holds: &HOLDS,
     extends_first_key: false,
     give_up: None,
     suffixes: &[Suffix {

@@ -113,7 +113,7 @@ use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply};
-use crate::protocol::scripts::EXTEND;
+use crate::protocol::scripts::{EXTEND, HOLDS};
 use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Successor, Suffix};
 
 /// The fair lock (its acquire command is an attempt: see [`ATTEMPT`]).
@@ -126,6 +126,7 @@ pub(crate) static FAIR: Spec = Spec {
     release: &RELEASE_FAIR,
     release_notify: &RELEASE_FAIR,
     extend: &EXTEND,
+    holds: &HOLDS,
     extends_first_key: true,
     give_up: None,
     suffixes: &[

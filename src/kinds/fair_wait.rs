@@ -90,6 +90,9 @@ impl FairWait<'_> {
         let mut attempts = 0u32;
         let mut placed_once = false;
         let mut last_err = None;
+        // Rounds in a row lost for another reason than the queue: an outage ends a wait until
+        // acquired (`Wait::outage_over`).
+        let mut outage = 0u32;
         let enqueue = enqueue_cmd(&target.keys, value, millis(ttl));
         'enqueue: while Instant::now() < end {
             if self.core.is_closed() {
@@ -124,11 +127,16 @@ impl FairWait<'_> {
                     }
                     Outcome::Requeue(err) => {
                         self.requeue(&target, value);
+                        outage = if patience.counts(&err) { outage + 1 } else { 0 };
+                        if patience.outage_over(outage, s.retry.count) {
+                            return Err(err);
+                        }
                         last_err = Some(err);
                         wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
                         continue;
                     }
                 };
+            outage = 0;
             loop {
                 if Instant::now() >= end {
                     break 'enqueue;
@@ -177,6 +185,10 @@ impl FairWait<'_> {
                     Outcome::Queued(err, _) => last_err = Some(err),
                     Outcome::Requeue(err) => {
                         self.requeue(&target, value);
+                        outage = if patience.counts(&err) { outage + 1 } else { 0 };
+                        if patience.outage_over(outage, s.retry.count) {
+                            return Err(err);
+                        }
                         last_err = Some(err);
                         wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
                         continue 'enqueue;

@@ -47,7 +47,7 @@ use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
 use crate::observe::Op;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
-use crate::protocol::scripts::{EXTEND, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
+use crate::protocol::scripts::{EXTEND, HOLDS, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
 use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Suffix};
 
 /// An exclusive lock whose acquire also reads the resource's fence counter on every node, for a
@@ -61,6 +61,7 @@ pub(crate) static FENCED: Spec = Spec {
     release: &RELEASE,
     release_notify: &RELEASE_NOTIFY,
     extend: &EXTEND,
+    holds: &HOLDS,
     extends_first_key: true,
     give_up: None,
     suffixes: &[Suffix {

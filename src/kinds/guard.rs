@@ -113,6 +113,38 @@ impl LockGuard {
         self.engine.extend(lock, ttl).await
     }
 
+    /// Asks every node whether the lock is still held (redsync's `Valid`), changing nothing:
+    /// `true` when its quorum confirms it within its validity; `false` when it is not valid any
+    /// more or the answers rule it out (a forced release, an evicted or expired key, another
+    /// owner's value, a failed-over node that lost it). After `false`,
+    /// [`is_valid`](Lock::is_valid) stays false and [`lost`](Self::lost) completes.
+    ///
+    /// # Errors
+    /// [`LockError::QuorumNotReached`]: too few nodes answered to tell.
+    pub async fn is_held(&self) -> Result<bool, LockError> {
+        self.engine.core().is_held(self).await
+    }
+
+    /// Completes when the lock is lost, and says why: [`LockError::Lost`] when its validity ended
+    /// or nodes of its quorum had their clocks jump forward, [`LockError::NotOwner`] when a check
+    /// ([`is_held`](Self::is_held)) found it gone, [`LockError::Closed`] when the engine was shut
+    /// down. Select on it beside the work the lock protects. It learns from the nodes only when they
+    /// are asked; a lock that must outlive its TTL is [`renew`](Self::renew)ed, whose `lost` also
+    /// covers failed renewals.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+    /// let guard = redlock.lock("report:7").await?;
+    /// tokio::select! {
+    ///     why = guard.lost() => eprintln!("stopped: {why}"),
+    ///     _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => guard.release().await?,
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn lost(&self) -> LockError {
+        self.engine.core().lost(self).await
+    }
+
     /// Hands the lock to the watchdog, which renews it until it is released or dropped.
     ///
     /// # Errors

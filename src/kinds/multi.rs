@@ -15,6 +15,7 @@ use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
 use crate::protocol::cmd::{Args, Cmd, Keys, Script, MAX_SCRIPT_KEYS};
+use crate::protocol::scripts::HOLDS_ALL;
 use crate::protocol::spec::{majority, script_cmd, Kind, Spec, Target};
 
 /// Several resources, one owner, all or none on each node.
@@ -27,6 +28,7 @@ pub(crate) static MULTI: Spec = Spec {
     release: &RELEASE_MULTI,
     release_notify: &RELEASE_MULTI,
     extend: &EXTEND_MULTI,
+    holds: &HOLDS_ALL,
     extends_first_key: false,
     give_up: None,
     suffixes: &[],

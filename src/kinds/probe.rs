@@ -6,7 +6,7 @@ use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::protocol::cmd::{Args, Cmd, Keys, Script};
-use crate::protocol::scripts::{EXTEND, RELEASE};
+use crate::protocol::scripts::{EXTEND, HOLDS, RELEASE};
 use crate::protocol::spec::{majority, script_cmd, Forced, Spec, Suffix};
 
 /// The probe: an exclusive lock that also sets `prefix{resource}:probe`.
@@ -19,6 +19,7 @@ pub(crate) static PROBE: Spec = Spec {
     release: &RELEASE,
     release_notify: &RELEASE,
     extend: &EXTEND,
+    holds: &HOLDS,
     extends_first_key: false,
     give_up: None,
     suffixes: &[Suffix {

@@ -40,9 +40,10 @@ enum Shape {
 /// A lock to take: built by [`Redlock::lock`] or [`Redlock::lock_many`], awaited for a
 /// [`LockGuard`] (or, after [`renewed`](Self::renewed), a [`RenewedLock`]).
 ///
-/// Defaults: an exclusive lock, a TTL of [`DEFAULT_TTL`], and the engine's configured wait
-/// ([`Wait::Configured`]: until `acquire_timeout` if set, otherwise `retry_count` retries — about
-/// 0.5-1 s with the defaults).
+/// Defaults: an exclusive lock, a TTL of [`DEFAULT_TTL`], and [`Wait::UntilAcquired`]: as long as
+/// another owner holds the lock (as `tokio::sync::Mutex::lock` waits), but an outage (nodes
+/// unreachable for `retry_count` retries in a row) ends in an error, and `acquire_timeout`, when
+/// set, bounds the whole call.
 ///
 /// ```no_run
 /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
@@ -73,10 +74,12 @@ impl Redlock {
     /// A request for `resource` (any bytes: `"orders:42"`, `b"orders:42"`, a `Vec<u8>`): set its
     /// kind, TTL and wait, then `.await` it for a [`LockGuard`].
     ///
-    /// Unlike `tokio::sync::Mutex::lock`, the default wait is bounded: [`Wait::Configured`], until
-    /// `Config::acquire_timeout` if set, else `Config::retry_count` retries (about 0.5-1 s with the
-    /// defaults), then a busy error. `.wait_forever()` waits until acquired, as the `redlock acquire`
-    /// command does by default; `.wait_up_to(d)` and `.once()` bound it otherwise.
+    /// The default wait is [`Wait::UntilAcquired`]: as `tokio::sync::Mutex::lock`, Redisson's
+    /// `lock()` and the `redlock acquire` command, it waits as long as another owner holds the
+    /// lock; unlike them it gives up on an outage (`Config::retry_count` retries in a row lost to
+    /// unreachable or failing nodes) with that error, and at `Config::acquire_timeout` when set.
+    /// `.wait_up_to(d)` bounds it by time, `.once()` tries once (a `try_lock`), `.wait_forever()`
+    /// also waits out outages.
     pub fn lock(&self, resource: impl AsRef<[u8]>) -> LockRequest<'_> {
         LockRequest::new(self, vec![resource.as_ref().to_vec()])
     }
@@ -100,7 +103,7 @@ impl<'a> LockRequest<'a> {
             resources,
             shape: Shape::Exclusive,
             ttl: DEFAULT_TTL,
-            wait: Wait::Configured,
+            wait: Wait::UntilAcquired,
         }
     }
 

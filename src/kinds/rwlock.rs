@@ -24,7 +24,7 @@ use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
 use crate::protocol::cmd::{Args, Cmd, Keys, Script};
-use crate::protocol::scripts::{EXTEND, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
+use crate::protocol::scripts::{EXTEND, HOLDS, HOLDS_MEMBER, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
 use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Suffix};
 
 const SUFFIXES: &[Suffix] = &[
@@ -48,6 +48,7 @@ pub(crate) static READ: Spec = Spec {
     release: &RELEASE_READ,
     release_notify: &RELEASE_READ,
     extend: &EXTEND_READ,
+    holds: &HOLDS_MEMBER,
     extends_first_key: false,
     give_up: None,
     suffixes: SUFFIXES,
@@ -75,6 +76,7 @@ pub(crate) static WRITE: Spec = Spec {
     release: &RELEASE,
     release_notify: &RELEASE_NOTIFY,
     extend: &EXTEND,
+    holds: &HOLDS,
     extends_first_key: true,
     give_up: Some(cancel_intent_cmd),
     suffixes: SUFFIXES,

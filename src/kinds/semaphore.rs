@@ -68,6 +68,7 @@ use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::scripts::HOLDS_MEMBER;
 use crate::protocol::spec::{script_cmd, Forced, Kind, Spec, Suffix};
 
 /// The most permits one semaphore may have. Any K >= N already needs every node, so the cap costs
@@ -85,6 +86,7 @@ pub(crate) static SEMAPHORE: Spec = Spec {
     release: &RELEASE_PERMIT,
     release_notify: &RELEASE_PERMIT,
     extend: &EXTEND_PERMIT,
+    holds: &HOLDS_MEMBER,
     extends_first_key: false,
     give_up: None,
     suffixes: &[Suffix {

@@ -79,6 +79,8 @@ impl Redlock {
         let deadline = wait.deadline(began, s.acquire_timeout);
         let end = wait.budget_end(deadline, began, s.retry.budget(s.timing.node_timeout(ttl)));
         let mut attempts = 0;
+        // Passes in a row lost for another reason than the slots being held (`Wait::outage_over`).
+        let mut outage = 0u32;
         loop {
             // From a random slot on, so contenders spread over the slots instead of all trying 0.
             let first = fastrand::usize(..targets.len());
@@ -105,7 +107,8 @@ impl Redlock {
                 attempts,
                 last: None,
             });
-            if !wait.retries() {
+            outage = if wait.counts(&last) { outage + 1 } else { 0 };
+            if !wait.retries() || wait.outage_over(outage, s.retry.count) {
                 return Err(last);
             }
             if end.is_some_and(|end| Instant::now() + pause >= end) {

@@ -26,7 +26,7 @@ impl Catalog {
         let mut scripts: Vec<&'static Script> = Vec::new();
         let mut keys: Vec<&'static Suffix> = Vec::new();
         for spec in &all {
-            let own = [spec.release, spec.release_notify, spec.extend];
+            let own = [spec.release, spec.release_notify, spec.extend, spec.holds];
             for script in own.into_iter().chain(spec.scripts.iter().copied()) {
                 if !scripts.iter().any(|s| s.sha1 == script.sha1) {
                     scripts.push(script);

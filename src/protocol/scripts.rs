@@ -63,6 +63,28 @@ return 1 elseif v == false then return 0 else return -1 end",
     resend: true,
 };
 
+/// Whether the lock is still ours here, changing nothing (`Redlock`'s `is_held`): 1 while the first key
+/// holds our value, 0 when it is gone, -1 when another owner's value is there.
+pub(crate) static HOLDS: Script = Script {
+    source: "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then return 1 elseif v == false then return 0 else return -1 end",
+    sha1: "5f6754ab5e8820acfb72170c0e4c076d0693d3ff",
+    resend: true,
+};
+/// [`HOLDS`] for a lock on several keys (a multi-resource lock): ours only while every key holds
+/// our value.
+pub(crate) static HOLDS_ALL: Script = Script {
+    source: "for i = 1, #KEYS do local v = redis.call('GET', KEYS[i]) if v ~= ARGV[1] then if v == false then return 0 end return -1 end end return 1",
+    sha1: "8a80370f8c902d614a576319989648d62fc641f7",
+    resend: true,
+};
+/// [`HOLDS`] for a holder that is an entry of a set (a reader, a permit: `KEYS[2]`): 1 while our
+/// entry is there and its expiry (the node's ms) has not passed, else 0.
+pub(crate) static HOLDS_MEMBER: Script = Script {
+    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) if s and tonumber(s) > now then return 1 end return 0",
+    sha1: "5a7f0f95c295953673019027ee4a80ef28f2ef9c",
+    resend: true,
+};
+
 /// A client that lost a round marks that it waits (`KEYS[1]..':wait'`, for `ARGV[2]` ms), so the
 /// holder's release answers 2 and its process yields to the waiter at the end of a hand-off streak.
 /// (The marker key is derived, not declared: in its lock key's hash slot, so fine on a cluster too.

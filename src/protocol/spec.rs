@@ -36,6 +36,9 @@ pub(crate) struct Spec {
     pub(crate) release_notify: &'static Script,
     /// The owner-checked extend script (`ARGV[2]`: the new TTL in ms).
     pub(crate) extend: &'static Script,
+    /// Whether the lock is still ours on a node, changing nothing (`crate::protocol::scripts::HOLDS`
+    /// and its forms): where this kind keeps its holder's value.
+    pub(crate) holds: &'static Script,
     /// Whose extend is `exclusive::EXTEND` on the first key alone, so the watchdog may coalesce it with
     /// others into one `exclusive::EXTEND_MANY` call per node.
     pub(crate) extends_first_key: bool,
@@ -204,6 +207,11 @@ impl Kind {
             self.spec.release
         };
         script_cmd(script, keys, value, Args::NONE)
+    }
+
+    /// The command that asks a node whether the lock is still ours (1, 0 gone, -1 another's).
+    pub(crate) fn holds_cmd(self, keys: &Keys, value: LockValue) -> Cmd {
+        script_cmd(self.spec.holds, keys, value, Args::NONE)
     }
 
     /// The extend command, to `ttl_ms` from when the node runs it.
