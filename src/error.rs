@@ -21,6 +21,13 @@ pub enum LockError {
         nodes: usize,
         /// Held by another task of this process: the attempt did not reach the nodes.
         local: bool,
+        /// How long until the holder's keys have expired on enough nodes for a majority, as the
+        /// nodes said when the call gave up: the longest the wait can be unless the holder extends
+        /// or renews (a release ends it sooner). `None` when not read (a local holder, too few
+        /// answers, a key without expiry). See [`retry_after`](LockError::retry_after).
+        retry_after: Option<Duration>,
+        /// The holder's label (`Config::holder_label`), when it has one and the nodes said it.
+        holder: Option<String>,
     },
     /// Too many nodes failed (errors, timeouts, disconnects) for a majority to be decided in our favour.
     QuorumNotReached {
@@ -143,6 +150,32 @@ impl LockError {
         matches!(self.class(), ErrorClass::Busy | ErrorClass::Unavailable)
     }
 
+    /// For a lock held by another owner (also as a timeout's last error): how long until its keys
+    /// expire on enough nodes for a majority, read from the nodes when the call gave up — the
+    /// longest a new attempt needs to wait unless the holder extends or renews. An HTTP service's
+    /// `Retry-After`. `None` when it is not known (see [`LockError::Contended`]).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Contended { retry_after, .. } => *retry_after,
+            Self::Timeout {
+                last: Some(last), ..
+            } => last.retry_after(),
+            _ => None,
+        }
+    }
+
+    /// For a lock held by another owner (also as a timeout's last error): the holder's label
+    /// (`Config::holder_label`), when it set one.
+    pub fn holder(&self) -> Option<&str> {
+        match self {
+            Self::Contended { holder, .. } => holder.as_deref(),
+            Self::Timeout {
+                last: Some(last), ..
+            } => last.holder(),
+            _ => None,
+        }
+    }
+
     /// Another owner holds it ([`ErrorClass::Busy`]).
     pub fn is_busy(&self) -> bool {
         self.class() == ErrorClass::Busy
@@ -160,10 +193,23 @@ impl fmt::Display for LockError {
             Self::Contended { local: true, .. } => {
                 f.write_str("lock contended: held by another task of this process")
             }
-            Self::Contended { taken, nodes, .. } => write!(
-                f,
-                "lock contended: held by another owner on {taken} of {nodes} nodes"
-            ),
+            Self::Contended {
+                taken,
+                nodes,
+                retry_after,
+                holder,
+                ..
+            } => {
+                write!(f, "lock contended: held by another owner")?;
+                if let Some(holder) = holder {
+                    write!(f, " ({holder:?})")?;
+                }
+                write!(f, " on {taken} of {nodes} nodes")?;
+                match retry_after {
+                    Some(d) => write!(f, "; free in at most {} ms", d.as_millis()),
+                    None => Ok(()),
+                }
+            }
             Self::QuorumNotReached {
                 ok,
                 needed,
@@ -280,103 +326,5 @@ impl fmt::Display for NodeError {
 impl std::error::Error for NodeError {}
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// One of every variant. The `match` has no wildcard: a new variant does not compile until it
-    /// is listed here with its class.
-    fn every_variant() -> Vec<(LockError, ErrorClass)> {
-        let all = vec![
-            LockError::Contended {
-                taken: 2,
-                nodes: 3,
-                local: false,
-            },
-            LockError::QuorumNotReached {
-                ok: 1,
-                needed: 2,
-                failures: vec![(0, NodeError::Timeout)],
-            },
-            LockError::ValidityExpired {
-                left: Duration::ZERO,
-                min: Duration::from_millis(1),
-            },
-            LockError::NotOwner,
-            LockError::AlreadyExpired,
-            LockError::FenceNotCommitted { rounds: 3 },
-            LockError::PermitsMismatch {
-                permits: 2,
-                found: 3,
-            },
-            LockError::Lost,
-            LockError::Node {
-                index: 0,
-                source: NodeError::Connect("x".into()),
-            },
-            LockError::Overloaded {
-                waited: Duration::from_millis(5),
-            },
-            LockError::Timeout {
-                attempts: 3,
-                last: None,
-            },
-            LockError::Random("x".into()),
-            LockError::InvalidConfig("x".into()),
-            LockError::InvalidInput("x".into()),
-            LockError::Closed,
-        ];
-        all.into_iter()
-            .map(|e| {
-                let class = match &e {
-                    LockError::Contended { .. } | LockError::Timeout { last: None, .. } => {
-                        ErrorClass::Busy
-                    }
-                    LockError::QuorumNotReached { .. }
-                    | LockError::ValidityExpired { .. }
-                    | LockError::FenceNotCommitted { .. }
-                    | LockError::Overloaded { .. }
-                    | LockError::Random(_) => ErrorClass::Unavailable,
-                    LockError::Timeout { last: Some(_), .. } => unreachable!("listed below"),
-                    LockError::NotOwner | LockError::AlreadyExpired | LockError::Lost => {
-                        ErrorClass::Lost
-                    }
-                    LockError::PermitsMismatch { .. }
-                    | LockError::Node { .. }
-                    | LockError::InvalidConfig(_)
-                    | LockError::InvalidInput(_)
-                    | LockError::Closed => ErrorClass::Invalid,
-                };
-                (e, class)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn every_variant_sorts_into_one_class_matching_is_retryable() {
-        for (error, class) in every_variant() {
-            assert_eq!(error.class(), class, "{error:?}");
-            let retry = matches!(class, ErrorClass::Busy | ErrorClass::Unavailable);
-            assert_eq!(error.is_retryable(), retry, "{error:?}");
-            assert_eq!(error.is_busy(), class == ErrorClass::Busy);
-            assert_eq!(error.is_unavailable(), class == ErrorClass::Unavailable);
-            assert!(!error.to_string().is_empty());
-        }
-        // A timeout sorts as its last attempt did.
-        for (last, class) in every_variant() {
-            let timeout = LockError::Timeout {
-                attempts: 1,
-                last: Some(Box::new(last)),
-            };
-            assert_eq!(timeout.class(), class);
-        }
-    }
-
-    #[test]
-    fn a_young_node_says_what_to_do() {
-        let text = NodeError::Quarantined.to_string();
-        assert!(
-            text.contains("max_ttl") && text.contains("quarantine(false)"),
-            "{text}"
-        );
-    }
-}
+#[path = "error_tests.rs"]
+mod tests;

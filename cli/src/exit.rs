@@ -101,6 +101,8 @@ mod tests {
             taken: 2,
             nodes: 3,
             local: false,
+            retry_after: None,
+            holder: None,
         };
         assert_eq!(not_locked("r", &busy).code, BUSY);
         let timeout = LockError::Timeout {

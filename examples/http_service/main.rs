@@ -112,10 +112,16 @@ async fn pay(State(app): State<App>, Path(id): Path<u64>) -> Result<String, Resp
 /// A lock error as the client should read it: what to do next, by [`ErrorClass`].
 fn to_response(e: LockError) -> Response {
     let (status, retry_after) = match e.class() {
-        // Another request holds the order: try again shortly.
-        ErrorClass::Busy => (StatusCode::CONFLICT, Some("1")),
+        // Another request holds the order: come back when its lock can have run out at the
+        // latest, as the nodes said (whole seconds, at least 1), or in a second if they did not.
+        ErrorClass::Busy => {
+            let wait = e
+                .retry_after()
+                .map_or(1, |d| d.as_millis().div_ceil(1000).max(1));
+            (StatusCode::CONFLICT, Some(wait as u64))
+        }
         // The lock's nodes are down or slow, or this process is overloaded: back off.
-        ErrorClass::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, Some("5")),
+        ErrorClass::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, Some(5)),
         // Lost (the lock ran out mid-request) or invalid (a bug here): our fault, not the client's.
         _ => (StatusCode::INTERNAL_SERVER_ERROR, None),
     };
@@ -123,7 +129,7 @@ fn to_response(e: LockError) -> Response {
     if let Some(secs) = retry_after {
         response
             .headers_mut()
-            .insert(header::RETRY_AFTER, secs.parse().unwrap());
+            .insert(header::RETRY_AFTER, secs.into());
     }
     response
 }

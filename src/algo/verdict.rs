@@ -18,6 +18,8 @@ pub(crate) fn acquire_error(tally: Tally) -> LockError {
             taken: tally.taken,
             nodes: tally.nodes,
             local: false,
+            retry_after: None,
+            holder: None,
         }
     } else {
         quorum_not_reached(tally)

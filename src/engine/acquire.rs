@@ -215,10 +215,18 @@ impl Core {
                 None => tokio::time::sleep(pause).await,
             }
         };
-        if result.is_ok() {
-            give_up.disarm();
+        match result {
+            Ok(lock) => {
+                give_up.disarm();
+                Ok(lock.with_local(hold))
+            }
+            Err(err) => {
+                // Our local turn goes first: the read below is for the caller alone.
+                drop(hold);
+                drop(give_up);
+                Err(self.busy(&target, ttl, err).await)
+            }
         }
-        result.map(|lock| lock.with_local(hold))
     }
 
     /// Takes this task's turn in the resource's local queue (exclusive and write locks only).
@@ -238,6 +246,8 @@ impl Core {
             taken: 0,
             nodes: self.nodes().len(),
             local: true,
+            retry_after: None,
+            holder: None,
         };
         if !wait.retries() {
             return self.queues().try_enter(key).map_err(|()| local_contended());

@@ -102,6 +102,11 @@ pub(crate) fn not_voting(node: &dyn NodeClient) -> Option<NodeError> {
 /// by `connect_timeout`: the operator's calls want every node's answer, not an early majority.
 pub(crate) async fn gather(core: &Core, cmd: &Cmd) -> Vec<NodeResult> {
     let until = Instant::now() + core.settings().connect.connect_timeout;
+    gather_until(core, cmd, until).await
+}
+
+/// [`gather`], each reply bounded by `until`.
+pub(crate) async fn gather_until(core: &Core, cmd: &Cmd, until: Instant) -> Vec<NodeResult> {
     // One round like any other; past capacity it goes ahead at the deadline rather than not at all.
     let _slot = core.admit(Some(until)).await.ok();
     let mut pending = Vec::with_capacity(core.nodes().len());

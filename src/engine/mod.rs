@@ -34,6 +34,7 @@ use crate::lock::Lock;
 pub(crate) mod acquire;
 pub(crate) mod admission;
 mod attempt;
+mod busy;
 pub(crate) mod core;
 pub(crate) mod fanout;
 mod force;

@@ -160,6 +160,8 @@ impl Redlock {
             taken: 0,
             nodes: self.node_count(),
             local: true,
+            retry_after: None,
+            holder: None,
         };
         let turn = if wait.retries() {
             // Waiting for the gate spends the acquire's budget too; running out of it there is

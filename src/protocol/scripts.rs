@@ -85,6 +85,18 @@ pub(crate) static HOLDS_MEMBER: Script = Script {
     resend: true,
 };
 
+/// Who holds a busy lock and for how long, on this node (`crate::engine::busy`): over the lock's
+/// keys, the longest `PTTL` (the holder's key, a reader set, a semaphore's permits; a key without
+/// expiry is a fence counter and skipped, except the lock key itself: -1, never), -2 when none
+/// exists; then `:` and the holder label when the label key's digest matches the value holding the
+/// lock now (as inspect shows it; the label key outlives the lock and takes no part in the time).
+/// Read-only.
+pub(crate) static BUSY: Script = Script {
+    source: "local h = KEYS[1] .. ':holder' local t = -2 for i = 1, #KEYS do if KEYS[i] ~= h then local p = redis.call('PTTL', KEYS[i]) if p == -1 and i == 1 then t = -1 break end if p >= 0 and p > t then t = p end end end local l = '' local v = redis.pcall('GET', KEYS[1]) local s = redis.pcall('GET', h) if type(v) == 'string' and type(s) == 'string' and string.sub(s, 1, 40) == redis.sha1hex(v) then l = string.sub(s, 41) end return t .. ':' .. l",
+    sha1: "2eca2632c6bb6e5ecfaac509c06e079b7f4635a3",
+    resend: true,
+};
+
 /// A client that lost a round marks that it waits (`KEYS[1]..':wait'`, for `ARGV[2]` ms), so the
 /// holder's release answers 2 and its process yields to the waiter at the end of a hand-off streak.
 /// (The marker key is derived, not declared: in its lock key's hash slot, so fine on a cluster too.

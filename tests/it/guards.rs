@@ -205,6 +205,8 @@ fn the_timeout_keeps_its_last_cause() {
         taken: 3,
         nodes: 3,
         local: false,
+        retry_after: None,
+        holder: None,
     };
     let timeout = LockError::Timeout {
         attempts: 4,

@@ -11,6 +11,7 @@ mod acquire_timeout;
 mod auth;
 mod bad_input;
 mod basics;
+mod busy_errors;
 mod clock_jump;
 mod clock_shim;
 mod cluster;

@@ -69,7 +69,9 @@ mod tests {
             of(&LockError::Contended {
                 taken: 0,
                 nodes: 5,
-                local: true
+                local: true,
+                retry_after: None,
+                holder: None,
             }),
             "ContendedLocal"
         );
@@ -77,7 +79,9 @@ mod tests {
             of(&LockError::Contended {
                 taken: 3,
                 nodes: 5,
-                local: false
+                local: false,
+                retry_after: None,
+                holder: None,
             }),
             "Contended"
         );
