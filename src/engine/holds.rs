@@ -8,15 +8,39 @@
 //! ([`Core::is_held`]) finds it gone. Each of these wakes the waiting futures, which then read the
 //! lock's own state: nothing polls the nodes on its own.
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use super::core::Core;
 use super::fanout::fan_out_into;
 use crate::algo::clock::JumpLog;
-use crate::algo::quorum::Vote;
+use crate::algo::quorum::{Tally, Vote};
 use crate::error::LockError;
 use crate::lock::Lock;
 use crate::observe::Op;
+use crate::protocol::cmd::Cmd;
+
+/// What a check of one lock needs, read from it at once (a renewed lock's sits behind a mutex
+/// that an await must not hold).
+pub(crate) struct HeldCheck {
+    cmd: Cmd,
+    quorum: Tally,
+    ttl: Duration,
+    valid_until: Instant,
+}
+
+impl HeldCheck {
+    /// The check of `lock` on a set of `nodes` nodes.
+    pub(crate) fn of(lock: &Lock, nodes: usize) -> Self {
+        Self {
+            cmd: lock.holds_cmd(),
+            quorum: lock.kind().tally(nodes),
+            ttl: lock.ttl(),
+            valid_until: lock.valid_until(),
+        }
+    }
+}
 
 impl Core {
     /// Asks every node whether `lock` is still ours, changing nothing (its kind's `holds` script):
@@ -31,19 +55,35 @@ impl Core {
         if !lock.is_valid() {
             return Ok(false);
         }
-        // Past the validity the answer is "no" whatever the nodes say.
+        let held = self
+            .ask_held(HeldCheck::of(lock, self.nodes().len()))
+            .await?;
+        if !held {
+            lock.mark_gone();
+            self.lost_news.notify_waiters();
+        }
+        Ok(held && lock.is_valid())
+    }
+
+    /// One check round (see [`is_held`](Self::is_held)); the caller records a "no".
+    pub(crate) async fn ask_held(&self, check: HeldCheck) -> Result<bool, LockError> {
         // A turn not given before the validity ends: the answer is "no" without asking.
-        let Ok(_slot) = self.admit(Some(lock.valid_until())).await else {
+        let Ok(_slot) = self.admit(Some(check.valid_until)).await else {
             return Ok(false);
         };
         let start = Instant::now();
-        let cmd = lock.holds_cmd();
-        let deadline = self.round_deadline(start, lock.ttl(), Some(lock.valid_until()));
-        let quorum = lock.kind().tally(self.nodes().len());
-        let tally = fan_out_into(self.nodes(), &cmd, deadline, Vote::of_script, quorum).await;
+        let deadline = self.round_deadline(start, check.ttl, Some(check.valid_until));
+        let tally = fan_out_into(
+            self.nodes(),
+            &check.cmd,
+            deadline,
+            Vote::of_script,
+            check.quorum,
+        )
+        .await;
         self.metrics().round(Op::Check, &tally, start.elapsed());
         if tally.won() {
-            return Ok(lock.is_valid());
+            return Ok(Instant::now() < check.valid_until);
         }
         // Lost: "not held" only when the failures could not have made up the quorum.
         if tally.yes + tally.failures.len() >= tally.quorum() {
@@ -53,8 +93,6 @@ impl Core {
                 failures: tally.failures,
             });
         }
-        lock.mark_gone();
-        self.lost_news.notify_waiters();
         Ok(false)
     }
 

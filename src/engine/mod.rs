@@ -39,7 +39,7 @@ pub(crate) mod core;
 pub(crate) mod fanout;
 mod force;
 pub(crate) mod gates;
-mod holds;
+pub(crate) mod holds;
 pub(crate) mod inspect;
 pub(crate) mod release;
 pub(crate) mod release_retry;

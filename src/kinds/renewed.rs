@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::holds::HeldCheck;
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
@@ -158,6 +159,27 @@ impl RenewedLock {
     /// A token cancelled when the lock is lost, to hand to the work it protects.
     pub fn lost_token(&self) -> CancellationToken {
         self.entry.lost.child_token()
+    }
+
+    /// Asks every node whether the lock is still held, as [`crate::LockGuard::is_held`]; a "no"
+    /// declares it lost at once ([`lost`](Self::lost) completes), as a failed renewal would.
+    ///
+    /// # Errors
+    /// [`LockError::QuorumNotReached`]: too few nodes answered to tell.
+    pub async fn is_held(&self) -> Result<bool, LockError> {
+        let core = self.engine.core();
+        let Some(check) = self.read(|l| HeldCheck::of(l, core.nodes().len())) else {
+            return Ok(false);
+        };
+        if self.is_lost() {
+            return Ok(false);
+        }
+        let held = core.ask_held(check).await?;
+        if !held {
+            let st = self.entry.lock();
+            self.entry.declare_lost(&st, "gone");
+        }
+        Ok(held && !self.is_lost())
     }
 
     /// Whether the lock has been lost.

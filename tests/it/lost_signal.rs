@@ -115,3 +115,22 @@ async fn too_few_answers_to_tell_is_an_error_not_a_no() {
     );
     assert!(guard.is_held().await.unwrap());
 }
+
+#[tokio::test]
+async fn a_renewed_lock_found_gone_is_lost_at_once() {
+    let cluster = nodes(3);
+    let redlock = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let operator = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let lock = redlock
+        .lock("renewed")
+        .renewed(redlock_engine::RenewPolicy::default())
+        .await
+        .unwrap();
+    assert!(lock.is_held().await.unwrap());
+    operator.force_release("renewed").await.unwrap();
+    assert!(!lock.is_held().await.unwrap());
+    assert!(lock.is_lost());
+    tokio::time::timeout(Duration::from_millis(100), lock.lost())
+        .await
+        .expect("lost at once, not at the next renewal");
+}
