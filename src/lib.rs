@@ -24,6 +24,7 @@ mod observe;
 mod protocol;
 mod raw;
 mod settings;
+mod store;
 mod transport;
 mod units;
 mod watchdog;
@@ -47,6 +48,7 @@ pub use kinds::scoped::LockContext;
 pub use kinds::semaphore::MAX_PERMITS;
 pub use lock::Lock;
 pub use protocol::spec::LockKind;
+pub use store::{FencedStore, Written};
 pub use transport::Transport;
 
 #[doc(hidden)]

@@ -264,7 +264,10 @@ impl Lock {
 
     /// The fencing token of a lock from [`crate::Redlock::acquire_fenced`]: larger than the token of
     /// every earlier holder of the resource (see `kinds::fenced` for the argument and its
-    /// assumptions). Pass it to the storage you protect, which must reject writes with a smaller one.
+    /// assumptions). Pass it to the storage you protect, which must reject writes with a smaller one:
+    /// [`crate::FencedStore`] for a Redis store; for SQL, a write that carries it in its condition
+    /// (`... WHERE id = ? AND fence <= ?`, see the guide). Below 2^53 (exact as a JSON or
+    /// JavaScript number) unless an earlier version raised the resource's counters past it.
     pub fn fencing_token(&self) -> Option<u64> {
         self.fence
     }

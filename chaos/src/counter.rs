@@ -102,8 +102,8 @@ impl Counter {
     }
 }
 
-/// The fenced store's write. Tokens are `u64`, above 2^53 (the engine mixes in wall-clock ms << 16), so
-/// they cannot be Lua numbers (doubles): they travel as 20-digit zero-padded decimal strings and are
+/// The fenced store's write. Tokens are `u64`, which counters raised by older versions put above
+/// 2^53, so they are not compared as Lua numbers (doubles): they travel as 20-digit zero-padded decimal strings and are
 /// compared as two 10-digit halves, each exact as a double (and no string collation involved).
 /// KEYS: highest accepted token, accepted count, rejected count. ARGV[1]: the padded token.
 /// Returns 0 if rejected, else the accepted write's sequence number.

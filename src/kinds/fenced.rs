@@ -29,10 +29,17 @@
 //! Counters live on the nodes without TTL. A node restarted without persistence loses them, which the
 //! argument above does not cover: keep such nodes out of quorums until their counter has been raised by
 //! a committed round (crashed-node quarantine), or make counters durable (`appendfsync always`). To
-//! survive counter loss on a majority, proposals are at least `(wall-clock ms) << 16`: a `(ms, sequence)`
-//! pair with 65 536 tokens per millisecond. That part assumes client clocks agree to better than the
-//! gap between two holders, and never step back; after a majority lost its counters with clocks not
-//! meeting that, reseed the counters above any token ever issued.
+//! survive counter loss on a majority, proposals are at least `(wall-clock ms) * 1000`: a
+//! `(ms, sequence)` pair with 1 000 tokens per millisecond. That part assumes client clocks agree to
+//! better than the gap between two holders, and never step back; after a majority lost its counters
+//! with clocks not meeting that, reseed the counters above any token ever issued.
+//!
+//! # Tokens survive JSON
+//! A token is below 2^53 until the year 2255 (`ms * 1000`), so it is exact as a JSON number read into a
+//! double, a JavaScript number and a Lua number. Counters that an earlier version of this crate
+//! raised to `ms << 16` (above 2^53) keep their tokens above it, since tokens only grow: such a
+//! deployment sends them as strings (every `u64` token is also exact as a 20-digit decimal string,
+//! which is how [`crate::FencedStore`] compares them).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -99,9 +106,11 @@ impl Redlock {
     /// use std::time::Duration;
     /// let lock = redlock.acquire_fenced(b"ledger", Duration::from_secs(5)).await?;
     /// let token = lock.fencing_token().expect("fenced locks carry a token");
-    /// // storage.write_if_token_at_least(token, ...)
+    /// // Every write the lock protects carries the token; the store refuses a lower one.
+    /// let store = redlock.fenced_store("redis://127.0.0.1:6390").await?;
+    /// store.set("ledger:balance", "100", token).await?;
     /// redlock.release(lock).await?;
-    /// # let _ = token; Ok(()) }
+    /// # Ok(()) }
     /// ```
     ///
     /// # Errors
@@ -162,7 +171,7 @@ impl Redlock {
     }
 }
 
-/// The proposal above `floor`: `max(floor + 1, wall-clock ms << 16)`.
+/// The proposal above `floor`: `max(floor + 1, wall-clock ms * 1000)` (below 2^53 until 2255).
 ///
 /// Why reading the wall clock here is safe: the clock only raises a proposal, it never decides a
 /// token. Monotonicity comes from the counters (`floor + 1`) and the commit's CONFLICT guard, whatever
@@ -171,7 +180,9 @@ impl Redlock {
 /// The clock component only matters after a majority lost its counters (see the module doc).
 pub(crate) fn propose(floor: u64) -> u64 {
     let clock = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| {
-        u64::try_from(d.as_millis()).unwrap_or(u64::MAX >> 16) << 16
+        u64::try_from(d.as_millis())
+            .unwrap_or(u64::MAX)
+            .saturating_mul(1000)
     });
     floor.saturating_add(1).max(clock)
 }

@@ -30,6 +30,7 @@ mod fair_successor;
 mod fair_ticket_window;
 mod fair_wake;
 mod faults;
+mod fenced_writes;
 mod fencing;
 mod guards;
 mod handoff;
