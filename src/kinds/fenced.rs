@@ -254,7 +254,9 @@ mod tests {
     #[test]
     fn proposals_exceed_the_floor_and_follow_the_clock() {
         let now = propose(0);
-        assert!(now > 1 << 56, "clock component: {now}");
+        // Milliseconds since 1970 times 1000: past 2026 (1.76e15), and below 2^53 (JSON-safe).
+        assert!(now > 1_760_000_000_000_000, "clock component: {now}");
+        assert!(now < 1 << 53, "exact as a double: {now}");
         assert_eq!(propose(u64::MAX - 5), u64::MAX - 4);
         assert_eq!(propose(u64::MAX), u64::MAX, "saturates, never wraps");
         let later = propose(now);
