@@ -24,7 +24,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use redlock_engine::{Redlock, Transport};
+use redlock_engine::{Redlock, Transport, Wait};
 use tokio::runtime::Runtime;
 use tracing::Level;
 
@@ -123,7 +123,13 @@ fn engine(rt: &Runtime, urls: &[String], config: &Config) -> Redlock {
 /// One lock cycle: acquire `resource`, release it. Panics on any error: an error here is a bug or a broken
 /// node, and its timing would be meaningless.
 async fn cycle(engine: &Redlock, resource: &[u8]) {
-    let lock = engine.acquire(resource, TTL).await.expect("acquire");
+    let lock = engine
+        .lock(resource)
+        .ttl(TTL)
+        .wait(Wait::Configured)
+        .await
+        .expect("acquire")
+        .into_lock();
     engine.release(lock).await.expect("release");
 }
 
@@ -163,7 +169,13 @@ fn bench_extend(c: &mut Criterion, rt: &Runtime, urls: &[String]) {
         group.bench_with_input(BenchmarkId::from_parameter(config), &engine, |b, engine| {
             // One lock per sample, extended `iters` times; only the extends are timed.
             b.to_async(rt).iter_custom(|iters| async move {
-                let mut lock = engine.acquire(b"bench:extend", TTL).await.expect("acquire");
+                let mut lock = engine
+                    .lock(b"bench:extend")
+                    .ttl(TTL)
+                    .wait(Wait::Configured)
+                    .await
+                    .expect("acquire")
+                    .into_lock();
                 let start = Instant::now();
                 for _ in 0..iters {
                     engine.extend(&mut lock, TTL).await.expect("extend");

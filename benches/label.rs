@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use redlock_engine::Redlock;
+use redlock_engine::{Redlock, Wait};
 use tokio::runtime::Runtime;
 
 const TTL: Duration = Duration::from_secs(10);
@@ -34,7 +34,13 @@ fn engine(rt: &Runtime, urls: &[String], label: Option<&str>) -> Redlock {
 }
 
 async fn cycle(engine: &Redlock, resource: &[u8]) {
-    let lock = engine.acquire(resource, TTL).await.expect("acquire");
+    let lock = engine
+        .lock(resource)
+        .ttl(TTL)
+        .wait(Wait::Configured)
+        .await
+        .expect("acquire")
+        .into_lock();
     engine.release(lock).await.expect("release");
 }
 

@@ -27,23 +27,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 3. Scoped form: acquire, renew, release — also on error or panic.
     let rows = redlock
-        .with_lock(
-            b"report:2026-12",
-            Duration::from_millis(900),
-            |ctx| async move {
-                let mut rows = 0;
-                for _ in 0..20 {
-                    if ctx.is_lost() {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    rows += 1;
+        .lock(b"report:2026-12")
+        .ttl(Duration::from_millis(900))
+        .with(|ctx| async move {
+            let mut rows = 0;
+            for _ in 0..20 {
+                if ctx.is_lost() {
+                    break;
                 }
-                rows
-            },
-        )
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                rows += 1;
+            }
+            rows
+        })
         .await?;
-    println!("with_lock wrote {rows} rows");
+    println!("the scoped form wrote {rows} rows");
 
     lock.release().await?;
     Ok(())

@@ -90,6 +90,10 @@ impl Redlock {
     /// the last attempt once retries are used up; [`LockError::Timeout`] when `acquire_timeout` passes;
     /// [`LockError::InvalidInput`] for an empty or too long resource or a TTL that is zero, below 1 ms, too
     /// large, or not above the node timeout.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).ttl(ttl).wait(Wait::Configured)`: a `LockGuard`, released on drop (`.into_lock()` for a bare `Lock`)"
+    )]
     pub async fn acquire(
         &self,
         resource: impl AsRef<[u8]>,
@@ -100,6 +104,10 @@ impl Redlock {
     }
 
     /// One acquire attempt, no retries. Same guarantees and errors as [`acquire`](Self::acquire).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).ttl(ttl).once()`: a `LockGuard`, released on drop"
+    )]
     pub async fn try_acquire(
         &self,
         resource: impl AsRef<[u8]>,

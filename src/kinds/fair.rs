@@ -265,6 +265,10 @@ impl Redlock {
     /// [`LockError::Timeout`] when the wait ends first (its place is given up on every node);
     /// [`LockError::QuorumNotReached`] when no majority answers before then;
     /// [`LockError::InvalidInput`] as for [`acquire`](Self::acquire).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).fair().ttl(ttl)`: a `LockGuard`, released on drop"
+    )]
     pub async fn acquire_fair(
         &self,
         resource: impl AsRef<[u8]>,

@@ -116,6 +116,10 @@ impl Redlock {
     /// # Errors
     /// As [`acquire`](Self::acquire); [`LockError::FenceNotCommitted`] if no commit won a majority
     /// within the validity (the lock is then released).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).fenced().ttl(ttl)`: a `LockGuard`, released on drop"
+    )]
     pub async fn acquire_fenced(
         &self,
         resource: impl AsRef<[u8]>,

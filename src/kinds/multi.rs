@@ -72,6 +72,10 @@ impl Redlock {
     /// redlock.release(lock).await?;
     /// # Ok(()) }
     /// ```
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock_many(resources).ttl(ttl)`: a `LockGuard`, released on drop"
+    )]
     pub async fn acquire_many(
         &self,
         resources: &[&[u8]],

@@ -5,6 +5,8 @@
 //! [`LockOwner`] handle. Share one owner (in an `Arc`) between the parts of a task tree that should
 //! count as one holder; create separate owners for holders that must exclude each other.
 
+use super::guard::LockGuard;
+use crate::algo::retry::Wait;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +18,8 @@ use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
 
-/// A lock holder that can re-acquire what it holds. Created by [`Redlock::owner`].
+/// A lock holder that can re-acquire what it holds. Created by [`Redlock::owner`]. Dropping it
+/// releases every lock it still holds, as a dropped [`LockGuard`] does.
 #[derive(Debug)]
 pub struct LockOwner {
     engine: Redlock,
@@ -83,7 +86,14 @@ impl LockOwner {
                 entry.count += 1;
                 Ok(entry.count)
             }
-            None => match self.engine.acquire(resource, ttl).await {
+            None => match self
+                .engine
+                .lock(resource)
+                .ttl(ttl)
+                .wait(Wait::Configured)
+                .await
+                .map(LockGuard::into_lock)
+            {
                 Ok(lock) => {
                     *held = Some(Held { lock, count: 1 });
                     Ok(1)
@@ -163,6 +173,24 @@ impl LockOwner {
         // Two references: the map's and the caller's.
         if ours && Arc::strong_count(slot) == 2 && slot.try_lock().is_ok_and(|h| h.is_none()) {
             slots.remove(resource);
+        }
+    }
+}
+
+impl Drop for LockOwner {
+    /// Every lock the owner still holds, whatever its count, is released as a dropped guard's is:
+    /// queued on every node now, without a runtime.
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut *self.slots());
+        let core = self.engine.core();
+        for slot in slots.into_values() {
+            // No call of this owner is running (each borrows it), so no slot is locked.
+            if let Some(held) = slot.try_lock().ok().and_then(|mut h| h.take()) {
+                core.release_on_drop(held.lock);
+            }
+        }
+        if std::thread::panicking() {
+            core.flush_now(crate::engine::shutdown::PANIC_FLUSH_BOUND);
         }
     }
 }

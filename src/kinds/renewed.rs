@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::algo::retry::Wait;
 use crate::engine::holds::HeldCheck;
 use crate::engine::Redlock;
 use crate::error::LockError;
@@ -81,22 +82,46 @@ impl Redlock {
     ///
     /// Cost: the acquire, then one extend round trip per renewal, batched per node with every other
     /// renewal due at the same tick.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).ttl(ttl).renewed(policy)`"
+    )]
     pub async fn acquire_renewed(
         &self,
         resource: impl AsRef<[u8]>,
         ttl: Duration,
         policy: RenewPolicy,
     ) -> Result<RenewedLock, LockError> {
-        self.lock(resource).ttl(ttl).renewed(policy).await
+        self.lock(resource)
+            .ttl(ttl)
+            .wait(Wait::Configured)
+            .renewed(policy)
+            .await
     }
 
     /// Hands an acquired lock of any kind (multi-resource, read, write) to the watchdog.
     ///
     /// # Errors
-    /// [`LockError::InvalidInput`] if `policy.every` is not below the lock's TTL (nothing is released).
+    /// [`LockError::InvalidInput`] if `policy.every` is not below the lock's TTL, or if called outside
+    /// a tokio runtime (the watchdog is a task); the lock is then released in the background.
     pub fn renew(&self, lock: Lock, policy: RenewPolicy) -> Result<RenewedLock, LockError> {
-        let every = self.check_policy(&policy, lock.ttl())?;
         let core = self.core();
+        let every = match self.check_policy(&policy, lock.ttl()) {
+            Ok(every) => every,
+            Err(refused) => {
+                core.release_on_drop(lock);
+                return Err(refused);
+            }
+        };
+        // The watchdog is a task: without a runtime nothing would renew the lock.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            core.release_on_drop(lock);
+            return Err(LockError::InvalidInput(
+                "renewal needs a tokio runtime to run on (called outside one); the lock was \
+                 released"
+                    .into(),
+            ));
+        };
         let now = Instant::now();
         let first = next_renewal(
             now,
@@ -117,7 +142,7 @@ impl Redlock {
             first_at,
         ));
         if core.watchdog().register(Arc::downgrade(&entry), first_at) {
-            tokio::spawn(crate::watchdog::task::run(
+            runtime.spawn(crate::watchdog::task::run(
                 Arc::downgrade(core),
                 core.watchdog().wake_handle(),
             ));
@@ -266,12 +291,13 @@ impl RenewedLock {
 
 impl Drop for RenewedLock {
     fn drop(&mut self) {
-        let lock = self.entry.take();
-        if let Some(lock) = lock {
-            // Best effort: other clients need not wait for the TTL. Without a runtime, it just expires.
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                let engine = self.engine.clone();
-                rt.spawn(async move { engine.release(lock).await });
+        if let Some(lock) = self.entry.take() {
+            // As a guard's drop: queued on every node now, without a runtime, and written to the
+            // sockets here when the thread is panicking (its runtime may not run again).
+            let core = self.engine.core();
+            core.release_on_drop(lock);
+            if std::thread::panicking() {
+                core.flush_now(crate::engine::shutdown::PANIC_FLUSH_BOUND);
             }
         }
     }

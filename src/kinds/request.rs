@@ -16,6 +16,7 @@ use super::fair_wait::FairWait;
 use super::guard::LockGuard;
 use super::renewed::{RenewPolicy, RenewedLock};
 use super::rwlock::write_kind;
+use super::scoped::{run_scoped, LockContext};
 use crate::algo::retry::Wait;
 use crate::engine::Redlock;
 use crate::error::LockError;
@@ -183,6 +184,38 @@ impl<'a> LockRequest<'a> {
         }
     }
 
+    /// Scoped use: takes the lock renewed ([`RenewPolicy::default`]), runs `work` with a
+    /// [`LockContext`] that says when it is lost, then releases it — also when `work` returns an
+    /// error or panics (the panic is resumed after the release). Every kind.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redlock_engine::Redlock) -> Result<(), redlock_engine::LockError> {
+    /// let total = redlock
+    ///     .lock("report")
+    ///     .with(|ctx| async move {
+    ///         let mut total = 0;
+    ///         for step in 0..10 {
+    ///             if ctx.is_lost() { break; }
+    ///             total += step; // ... a unit of protected work ...
+    ///         }
+    ///         total
+    ///     })
+    ///     .await?;
+    /// # let _ = total; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The acquire's error if the lock was never held; [`LockError::Lost`] if it was lost while
+    /// `work` ran (`work`'s output is discarded: it may have run partly unprotected). A failed
+    /// release is not an error: the work completed under a valid lock, and the keys expire.
+    pub async fn with<F, Fut, T>(self, work: F) -> Result<T, LockError>
+    where
+        F: FnOnce(LockContext) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        self.renewed(RenewPolicy::default()).with(work).await
+    }
+
     /// Takes the lock as a plain [`Lock`] (no release on drop): what the per-kind shortcuts return.
     pub(crate) async fn take(self) -> Result<Lock, LockError> {
         let Self {
@@ -244,6 +277,20 @@ impl<'a> IntoFuture for LockRequest<'a> {
 pub struct RenewedRequest<'a> {
     request: LockRequest<'a>,
     policy: RenewPolicy,
+}
+
+impl RenewedRequest<'_> {
+    /// Scoped use with this renewal policy, as [`LockRequest::with`].
+    ///
+    /// # Errors
+    /// As [`LockRequest::with`].
+    pub async fn with<F, Fut, T>(self, work: F) -> Result<T, LockError>
+    where
+        F: FnOnce(LockContext) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        run_scoped(self.await?, work).await
+    }
 }
 
 impl<'a> IntoFuture for RenewedRequest<'a> {

@@ -121,6 +121,10 @@ impl Redlock {
     /// redlock.release(write).await?;
     /// # Ok(()) }
     /// ```
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).read().ttl(ttl)`: a `LockGuard`, released on drop"
+    )]
     pub async fn acquire_read(
         &self,
         resource: impl AsRef<[u8]>,
@@ -133,6 +137,10 @@ impl Redlock {
     /// Acquires the exclusive (writer) hold on `resource`, retrying like [`acquire`](Self::acquire).
     /// Granted when no writer and no live reader holds it; while readers remain, new readers are held
     /// back (see the module's policy).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).write().ttl(ttl)`: a `LockGuard`, released on drop"
+    )]
     pub async fn acquire_write(
         &self,
         resource: impl AsRef<[u8]>,

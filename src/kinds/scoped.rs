@@ -8,12 +8,13 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use super::renewed::{RenewPolicy, RenewedLock};
+use super::renewed::RenewedLock;
+use crate::algo::retry::Wait;
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::watchdog::entry::Entry;
 
-/// What the work inside [`Redlock::with_lock`] gets: a way to notice that the lock was lost.
+/// What the work inside [`crate::LockRequest::with`] gets: a way to notice that the lock was lost.
 #[derive(Debug, Clone)]
 pub struct LockContext {
     lost: CancellationToken,
@@ -71,6 +72,10 @@ impl Redlock {
     ///     .await?;
     /// # let _ = total; Ok(()) }
     /// ```
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).ttl(ttl).with(work)`"
+    )]
     pub async fn with_lock<F, Fut, T>(
         &self,
         resource: impl AsRef<[u8]>,
@@ -81,15 +86,16 @@ impl Redlock {
         F: FnOnce(LockContext) -> Fut,
         Fut: Future<Output = T>,
     {
-        let lock = self
-            .acquire_renewed(resource, ttl, RenewPolicy::default())
-            .await?;
-        run_scoped(lock, work).await
+        self.lock(resource)
+            .ttl(ttl)
+            .wait(Wait::Configured)
+            .with(work)
+            .await
     }
 }
 
 /// Runs `work` under the renewed `lock`, then releases it — also on error or panic (resumed after the
-/// release). Shared by [`Redlock::with_lock`] and the semaphore's `with_permit`.
+/// release). Shared by every scoped form (`LockRequest::with`, `RenewedRequest::with`).
 pub(crate) async fn run_scoped<F, Fut, T>(lock: RenewedLock, work: F) -> Result<T, LockError>
 where
     F: FnOnce(LockContext) -> Fut,

@@ -59,8 +59,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use super::renewed::RenewPolicy;
-use super::scoped::{run_scoped, LockContext};
+use super::scoped::LockContext;
 use crate::algo::quorum::{permit_quorum, Vote};
 use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
@@ -133,6 +132,10 @@ impl Redlock {
     /// As [`acquire`](Self::acquire) ([`LockError::Contended`] when every permit is taken on too many
     /// nodes); [`LockError::InvalidInput`] for `permits` 0 or above [`MAX_PERMITS`];
     /// [`LockError::PermitsMismatch`] if a node holds the resource with another permit count.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).permits(k).ttl(ttl)`: a `LockGuard`, released on drop"
+    )]
     pub async fn acquire_permit(
         &self,
         resource: impl AsRef<[u8]>,
@@ -199,6 +202,10 @@ impl Redlock {
     ///
     /// # Errors
     /// The acquire's error; [`LockError::Lost`] if the permit was lost while `work` ran.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).permits(k).ttl(ttl).with(work)`"
+    )]
     pub async fn with_permit<F, Fut, T>(
         &self,
         resource: impl AsRef<[u8]>,
@@ -210,10 +217,12 @@ impl Redlock {
         F: FnOnce(LockContext) -> Fut,
         Fut: Future<Output = T>,
     {
-        let policy = RenewPolicy::default();
-        self.check_policy(&policy, self.core().check_ttl(ttl)?)?;
-        let permit = self.acquire_permit(resource, permits, ttl).await?;
-        run_scoped(self.renew(permit, policy)?, work).await
+        self.lock(resource)
+            .permits(permits)
+            .ttl(ttl)
+            .wait(Wait::Configured)
+            .with(work)
+            .await
     }
 }
 

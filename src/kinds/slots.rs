@@ -45,6 +45,10 @@ impl Redlock {
     /// [`LockError::Contended`] when every slot stayed busy; [`LockError::Timeout`] at
     /// `acquire_timeout`; the last slot's error otherwise (e.g. [`LockError::QuorumNotReached`]);
     /// [`LockError::InvalidInput`] for `slots` 0 or above 64, or a bad resource or TTL.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).slots(k).ttl(ttl)`: a `LockGuard`, released on drop"
+    )]
     pub async fn acquire_slot(
         &self,
         resource: impl AsRef<[u8]>,

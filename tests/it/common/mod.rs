@@ -69,9 +69,9 @@ pub async fn until_outcome(
 ) -> bool {
     let until = Instant::now() + within;
     while Instant::now() < until {
-        let granted = match e.try_acquire(resource, Duration::from_secs(1)).await {
-            Ok(lock) => {
-                let _ = e.release(lock).await;
+        let granted = match e.lock(resource).ttl(Duration::from_secs(1)).once().await {
+            Ok(guard) => {
+                let _ = guard.release().await;
                 true
             }
             Err(_) => false,

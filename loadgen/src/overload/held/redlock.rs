@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redlock_engine::{RenewPolicy, RenewedLock};
+use redlock_engine::{RenewPolicy, RenewedLock, Wait};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -41,7 +41,12 @@ impl Held<'_> {
             );
             tasks.spawn(async move {
                 let _permit = gate.acquire_owned().await;
-                engine.acquire_renewed(&resource, ttl, policy).await
+                engine
+                    .lock(&resource)
+                    .ttl(ttl)
+                    .wait(Wait::Configured)
+                    .renewed(policy)
+                    .await
             });
         }
         let mut locks: Vec<RenewedLock> = Vec::with_capacity(self.count);
