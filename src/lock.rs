@@ -287,7 +287,7 @@ impl Lock {
     /// Validity left now; zero once expired, once the lock lost its majority to node clock jumps, or
     /// once its engine was shut down (see [`is_valid`](Self::is_valid)).
     pub fn remaining(&self) -> Duration {
-        if !self.is_valid() {
+        if !self.still_held() {
             return Duration::ZERO;
         }
         self.valid_until.saturating_duration_since(Instant::now())
@@ -303,8 +303,13 @@ impl Lock {
     /// moment its engine's [`shutdown`](crate::Redlock::shutdown) begins, which releases it, and
     /// once a check of the nodes ([`crate::LockGuard::is_held`]) found it no longer held.
     pub fn is_valid(&self) -> bool {
-        Instant::now() < self.valid_until
-            && self.jumps.still_held(self.held, |n| self.kind.quorum(n))
+        Instant::now() < self.valid_until && self.still_held()
+    }
+
+    /// Everything [`is_valid`](Self::is_valid) checks but the clock: no clock jump took its quorum,
+    /// no shutdown, no check found it gone.
+    fn still_held(&self) -> bool {
+        self.jumps.still_held(self.held, |n| self.kind.quorum(n))
             && !self._held.closed()
             && !self.is_gone()
     }
