@@ -45,7 +45,7 @@ const CASES: &[Case] = &[
         "basic",
         &["second owner refused", "a dropped guard released orders:43"],
     ),
-    case("renew", &["done after", "with_lock wrote 20 rows"]),
+    case("renew", &["done after", "the scoped form wrote 20 rows"]),
     case("contention", &["counter = 640 (expected 640)"]),
     case(
         "fenced",
