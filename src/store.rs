@@ -32,10 +32,11 @@ static FENCED_SET: Script = Script {
     resend: true,
 };
 
-/// The fenced read: KEYS = the stored key. Answers `<token>:<value>`, or nil when never written.
+/// The fenced read: KEYS = the stored key. Answers `<token>:<value>`, or nil when never written
+/// (or not by [`FENCED_SET`]).
 static FENCED_GET: Script = Script {
-    source: "local r = redis.call('HMGET', KEYS[1], 'v', 't') if not r[1] then return false end return r[2] .. ':' .. r[1]",
-    sha1: "95eb65ae1ebc278e23b701022ccbdeaae8e64f8b",
+    source: "local r = redis.call('HMGET', KEYS[1], 'v', 't') if not r[1] or not r[2] then return false end return r[2] .. ':' .. r[1]",
+    sha1: "4a901865aebd84c605957d480ac5c7a26841323d",
     resend: true,
 };
 
@@ -190,5 +191,26 @@ fn failed(cause: NodeError) -> LockError {
         ok: 0,
         needed: 1,
         failures: vec![(0, cause)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `EVALSHA` sends the constant: a stale one would fall back to `EVAL` on every call unseen.
+    #[test]
+    fn the_scripts_digests_match_their_sources() {
+        for script in STORE_SCRIPTS {
+            let digest = sha1_smol::Sha1::from(script.source).digest().to_string();
+            assert_eq!(script.sha1, digest, "{}", script.source);
+        }
+    }
+
+    #[test]
+    fn tokens_are_compared_as_20_digit_strings() {
+        assert_eq!(&padded(42)[..], b"00000000000000000042");
+        assert_eq!(padded(u64::MAX).len(), 20);
+        assert_eq!(parse_token(b"00000000000000000042"), Some(42));
     }
 }

@@ -24,14 +24,21 @@ use crate::transport::NodeClient;
 
 impl Core {
     /// Acquires `target`, waiting as `wait` says: its turn in the local queue and retries, or with
-    /// [`Wait::Once`] exactly one attempt (failing at once if a local task holds it).
+    /// [`Wait::Once`] exactly one attempt (failing at once if a local task holds it). A call that
+    /// gives up to another owner says who and for how long (`super::busy`: one more round).
     pub(crate) async fn acquire(
         &self,
         target: Target,
         ttl: Duration,
         wait: Wait,
     ) -> Result<Lock, LockError> {
-        self.acquire_since(target, ttl, wait, Instant::now()).await
+        match self
+            .acquire_since(target.clone(), ttl, wait, Instant::now())
+            .await
+        {
+            Err(err) => Err(self.busy(&target, ttl, err).await),
+            granted => granted,
+        }
     }
 
     /// [`acquire`](Self::acquire) for a caller that began waiting at `began` (the semaphore's local
@@ -215,18 +222,10 @@ impl Core {
                 None => tokio::time::sleep(pause).await,
             }
         };
-        match result {
-            Ok(lock) => {
-                give_up.disarm();
-                Ok(lock.with_local(hold))
-            }
-            Err(err) => {
-                // Our local turn goes first: the read below is for the caller alone.
-                drop(hold);
-                drop(give_up);
-                Err(self.busy(&target, ttl, err).await)
-            }
+        if result.is_ok() {
+            give_up.disarm();
         }
+        result.map(|lock| lock.with_local(hold))
     }
 
     /// Takes this task's turn in the resource's local queue (exclusive and write locks only).

@@ -42,6 +42,17 @@ impl HeldCheck {
     }
 }
 
+/// What a check round found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// The quorum confirmed it within its validity.
+    Held,
+    /// Enough nodes said "not ours" (gone, or another owner's) that no quorum can hold it.
+    Refused,
+    /// Its validity ended before the answer: not held, whatever the nodes said.
+    Expired,
+}
+
 impl Core {
     /// Asks every node whether `lock` is still ours, changing nothing (its kind's `holds` script):
     /// `Ok(true)` when its quorum confirms it before its validity ends, `Ok(false)` when it is not
@@ -55,21 +66,26 @@ impl Core {
         if !lock.is_valid() {
             return Ok(false);
         }
-        let held = self
+        match self
             .ask_held(HeldCheck::of(lock, self.nodes().len()))
-            .await?;
-        if !held {
-            lock.mark_gone();
-            self.lost_news.notify_waiters();
+            .await?
+        {
+            Answer::Held => Ok(lock.is_valid()),
+            // Its validity ended meanwhile: `lost` says so by itself (`Lost`), nothing to record.
+            Answer::Expired => Ok(false),
+            Answer::Refused => {
+                lock.mark_gone();
+                self.lost_news.notify_waiters();
+                Ok(false)
+            }
         }
-        Ok(held && lock.is_valid())
     }
 
-    /// One check round (see [`is_held`](Self::is_held)); the caller records a "no".
-    pub(crate) async fn ask_held(&self, check: HeldCheck) -> Result<bool, LockError> {
-        // A turn not given before the validity ends: the answer is "no" without asking.
+    /// One check round (see [`is_held`](Self::is_held)); the caller records a refusal.
+    pub(crate) async fn ask_held(&self, check: HeldCheck) -> Result<Answer, LockError> {
+        // A turn not given before the validity ends: no need to ask.
         let Ok(_slot) = self.admit(Some(check.valid_until)).await else {
-            return Ok(false);
+            return Ok(Answer::Expired);
         };
         let start = Instant::now();
         let deadline = self.round_deadline(start, check.ttl, Some(check.valid_until));
@@ -83,17 +99,22 @@ impl Core {
         .await;
         self.metrics().round(Op::Check, &tally, start.elapsed());
         if tally.won() {
-            return Ok(Instant::now() < check.valid_until);
-        }
-        // Lost: "not held" only when the failures could not have made up the quorum.
-        if tally.yes + tally.failures.len() >= tally.quorum() {
-            return Err(LockError::QuorumNotReached {
-                ok: tally.yes,
-                needed: tally.quorum(),
-                failures: tally.failures,
+            return Ok(match Instant::now() < check.valid_until {
+                true => Answer::Held,
+                false => Answer::Expired,
             });
         }
-        Ok(false)
+        // Lost: refused only when the nodes that said "not ours" alone rule a quorum out. The
+        // round stops as soon as a win is impossible, so nodes that failed or had not answered
+        // yet could still be holding it: then nobody can tell.
+        if tally.taken + tally.gone > tally.nodes - tally.quorum() {
+            return Ok(Answer::Refused);
+        }
+        Err(LockError::QuorumNotReached {
+            ok: tally.yes,
+            needed: tally.quorum(),
+            failures: tally.failures,
+        })
     }
 
     /// Waits until `lock` is lost (see the module doc) and says why: [`LockError::Lost`] (its

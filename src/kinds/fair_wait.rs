@@ -182,7 +182,15 @@ impl FairWait<'_> {
                         leave.disarm();
                         return Ok(lock);
                     }
-                    Outcome::Queued(err, _) => last_err = Some(err),
+                    Outcome::Queued(err, _) => {
+                        // Nodes down after the enqueue: attempts keep coming back "queued" with
+                        // their failures, and an outage must end the wait here too.
+                        outage = if patience.counts(&err) { outage + 1 } else { 0 };
+                        if patience.outage_over(outage, s.retry.count) {
+                            return Err(err);
+                        }
+                        last_err = Some(err);
+                    }
                     Outcome::Requeue(err) => {
                         self.requeue(&target, value);
                         outage = if patience.counts(&err) { outage + 1 } else { 0 };

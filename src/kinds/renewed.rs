@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::algo::retry::Wait;
-use crate::engine::holds::HeldCheck;
+use crate::engine::holds::{Answer, HeldCheck};
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
@@ -193,18 +193,26 @@ impl RenewedLock {
     /// [`LockError::QuorumNotReached`]: too few nodes answered to tell.
     pub async fn is_held(&self) -> Result<bool, LockError> {
         let core = self.engine.core();
-        let Some(check) = self.read(|l| HeldCheck::of(l, core.nodes().len())) else {
-            return Ok(false);
-        };
-        if self.is_lost() {
-            return Ok(false);
+        // A check that outlived the validity it started with asks again with the current one (a
+        // renewal may have moved it), once: the watchdog decides a lock that really ran out.
+        for _ in 0..2 {
+            let Some(check) = self.read(|l| HeldCheck::of(l, core.nodes().len())) else {
+                return Ok(false);
+            };
+            if self.is_lost() {
+                return Ok(false);
+            }
+            match core.ask_held(check).await? {
+                Answer::Held => return Ok(!self.is_lost()),
+                Answer::Expired => continue,
+                Answer::Refused => {
+                    let st = self.entry.lock();
+                    self.entry.declare_lost(&st, "gone");
+                    return Ok(false);
+                }
+            }
         }
-        let held = core.ask_held(check).await?;
-        if !held {
-            let st = self.entry.lock();
-            self.entry.declare_lost(&st, "gone");
-        }
-        Ok(held && !self.is_lost())
+        Ok(false)
     }
 
     /// Whether the lock has been lost.

@@ -191,8 +191,15 @@ impl Redlock {
             gate.try_acquire().map_err(|_| local())?
         };
         // One deadline for the gate and the attempts together, not one each.
-        let result = self.core().acquire_since(target, ttl, wait, began).await;
+        let result = self
+            .core()
+            .acquire_since(target.clone(), ttl, wait, began)
+            .await;
         drop(turn);
+        let result = match result {
+            Err(err) => Err(self.core().busy(&target, ttl, err).await),
+            granted => granted,
+        };
         result.map_err(|e| with_count(e, permits))
     }
 

@@ -91,7 +91,11 @@ impl Redlock {
             let mut last = None;
             for j in 0..targets.len() {
                 let target = targets[(first + j) % targets.len()].clone();
-                match core.acquire(target, ttl, Wait::Once).await {
+                // One attempt per slot, without the busy read a caller-facing acquire adds.
+                match core
+                    .acquire_since(target, ttl, Wait::Once, Instant::now())
+                    .await
+                {
                     Ok(mut lock) => {
                         attempts += lock.attempts();
                         lock.set_attempts(attempts);

@@ -25,7 +25,8 @@ pub(crate) struct Spec {
     pub(crate) code: u8,
     /// The command an attempt sends: `(keys, value, ttl_ms, arg)` (`arg`: see [`Kind`]).
     pub(crate) acquire: fn(&Keys, LockValue, u64, u64) -> Cmd,
-    /// How an acquire reply votes.
+    /// How an acquire reply votes. A "taken" vote must mean the acquire wrote nothing of ours on
+    /// that node: a lost round is not released there (`crate::engine::attempt`).
     pub(crate) vote: fn(NodeResult) -> Vote,
     /// Yes votes an acquire or extend needs over `(nodes, arg)`: [`majority`] for every kind but the
     /// semaphore, whose holders need more nodes (see `kinds::semaphore`).

@@ -102,3 +102,22 @@ async fn the_acquire_timeout_bounds_the_default_wait() {
         "{took:?}"
     );
 }
+
+#[tokio::test]
+async fn a_queued_fair_waiter_ends_its_wait_when_the_nodes_go_down() {
+    let mut cluster = nodes(3);
+    let holder = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let waiter = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let _held = holder.lock("fair-outage").fair().await.unwrap();
+    let wait = tokio::spawn(async move { waiter.lock("fair-outage").fair().await.map(drop) });
+    // Queued behind the holder, then two of three nodes die.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster[1].kill9();
+    cluster[2].kill9();
+    let ended = tokio::time::timeout(Duration::from_secs(20), wait).await;
+    let err = ended
+        .expect("an outage ends the wait")
+        .unwrap()
+        .unwrap_err();
+    assert!(!matches!(err, LockError::Contended { .. }), "{err:?}");
+}

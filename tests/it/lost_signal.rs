@@ -134,3 +134,29 @@ async fn a_renewed_lock_found_gone_is_lost_at_once() {
         .await
         .expect("lost at once, not at the next renewal");
 }
+
+#[tokio::test]
+async fn a_round_decided_early_by_failures_is_no_answer_not_a_no() {
+    // Held on 5 nodes; then 2 lose the key, 1 is killed and 2 stop answering: the check's round is
+    // lost at once (3 yes are out of reach), but the 2 silent nodes may still hold it.
+    let mut cluster = nodes(5);
+    let redlock = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let guard = redlock.lock("early").await.unwrap();
+    for node in &cluster[3..] {
+        let keys = node.cmd_str(&["KEYS", "*early*"]);
+        for key in keys.split_whitespace() {
+            node.cmd_str(&["DEL", key]);
+        }
+    }
+    cluster[0].kill9();
+    cluster[1].freeze();
+    cluster[2].freeze();
+    let asked = guard.is_held().await;
+    cluster[1].thaw();
+    cluster[2].thaw();
+    assert!(
+        matches!(asked, Err(LockError::QuorumNotReached { .. })),
+        "{asked:?}"
+    );
+    assert!(guard.is_valid(), "not marked lost on no answer");
+}
