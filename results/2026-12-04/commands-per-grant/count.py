@@ -14,7 +14,9 @@ import json, os, signal, subprocess, sys, tempfile, time
 LOADGEN = os.environ.get("LOADGEN", "target/release/loadgen")
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 PORTS = [int(os.environ.get("BASE_PORT", "7301")) + i for i in range(5)]
-LAYOUTS = [(1, "exclusive"), (4, "exclusive"), (16, "exclusive"), (1, "fair"), (4, "fair"), (16, "fair")]
+# `LAYOUTS=4:exclusive,16:exclusive` runs only those rows (default: all six).
+LAYOUTS = [(int(x.split(":")[0]), x.split(":")[1]) for x in os.environ.get(
+    "LAYOUTS", "1:exclusive,4:exclusive,16:exclusive,1:fair,4:fair,16:fair").split(",")]
 
 
 def cli(port, *args):
