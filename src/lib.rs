@@ -7,12 +7,14 @@
 
 //! # Layout
 //! Folders by role, in layers that point one way (bottom up: `algo`, `error`, `addr` < `protocol`,
-//! `observe` < `transport`, `config` < `engine`, `lock`, `watchdog` < `kinds` < `builder`, `raw`;
+//! `observe` < `transport`, `config` < `engine`, `lock`, `watchdog` < `kinds` < `api` < `builder`,
+//! `raw`, `store`;
 //! `scripts/layers`, checked by `scripts/check-layout`). The map of every module and its job is
 //! `ARCHITECTURE.md` at the repository root: the one map, kept there.
 
 mod addr;
 mod algo;
+mod api;
 pub mod builder;
 pub mod config;
 mod engine;
@@ -31,6 +33,11 @@ mod watchdog;
 
 pub use algo::keys::KeyFormat;
 pub use algo::retry::Wait;
+pub use api::guard::LockGuard;
+pub use api::owner::LockOwner;
+pub use api::renewed::{RenewPolicy, RenewedLock};
+pub use api::request::{LockRequest, RenewedRequest, DEFAULT_TTL};
+pub use api::scoped::LockContext;
 pub use builder::Builder;
 pub use config::{Config, MAX_NODES};
 pub use engine::report::{
@@ -40,16 +47,12 @@ pub use engine::report::{
 pub use engine::Redlock;
 pub use error::{ErrorClass, LockError, NodeError};
 pub use kinds::fenced::COMMIT_ROUNDS;
-pub use kinds::guard::LockGuard;
-pub use kinds::owner::LockOwner;
-pub use kinds::renewed::{RenewPolicy, RenewedLock};
-pub use kinds::request::{LockRequest, RenewedRequest, DEFAULT_TTL};
-pub use kinds::scoped::LockContext;
 pub use kinds::semaphore::MAX_PERMITS;
 pub use lock::Lock;
 pub use protocol::spec::LockKind;
 pub use store::{FencedStore, Written};
 pub use transport::Transport;
+pub use units::{parse_duration, DurationError};
 
 #[doc(hidden)]
 /// Internals for the benches, `loadgen` and the tests. Not part of the supported API: may change at will.

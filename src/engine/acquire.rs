@@ -16,9 +16,10 @@ use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
 use crate::error::LockError;
 use crate::lock::Lock;
+use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys};
 use crate::protocol::scripts::MARK_WAITING;
-use crate::protocol::spec::{script_cmd, Target};
+use crate::protocol::spec::Target;
 use crate::transport::subscriber::Subscription;
 use crate::transport::NodeClient;
 

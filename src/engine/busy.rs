@@ -22,9 +22,10 @@ use super::core::Core;
 use super::inspect::gather_until;
 use crate::algo::value::LockValue;
 use crate::error::LockError;
+use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, NodeResult, Reply};
 use crate::protocol::scripts::BUSY;
-use crate::protocol::spec::{script_cmd, Target};
+use crate::protocol::spec::Target;
 
 impl Core {
     /// `err`, with the holder's time left and label filled in when it is a loss to another owner

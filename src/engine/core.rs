@@ -59,7 +59,7 @@ pub(crate) struct Core {
     /// keep one, like the semaphore, ask for them).
     gates: super::gates::Gates,
     /// Waiters parked between rounds, for a release to name (`super::successors`).
-    pub(super) successors: super::successors::Successors,
+    pub(super) successors: super::parked::Successors,
     /// The kinds of lock the nodes can hold, as the top of the crate lists them.
     catalog: &'static Catalog,
     /// Set by [`crate::Redlock::shutdown`]: no more locks are granted.
@@ -104,7 +104,6 @@ impl Core {
         });
         // A lock handed to local waiters that all gave up is released, not left to its TTL. Weak: the
         // queues must not keep the engine alive.
-        super::signals::start(Arc::downgrade(&core));
         let weak = Arc::downgrade(&core);
         core.queues.on_orphan(Box::new(move |lock: Lock| {
             if let Some(core) = weak.upgrade() {

@@ -9,7 +9,8 @@
 //!   release-on-failure (a lost take-over's step back).
 //! - `release`: release (with local hand-off) and extend, for every kind.
 //! - `successors`: a release that grants the next holder in its own round (a kind with a
-//!   `Successor`, the fair lock): this engine's waiters park there between rounds.
+//!   `Successor`, the fair lock): this engine's waiters park between rounds in `parked`, the
+//!   registry a release looks them up in.
 //! - `takeover`: the cross-process hand-off's engine side — when a waiter attempts as a named
 //!   take-over (queued by its wait's start), when a release reserves the key for the first waiter
 //!   elsewhere.
@@ -41,6 +42,7 @@ mod force;
 pub(crate) mod gates;
 pub(crate) mod holds;
 pub(crate) mod inspect;
+pub(crate) mod parked;
 pub(crate) mod release;
 pub(crate) mod release_retry;
 pub(crate) mod report;

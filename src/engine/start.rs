@@ -45,6 +45,10 @@ impl Redlock {
             }
         }
         let tag = EngineTag::random().map_err(|e| LockError::Random(e.to_string()))?;
-        Ok(Self::from_core(Core::new(settings, nodes, tag, catalog)))
+        let core = Core::new(settings, nodes, tag, catalog);
+        // The on-call signals watch the links for as long as the engine lives (weak: they must not
+        // keep it alive).
+        super::signals::start(std::sync::Arc::downgrade(&core));
+        Ok(Self::from_core(core))
     }
 }

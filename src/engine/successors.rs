@@ -21,16 +21,15 @@
 //! - *Nobody left holding*: a waiter that is gone when the answer comes (its acquire dropped) has the
 //!   lock released in the background; its own give-up also reaches every node after the release.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::core::Core;
 use super::fanout::{run, Count, Deadline};
+use super::parked::{locked, Handed, Parked, State, Successors};
 use crate::algo::clock::JumpMark;
 use crate::algo::quorum::{Decision, Tally, Vote};
 use crate::algo::timing::millis;
@@ -39,50 +38,6 @@ use crate::error::NodeError;
 use crate::lock::Lock;
 use crate::protocol::cmd::NodeResult;
 use crate::protocol::spec::{Successor, Target};
-
-/// This engine's parked waiters, by key.
-#[derive(Default)]
-pub(crate) struct Successors(Mutex<HashMap<Bytes, Vec<Weak<Parked>>>>);
-
-/// One parked waiter: what a release needs to name it, and where the answer goes.
-pub(crate) struct Parked {
-    target: Target,
-    value: LockValue,
-    /// Its place in the kind's order (the fair lock's ticket): the lowest parked one is named.
-    rank: u64,
-    ttl: Duration,
-    state: Mutex<State>,
-    notify: Notify,
-}
-
-enum State {
-    /// In a round of its own, or about to be: not to be named.
-    Busy,
-    /// Between rounds.
-    Parked,
-    /// Named by a release whose replies are not in yet.
-    Claimed,
-    /// The release's answer, not yet taken.
-    Answered(Handed),
-    /// The waiter is gone.
-    Gone,
-}
-
-/// What a release's claim came to.
-pub(crate) enum Handed {
-    /// Granted on a majority: the waiter holds this lock (boxed: the other answers are empty).
-    Lock(Box<Lock>),
-    /// Granted somewhere, or maybe (a node did not answer), but not on a majority: the waiter
-    /// attempts at once (its round wins, or releases what it holds).
-    TryNow,
-    /// Granted nowhere that answered, and no node failed (the head is another waiter, whom the
-    /// nodes woke): the waiter goes on waiting, no round needed.
-    Stay,
-}
-
-fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 impl Core {
     /// Parks a waiter of `target` with `rank` between its rounds, until the registration drops.

@@ -53,9 +53,10 @@ use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
 use crate::observe::Op;
+use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
 use crate::protocol::scripts::{EXTEND, HOLDS, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
-use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Suffix};
+use crate::protocol::spec::{majority, Forced, Kind, Spec, Suffix};
 
 /// An exclusive lock whose acquire also reads the resource's fence counter on every node, for a
 /// fencing token committed afterwards.

@@ -1,7 +1,13 @@
 //! Tests of the list of kinds through the catalog derived from it (`crate::protocol::catalog`): they
-//! take the real list, so they live here, above the layers they test.
+//! take the real list, so they live with it, above the layers they test. The probe (`kinds::probe`),
+//! a kind only the tests list, proves that adding a kind is its file and its line in the list.
 
-use crate::protocol::spec::LockKind;
+use std::time::Duration;
+
+use crate::algo::retry::Wait;
+use crate::kinds::probe::{ACQUIRE_PROBE, PROBE};
+use crate::protocol::spec::{Kind, LockKind};
+use crate::Redlock;
 
 /// Each kind draws values with its own code: two kinds with one code would read as one.
 #[test]
@@ -30,4 +36,47 @@ fn every_script_digest_matches_its_source() {
         })
         .collect();
     assert!(wrong.is_empty(), "stale digests:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_catalog_derives_everything_for_a_new_kind() {
+    let catalog = super::catalog();
+    assert!(catalog
+        .scripts()
+        .iter()
+        .any(|s| s.sha1 == ACQUIRE_PROBE.sha1));
+    assert!(catalog.keys().iter().any(|k| k.name == b":probe"));
+    assert_eq!(catalog.by_code(b't'), Some(LockKind::of(&PROBE)));
+    assert!(catalog.forced().counted.contains(&&b":probe"[..]));
+}
+
+/// On a real node: the probe is acquired through the engine's attempt loop, inspect names it,
+/// and force-release deletes and counts both of its keys.
+#[tokio::test]
+async fn inspect_and_force_release_handle_a_kind_they_never_name() {
+    let node = testkit::RedisNode::start();
+    let redlock = Redlock::builder()
+        .nodes([node.url()])
+        .quarantine(false)
+        .build()
+        .await
+        .expect("engine");
+    let core = redlock.core();
+    let target = core.target(Kind::new(&PROBE, 0), b"r").unwrap();
+    let lock = core
+        .acquire(target, Duration::from_secs(10), Wait::Once)
+        .await;
+    let _held = lock.expect("probe acquired");
+    let seen = redlock.inspect("r").await.unwrap();
+    let state = seen.nodes[0].state.as_ref().expect("node answered");
+    assert_eq!(state.kind.map(LockKind::name), Some("probe"));
+    assert!(state.held && state.ours);
+    let forced = redlock.force_release("r").await.unwrap();
+    assert_eq!(
+        forced.nodes[0].as_ref().ok(),
+        Some(&2),
+        "lock key and :probe key"
+    );
+    let after = redlock.inspect("r").await.unwrap();
+    assert!(!after.nodes[0].state.as_ref().unwrap().held);
 }

@@ -14,9 +14,10 @@ use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
+use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, Script, MAX_SCRIPT_KEYS};
 use crate::protocol::scripts::HOLDS_ALL;
-use crate::protocol::spec::{majority, script_cmd, Kind, Spec, Target};
+use crate::protocol::spec::{majority, Kind, Spec, Target};
 
 /// Several resources, one owner, all or none on each node.
 pub(crate) static MULTI: Spec = Spec {

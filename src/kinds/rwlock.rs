@@ -23,9 +23,10 @@ use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::lock::Lock;
+use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, Script};
 use crate::protocol::scripts::{EXTEND, HOLDS, HOLDS_MEMBER, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
-use crate::protocol::spec::{majority, script_cmd, Forced, Kind, Spec, Suffix};
+use crate::protocol::spec::{majority, Forced, Kind, Spec, Suffix};
 
 const SUFFIXES: &[Suffix] = &[
     Suffix {

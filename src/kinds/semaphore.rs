@@ -53,22 +53,21 @@
 //! semaphore at once; the others wait their turn locally (FIFO, tokio's fair semaphore), which
 //! bounds the contenders on the nodes by K per process.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use super::scoped::LockContext;
 use crate::algo::quorum::{permit_quorum, Vote};
 use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
 use crate::lock::Lock;
+use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
 use crate::protocol::scripts::HOLDS_MEMBER;
-use crate::protocol::spec::{script_cmd, Forced, Kind, Spec, Suffix};
+use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
 
 /// The most permits one semaphore may have. Any K >= N already needs every node, so the cap costs
 /// nothing real; it turns a count that is a bug (a byte count passed as permits) into an error, and
@@ -201,35 +200,6 @@ impl Redlock {
             granted => granted,
         };
         result.map_err(|e| with_count(e, permits))
-    }
-
-    /// Acquires a permit like [`acquire_permit`](Self::acquire_permit), runs `work` while the watchdog
-    /// renews it (every third of `ttl`), then releases it — also on error or panic, exactly like
-    /// [`with_lock`](Self::with_lock).
-    ///
-    /// # Errors
-    /// The acquire's error; [`LockError::Lost`] if the permit was lost while `work` ran.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `redlock.lock(resource).permits(k).ttl(ttl).with(work)`"
-    )]
-    pub async fn with_permit<F, Fut, T>(
-        &self,
-        resource: impl AsRef<[u8]>,
-        permits: u32,
-        ttl: Duration,
-        work: F,
-    ) -> Result<T, LockError>
-    where
-        F: FnOnce(LockContext) -> Fut,
-        Fut: Future<Output = T>,
-    {
-        self.lock(resource)
-            .permits(permits)
-            .ttl(ttl)
-            .wait(Wait::Configured)
-            .with(work)
-            .await
     }
 }
 

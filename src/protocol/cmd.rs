@@ -161,3 +161,18 @@ impl Args {
         &self.values[..self.len as usize]
     }
 }
+
+/// `EVALSHA script` on `keys`, with the lock value and `args`.
+pub(crate) fn script_cmd(
+    script: &'static Script,
+    keys: &Keys,
+    value: LockValue,
+    args: Args,
+) -> Cmd {
+    Cmd::Script {
+        script,
+        keys: keys.clone(),
+        value,
+        args,
+    }
+}

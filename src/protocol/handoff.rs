@@ -60,8 +60,8 @@
 //! Fairness across processes: only queue heads mark, so the list holds at most one name per
 //! process and is served oldest first; a process that just held the lock joins the back.
 
+use super::cmd::script_cmd;
 use super::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
-use super::spec::script_cmd;
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 

@@ -33,6 +33,74 @@ pub(crate) fn extend_many_vote(code: u8) -> Vote {
     }
 }
 
+/// The plain lock's wake-up of the first waiter elsewhere, on the key `$k` (a Lua expression): its
+/// waiter list's first name taken out and published on that waiter's own channel, or, for a waiter
+/// mark (a string) or a list the user may not pop (ACL), an empty message on the key's channel,
+/// which wakes every subscriber. Shared by [`RELEASE_NOTIFY`] and its coalesced forms.
+macro_rules! pop_and_wake {
+    ($k:literal) => {
+        concat!(
+            "local w = redis.pcall('ZPOPMIN', ",
+            $k,
+            " .. ':wait') \
+if w.err == nil and w[1] then redis.call('PUBLISH', ",
+            $k,
+            " .. ':h:' .. w[1], w[1]) \
+else redis.call('PUBLISH', ",
+            $k,
+            ", '') end "
+        )
+    };
+}
+
+/// A coalesced release over several locks, answering one character per lock: `$head` opens the
+/// loop (where lock `i`'s key `k` and value come from, and the character for a key this call cannot
+/// read), `$deleted` runs where the key held our value and was deleted (it sets `r[i]`).
+macro_rules! release_many {
+    ($head:expr, $deleted:expr) => {
+        concat!(
+            $head,
+            $deleted,
+            "elseif v == false then r[i] = '0' else r[i] = '-' end end return table.concat(r)"
+        )
+    };
+}
+
+/// [`release_many!`]'s head over declared keys (`KEYS[i]`, value `ARGV[i]`); `e`: another type.
+macro_rules! declared_keys {
+    () => {
+        "local r = {} for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
+if type(v) == 'table' then r[i] = 'e' elseif v == ARGV[i] then redis.call('DEL', k) "
+    };
+}
+
+/// [`release_many!`]'s head over keys of any slots in `ARGV` (see [`RELEASE_MANY_ANY_SLOT`]); `m`:
+/// not served here.
+macro_rules! any_slot_keys {
+    () => {
+        "local n = #ARGV / 2 local r = {} for i = 1, n do local k = ARGV[i] local v = redis.pcall('GET', k) \
+if type(v) == 'table' then r[i] = 'm' elseif v == ARGV[n + i] then redis.call('DEL', k) "
+    };
+}
+
+/// [`release_many!`]'s body for [`RELEASE`]: deleted.
+macro_rules! deleted {
+    () => {
+        "r[i] = '1' "
+    };
+}
+
+/// [`release_many!`]'s body for [`RELEASE_NOTIFY`]: deleted, and `2` when a waiter was woken.
+macro_rules! deleted_and_woken {
+    () => {
+        concat!(
+            "r[i] = '1' if redis.pcall('EXISTS', k .. ':wait') == 1 then r[i] = '2' ",
+            pop_and_wake!("k"),
+            "end "
+        )
+    };
+}
+
 /// Compare-and-delete: `DEL` only if the key still holds our value. Also releases a write lock
 /// (`KEYS[1]` is the writer key; the others are ignored).
 pub(crate) static RELEASE: Script = Script {
@@ -52,13 +120,12 @@ elseif v == false then return 0 else return -1 end",
 /// subscriber. Uncontended releases pay one `EXISTS`, not a `PUBLISH`: the nodes are the
 /// bottleneck of a busy lock service.
 pub(crate) static RELEASE_NOTIFY: Script = Script {
-    source: "local v = redis.call('GET', KEYS[1]) \
-if v == ARGV[1] then redis.call('DEL', KEYS[1]) \
-if redis.pcall('EXISTS', KEYS[1] .. ':wait') == 1 then \
-local w = redis.pcall('ZPOPMIN', KEYS[1] .. ':wait') \
-if w.err == nil and w[1] then redis.call('PUBLISH', KEYS[1] .. ':h:' .. w[1], w[1]) \
-else redis.call('PUBLISH', KEYS[1], '') end return 2 end \
-return 1 elseif v == false then return 0 else return -1 end",
+    source: concat!(
+        "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then redis.call('DEL', KEYS[1]) \
+if redis.pcall('EXISTS', KEYS[1] .. ':wait') == 1 then ",
+        pop_and_wake!("KEYS[1]"),
+        "return 2 end return 1 elseif v == false then return 0 else return -1 end"
+    ),
     sha1: "b78839c3a199b702b7e0953eb3dda42d47057901",
     resend: true,
 };
@@ -140,12 +207,7 @@ return table.concat(r)",
 /// one connection (see [`COALESCED`]); measured on present keys it costs the node about a third of
 /// the single calls (`results/2026-12-01/release-batch/`).
 pub(crate) static RELEASE_MANY: Script = Script {
-    source: "local r = {} \
-for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
-if type(v) == 'table' then r[i] = 'e' \
-elseif v == ARGV[i] then redis.call('DEL', k) r[i] = '1' \
-elseif v == false then r[i] = '0' else r[i] = '-' end end \
-return table.concat(r)",
+    source: release_many!(declared_keys!(), deleted!()),
     sha1: "b8673592946f5f669155e2abae9d54824b89e3b2",
     resend: true,
 };
@@ -153,16 +215,7 @@ return table.concat(r)",
 /// [`RELEASE_NOTIFY`] for several locks in one call, answering like [`RELEASE_MANY`] plus `2`:
 /// deleted and a waiter was told.
 pub(crate) static RELEASE_NOTIFY_MANY: Script = Script {
-    source: "local r = {} \
-for i, k in ipairs(KEYS) do local v = redis.pcall('GET', k) \
-if type(v) == 'table' then r[i] = 'e' \
-elseif v == ARGV[i] then redis.call('DEL', k) \
-r[i] = '1' if redis.pcall('EXISTS', k .. ':wait') == 1 then r[i] = '2' \
-local w = redis.pcall('ZPOPMIN', k .. ':wait') \
-if w.err == nil and w[1] then redis.call('PUBLISH', k .. ':h:' .. w[1], w[1]) \
-else redis.call('PUBLISH', k, '') end end \
-elseif v == false then r[i] = '0' else r[i] = '-' end end \
-return table.concat(r)",
+    source: release_many!(declared_keys!(), deleted_and_woken!()),
     sha1: "cbb34c82985c882f6bbb50c3b44e57167ee3ab3e",
     resend: true,
 };
@@ -176,12 +229,7 @@ return table.concat(r)",
 /// transport sends that one lock's single release, whose declared key follows `MOVED`/`ASK`
 /// (`crate::transport::pipeline::coalesce`). Otherwise it answers like [`RELEASE_MANY`].
 pub(crate) static RELEASE_MANY_ANY_SLOT: Script = Script {
-    source: "local n = #ARGV / 2 local r = {} \
-for i = 1, n do local k = ARGV[i] local v = redis.pcall('GET', k) \
-if type(v) == 'table' then r[i] = 'm' \
-elseif v == ARGV[n + i] then redis.call('DEL', k) r[i] = '1' \
-elseif v == false then r[i] = '0' else r[i] = '-' end end \
-return table.concat(r)",
+    source: release_many!(any_slot_keys!(), deleted!()),
     sha1: "56e94838a7f47fe37ab1ab154ae721e865ff69cc",
     resend: true,
 };
@@ -189,16 +237,7 @@ return table.concat(r)",
 /// [`RELEASE_NOTIFY_MANY`] over keys of any slots, as [`RELEASE_MANY_ANY_SLOT`]. A lock's `:wait`
 /// key shares its slot (`prefix{resource}:wait`), so it is served where its lock key is.
 pub(crate) static RELEASE_NOTIFY_MANY_ANY_SLOT: Script = Script {
-    source: "local n = #ARGV / 2 local r = {} \
-for i = 1, n do local k = ARGV[i] local v = redis.pcall('GET', k) \
-if type(v) == 'table' then r[i] = 'm' \
-elseif v == ARGV[n + i] then redis.call('DEL', k) \
-r[i] = '1' if redis.pcall('EXISTS', k .. ':wait') == 1 then r[i] = '2' \
-local w = redis.pcall('ZPOPMIN', k .. ':wait') \
-if w.err == nil and w[1] then redis.call('PUBLISH', k .. ':h:' .. w[1], w[1]) \
-else redis.call('PUBLISH', k, '') end end \
-elseif v == false then r[i] = '0' else r[i] = '-' end end \
-return table.concat(r)",
+    source: release_many!(any_slot_keys!(), deleted_and_woken!()),
     sha1: "3dd43ad57b9a49e35b0fa73d3b59215697282abd",
     resend: true,
 };
@@ -218,3 +257,20 @@ pub(crate) static COALESCED: [Coalesced; 2] = [
         any_slot: &RELEASE_NOTIFY_MANY_ANY_SLOT,
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::COALESCED;
+
+    /// The coalesced releases are built from one template: each digest must still be its source's
+    /// (the handshake loads them by it).
+    #[test]
+    fn every_coalesced_script_digest_matches_its_source() {
+        for c in &COALESCED {
+            for script in [c.one, c.many, c.any_slot] {
+                let digest = sha1_smol::Sha1::from(script.source).digest().to_string();
+                assert_eq!(script.sha1, digest, "{}", script.source);
+            }
+        }
+    }
+}

@@ -10,7 +10,7 @@ use std::fmt;
 
 use bytes::Bytes;
 
-use super::cmd::{Args, Cmd, Keys, NodeResult, Script};
+use super::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Script};
 use crate::algo::quorum::{Tally, Vote};
 use crate::algo::value::LockValue;
 
@@ -262,19 +262,4 @@ impl fmt::Debug for Kind {
 /// The quorum of every kind whose holders exclude each other: a majority of the nodes.
 pub(crate) fn majority(nodes: usize, _: u64) -> usize {
     crate::algo::quorum::quorum(nodes)
-}
-
-/// `EVALSHA script` on `keys`, with the lock value and `args`.
-pub(crate) fn script_cmd(
-    script: &'static Script,
-    keys: &Keys,
-    value: LockValue,
-    args: Args,
-) -> Cmd {
-    Cmd::Script {
-        script,
-        keys: keys.clone(),
-        value,
-        args,
-    }
 }

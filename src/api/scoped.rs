@@ -92,6 +92,35 @@ impl Redlock {
             .with(work)
             .await
     }
+
+    /// Acquires a permit like [`acquire_permit`](Self::acquire_permit), runs `work` while the watchdog
+    /// renews it (every third of `ttl`), then releases it — also on error or panic, exactly like
+    /// [`with_lock`](Self::with_lock).
+    ///
+    /// # Errors
+    /// The acquire's error; [`LockError::Lost`] if the permit was lost while `work` ran.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `redlock.lock(resource).permits(k).ttl(ttl).with(work)`"
+    )]
+    pub async fn with_permit<F, Fut, T>(
+        &self,
+        resource: impl AsRef<[u8]>,
+        permits: u32,
+        ttl: Duration,
+        work: F,
+    ) -> Result<T, LockError>
+    where
+        F: FnOnce(LockContext) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        self.lock(resource)
+            .permits(permits)
+            .ttl(ttl)
+            .wait(Wait::Configured)
+            .with(work)
+            .await
+    }
 }
 
 /// Runs `work` under the renewed `lock`, then releases it — also on error or panic (resumed after the

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::exclusive::exclusive;
 use crate::algo::retry::Wait;
 use crate::engine::Redlock;
 use crate::error::LockError;
+use crate::kinds::exclusive::exclusive;
 use crate::lock::Lock;
 
 /// Most slots one slot semaphore may have: a busy pass tries each of them, one round trip each.

@@ -1,8 +1,8 @@
-//! How a fair lock round's replies are read (its waiting loop is `fair_wait`): the tally that
+//! How a fair lock round's replies are read (its waiting loop is `wait`): the tally that
 //! decides it, who granted and answered node by node, and for an enqueue the ticket each node gave
 //! and the waiter's ticket from them.
 
-use super::fair::{enqueue_vote, grant_vote};
+use super::spec::{enqueue_vote, grant_vote};
 use crate::algo::quorum::{quorum, Decision, Tally, Vote};
 use crate::config::MAX_NODES;
 use crate::engine::fanout::Count;

@@ -10,16 +10,16 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::Duration;
 
-use super::exclusive::exclusive;
-use super::fair::FAIR;
-use super::fair_wait::FairWait;
 use super::guard::LockGuard;
 use super::renewed::{RenewPolicy, RenewedLock};
-use super::rwlock::write_kind;
 use super::scoped::{run_scoped, LockContext};
 use crate::algo::retry::Wait;
 use crate::engine::Redlock;
 use crate::error::LockError;
+use crate::kinds::exclusive::exclusive;
+use crate::kinds::fair::wait::FairWait;
+use crate::kinds::fair::FAIR;
+use crate::kinds::rwlock::write_kind;
 use crate::lock::Lock;
 use crate::protocol::spec::Kind;
 

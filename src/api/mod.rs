@@ -1,0 +1,19 @@
+//! How callers take and hold locks, over the kinds (`crate::kinds`):
+//!
+//! - `open`: `Redlock::new`, which hands the engine the list of kinds.
+//! - `request`: `Redlock::lock` / `lock_many` → [`crate::LockRequest`], [`crate::RenewedRequest`]:
+//!   the one way in, for every kind (how long to wait, which kind, renewed or scoped).
+//! - `guard`: [`crate::LockGuard`], a held lock released on drop, even without a runtime.
+//! - `renewed`: locks the watchdog keeps alive ([`crate::RenewedLock`], [`crate::RenewPolicy`]).
+//! - `scoped`: acquire, run, release ([`crate::LockContext`]), for every kind.
+//! - `owner`: reentrant holds scoped to an owner ([`crate::LockOwner`]).
+//! - `slots`: the slot semaphore, one of K exclusive locks on a majority: not a kind of its own,
+//!   a way of taking exclusive locks.
+
+pub(crate) mod guard;
+mod open;
+pub(crate) mod owner;
+pub(crate) mod renewed;
+pub(crate) mod request;
+pub(crate) mod scoped;
+pub(crate) mod slots;

@@ -1,0 +1,204 @@
+//! The fair lock as the engine and its waiting loop see it (the protocol and its argument are the
+//! folder's doc, `kinds::fair`): its `Spec`, the commands of its rounds, how their replies vote,
+//! and the names and channels its waiters are woken by.
+
+use super::scripts::{ATTEMPT, ENQUEUE, LEAVE, RELEASE_FAIR, RELEASE_FAIR_TO, UNLOCK_FAIR};
+use crate::algo::quorum::Vote;
+use crate::algo::value::{LockValue, TAG_LEN};
+use crate::error::NodeError;
+use crate::protocol::cmd::script_cmd;
+use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply};
+use crate::protocol::scripts::{EXTEND, HOLDS};
+use crate::protocol::spec::{majority, Forced, Kind, Spec, Successor, Suffix};
+
+/// The fair lock (its acquire command is an attempt: see [`ATTEMPT`]).
+pub(crate) static FAIR: Spec = Spec {
+    name: "fair",
+    code: b'q',
+    acquire: attempt_cmd,
+    vote: grant_vote,
+    quorum: majority,
+    release: &RELEASE_FAIR,
+    release_notify: &RELEASE_FAIR,
+    extend: &EXTEND,
+    holds: &HOLDS,
+    extends_first_key: true,
+    give_up: None,
+    suffixes: &[
+        Suffix {
+            name: b":fair:q",
+            forced: Forced::Kept,
+        },
+        Suffix {
+            name: b":fair:exp",
+            forced: Forced::Kept,
+        },
+    ],
+    marks: &[],
+    labeled: None,
+    acquire_labeled: None,
+
+    // Every waiter takes its own place: local queueing or hand-off would overtake remote waiters.
+    queues_locally: false,
+    hands_off: false,
+    handoff: None,
+    // A release names our next waiter, and the nodes grant it where it is the head.
+    successor: Some(&FAIR_SUCCESSOR),
+    multi_resource: false,
+    shared: false,
+    scripts: &[
+        &ENQUEUE,
+        &ATTEMPT,
+        &RELEASE_FAIR,
+        &RELEASE_FAIR_TO,
+        &UNLOCK_FAIR,
+        &LEAVE,
+    ],
+};
+
+/// The fair lock's release to the next waiter of the releasing engine (see [`RELEASE_FAIR_TO`]).
+static FAIR_SUCCESSOR: Successor = Successor {
+    release_to: release_to_cmd,
+    vote: release_to_vote,
+};
+
+fn release_to_cmd(
+    keys: &Keys,
+    holder: LockValue,
+    ttl_ms: u64,
+    ticket: u64,
+    next: LockValue,
+) -> Cmd {
+    let name = successor_name(next);
+    script_cmd(
+        &RELEASE_FAIR_TO,
+        keys,
+        holder,
+        Args::of(&[ttl_ms, ticket, name]),
+    )
+}
+
+/// The waiter [`RELEASE_FAIR_TO`] may grant, as the script computes it from the queue's head: the
+/// first 13 hex digits of its value's SHA1 (52 bits, exact as a Lua number). The reply's full SHA1
+/// is what the engine trusts; this only picks the head.
+fn successor_name(value: LockValue) -> u64 {
+    let hex = sha1_smol::Sha1::from(value.as_bytes()).digest().to_string();
+    u64::from_str_radix(&hex[..13], 16).unwrap_or(0)
+}
+
+/// Reads a [`RELEASE_FAIR_TO`] reply: the release's vote (`1`, `0`, `-1` as the plain release's),
+/// and whether it set the key to `next`'s value (`G` and that value's SHA1 after it).
+fn release_to_vote(result: NodeResult, next: LockValue) -> (Vote, bool) {
+    let Ok(Reply::Data(d)) = result else {
+        // Any other reply reads as the plain release's would (`WRONGTYPE`: another's key).
+        return (Vote::of_script(result), false);
+    };
+    let (release, granted) = match d.iter().position(|b| *b == b'G') {
+        Some(at) => (&d[..at], Some(&d[at + 1..])),
+        None => (&d[..], None),
+    };
+    let vote = match release {
+        b"1" => Vote::Yes,
+        b"0" => Vote::Gone,
+        b"-1" => Vote::Taken,
+        _ => Vote::Failed(NodeError::Protocol(
+            "fair release script: bulk string is none of 1, 0, -1".into(),
+        )),
+    };
+    let ours = sha1_smol::Sha1::from(next.as_bytes()).digest().to_string();
+    (vote, granted == Some(ours.as_bytes()))
+}
+
+pub(crate) fn fair_kind() -> Kind {
+    Kind::new(&FAIR, 0)
+}
+
+/// An attempt of the waiter holding `ticket` (the kind's `arg` slot of `Spec::acquire`).
+pub(crate) fn attempt_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, ticket: u64) -> Cmd {
+    script_cmd(&ATTEMPT, keys, value, Args::of(&[ttl_ms, ticket]))
+}
+
+/// An enqueue, with the waiter's ticket hint: this host's wall clock in microseconds (see the module
+/// doc: the hint makes the nodes agree more often, and is never trusted).
+pub(crate) fn enqueue_cmd(keys: &Keys, value: LockValue, ttl_ms: u64) -> Cmd {
+    let hint = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_micros().clamp(1, MAX_HINT) as u64);
+    script_cmd(&ENQUEUE, keys, value, Args::of(&[ttl_ms, hint]))
+}
+
+/// Hints above this are clipped, so a ticket stays an exact score (below 2^53) for centuries.
+const MAX_HINT: u128 = 1 << 52;
+
+pub(crate) fn leave_cmd(keys: &Keys, value: LockValue) -> Cmd {
+    script_cmd(&LEAVE, keys, value, Args::NONE)
+}
+
+pub(crate) fn unlock_cmd(keys: &Keys, value: LockValue) -> Cmd {
+    script_cmd(&UNLOCK_FAIR, keys, value, Args::NONE)
+}
+
+/// Reads an attempt reply: `G` granted (the key is ours), `Q` queued but not granted, `L` not in the
+/// queue (dropped: expired, or never landed).
+pub(crate) fn grant_vote(result: NodeResult) -> Vote {
+    match result {
+        Ok(Reply::Data(d)) => match &d[..] {
+            b"G" => Vote::Yes,
+            b"Q" => Vote::Taken,
+            b"L" => Vote::Gone,
+            _ => Vote::Failed(NodeError::Protocol(
+                "fair lock script: bulk string is none of G, Q, L".into(),
+            )),
+        },
+        Ok(other) => Vote::Failed(other.unexpected("fair lock script")),
+        Err(e) => Vote::Failed(e),
+    }
+}
+
+/// Reads an enqueue reply: `G` or `Q` as an attempt's, then the ticket the node gave (`G17`).
+pub(crate) fn enqueue_vote(result: NodeResult) -> Result<(Vote, u64), Vote> {
+    let bad = || {
+        Vote::Failed(NodeError::Protocol(
+            "fair enqueue script: bulk string is not G or Q and a ticket".into(),
+        ))
+    };
+    match result {
+        Ok(Reply::Data(d)) if d.len() > 1 => {
+            let vote = match d[0] {
+                b'G' => Vote::Yes,
+                b'Q' => Vote::Taken,
+                _ => return Err(bad()),
+            };
+            let ticket = std::str::from_utf8(&d[1..])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(bad)?;
+            Ok((vote, ticket))
+        }
+        Ok(Reply::Data(_)) => Err(bad()),
+        Ok(other) => Err(Vote::Failed(other.unexpected("fair enqueue script"))),
+        Err(e) => Err(Vote::Failed(e)),
+    }
+}
+
+/// The channel a waiter is woken on: its key, `:w:` and the hex of its engine's tag (the value's
+/// first bytes, not secret: see `crate::algo::value`), as the scripts compute it. One per key and
+/// engine, so a wake-up reaches only the process of the waiter it names, not every subscriber of
+/// the key.
+pub(crate) fn wake_channel(key: &[u8], value: LockValue) -> bytes::Bytes {
+    let mut channel = Vec::with_capacity(key.len() + 3 + 2 * TAG_LEN);
+    channel.extend_from_slice(key);
+    channel.extend_from_slice(b":w:");
+    for b in &value.as_bytes()[..TAG_LEN] {
+        channel.extend_from_slice(format!("{b:02x}").as_bytes());
+    }
+    channel.into()
+}
+
+/// The name a waiter is woken by: the first 16 hex digits of its value's SHA1, as the scripts
+/// compute it on the node. 64 bits: names of concurrent waiters of one key do not collide (and a
+/// collision only wakes a second waiter early), and the digest reveals nothing of the value.
+pub(crate) fn wake_name(value: LockValue) -> bytes::Bytes {
+    let hex = sha1_smol::Sha1::from(value.as_bytes()).digest().to_string();
+    bytes::Bytes::copy_from_slice(&hex.as_bytes()[..16])
+}
