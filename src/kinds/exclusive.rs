@@ -16,12 +16,12 @@ use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
+use crate::kinds::base::BASE;
 use crate::lock::Lock;
 use crate::protocol::cmd::{Cmd, Keys, Script};
 use crate::protocol::handoff::PLAIN_HANDOFF;
 use crate::protocol::native::NATIVE_COVERED;
-use crate::protocol::scripts::{EXTEND, HOLDS, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
-use crate::protocol::spec::{majority, Forced, Kind, Spec, Suffix};
+use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
 
 /// The exclusive lock.
 pub(crate) static EXCLUSIVE: Spec = Spec {
@@ -29,25 +29,11 @@ pub(crate) static EXCLUSIVE: Spec = Spec {
     code: b'x',
     acquire: set_nx_px,
     vote: Vote::of_set,
-    quorum: majority,
-    release: &RELEASE,
-    release_notify: &RELEASE_NOTIFY,
-    extend: &EXTEND,
-    holds: &HOLDS,
-    extends_first_key: true,
-    give_up: None,
-    suffixes: &[],
-    marks: &[WAIT_MARK],
     labeled: Some(&LABELED),
-    acquire_labeled: None,
-    queues_locally: true,
-    hands_off: true,
     handoff: Some(&PLAIN_HANDOFF),
-    successor: None,
-    multi_resource: false,
-    shared: false,
     // Every one has a native form: a plain lock works for a lock user without scripting.
     scripts: &NATIVE_COVERED,
+    ..BASE
 };
 
 fn set_nx_px(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
@@ -145,28 +131,15 @@ pub(crate) static LABELED: Spec = Spec {
     name: "exclusive",
     code: b'x',
     acquire: unlabeled_set,
-    vote: Vote::of_script,
-    quorum: majority,
-    release: &RELEASE,
-    release_notify: &RELEASE_NOTIFY,
     extend: &EXTEND_LABELED,
-    holds: &HOLDS,
     extends_first_key: false,
-    give_up: None,
     suffixes: &[Suffix {
         name: b":holder",
         forced: Forced::Deleted,
     }],
-    marks: &[WAIT_MARK],
-    labeled: None,
     acquire_labeled: Some(labeled_acquire),
-    queues_locally: true,
-    hands_off: true,
-    handoff: None,
-    successor: None,
-    multi_resource: false,
-    shared: false,
     scripts: &[&ACQUIRE_LABELED, &EXTEND_LABELED],
+    ..BASE
 };
 
 /// Never sent: the engine sends `acquire_labeled` for this kind, with its label.

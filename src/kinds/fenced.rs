@@ -51,12 +51,12 @@ use crate::algo::value::LockValue;
 use crate::engine::release::HeldGuard;
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
+use crate::kinds::base::BASE;
 use crate::lock::Lock;
 use crate::observe::Op;
 use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
-use crate::protocol::scripts::{EXTEND, HOLDS, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
-use crate::protocol::spec::{majority, Forced, Kind, Spec, Suffix};
+use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
 
 /// An exclusive lock whose acquire also reads the resource's fence counter on every node, for a
 /// fencing token committed afterwards.
@@ -65,29 +65,14 @@ pub(crate) static FENCED: Spec = Spec {
     code: b'f',
     acquire: acquire_fenced_cmd,
     vote: fenced_set_vote,
-    quorum: majority,
-    release: &RELEASE,
-    release_notify: &RELEASE_NOTIFY,
-    extend: &EXTEND,
-    holds: &HOLDS,
-    extends_first_key: true,
-    give_up: None,
     suffixes: &[Suffix {
         name: b":fence",
         forced: Forced::Kept,
     }],
-    marks: &[WAIT_MARK],
-    labeled: None,
-    acquire_labeled: None,
-
-    queues_locally: true,
     // Its token belongs to one holder: the next holder needs a larger one.
     hands_off: false,
-    handoff: None,
-    successor: None,
-    multi_resource: false,
-    shared: false,
     scripts: &[&ACQUIRE_FENCED, &COMMIT_FENCE],
+    ..BASE
 };
 
 fn acquire_fenced_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {

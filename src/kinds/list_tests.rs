@@ -9,12 +9,18 @@ use crate::kinds::probe::{ACQUIRE_PROBE, PROBE};
 use crate::protocol::spec::{Kind, LockKind};
 use crate::Redlock;
 
-/// Each kind draws values with its own code: two kinds with one code would read as one.
+/// Each kind draws values with its own code: two kinds with one code would read as one. None keeps
+/// the placeholders of `kinds::base::BASE`.
 #[test]
 fn every_kind_has_its_own_code_and_name() {
     let catalog = super::catalog();
     let kinds = catalog.kinds();
     for (i, a) in kinds.iter().enumerate() {
+        assert!(
+            !a.name.is_empty() && a.code != 0,
+            "a kind without its own name or code"
+        );
+        assert!(!a.scripts.is_empty(), "{}: its scripts", a.name);
         for b in &kinds[i + 1..] {
             assert_ne!(a.code, b.code, "{} and {}", a.name, b.name);
             assert_ne!(a.name, b.name);

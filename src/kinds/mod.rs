@@ -23,6 +23,7 @@
 //! handle it with no other edit (its tests are `list_tests`, with the list; `inspect_tests` test
 //! inspect's parsing against the real list).
 
+mod base;
 pub(crate) mod exclusive;
 pub(crate) mod fair;
 pub(crate) mod fenced;

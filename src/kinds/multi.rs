@@ -8,43 +8,34 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::addr::Topology;
-use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
+use crate::kinds::base::BASE;
 use crate::lock::Lock;
 use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, Script, MAX_SCRIPT_KEYS};
 use crate::protocol::scripts::HOLDS_ALL;
-use crate::protocol::spec::{majority, Kind, Spec, Target};
+use crate::protocol::spec::{Kind, Spec, Target};
 
 /// Several resources, one owner, all or none on each node.
 pub(crate) static MULTI: Spec = Spec {
     name: "multi",
     code: b'm',
     acquire: acquire_multi_cmd,
-    vote: Vote::of_script,
-    quorum: majority,
     release: &RELEASE_MULTI,
     release_notify: &RELEASE_MULTI,
     extend: &EXTEND_MULTI,
     holds: &HOLDS_ALL,
     extends_first_key: false,
-    give_up: None,
-    suffixes: &[],
     marks: &[],
-    labeled: None,
-    acquire_labeled: None,
-
     // One queue per resource: a lock spanning several would wait in all of them.
     queues_locally: false,
     hands_off: false,
-    handoff: None,
-    successor: None,
     multi_resource: true,
-    shared: false,
     scripts: &[&ACQUIRE_MULTI, &RELEASE_MULTI, &EXTEND_MULTI],
+    ..BASE
 };
 
 fn acquire_multi_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {

@@ -2,40 +2,29 @@
 //! the list of kinds (`kinds::list`): nothing else in the crate names it, yet the handshake loads its script, inspect names
 //! it and force-release deletes its extra key.
 
-use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
+use crate::kinds::base::BASE;
 use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, Script};
-use crate::protocol::scripts::{EXTEND, HOLDS, RELEASE};
-use crate::protocol::spec::{majority, Forced, Spec, Suffix};
+use crate::protocol::scripts::RELEASE;
+use crate::protocol::spec::{Forced, Spec, Suffix};
 
 /// The probe: an exclusive lock that also sets `prefix{resource}:probe`.
 pub(crate) static PROBE: Spec = Spec {
     name: "probe",
     code: b't',
     acquire: acquire_probe,
-    vote: Vote::of_script,
-    quorum: majority,
-    release: &RELEASE,
     release_notify: &RELEASE,
-    extend: &EXTEND,
-    holds: &HOLDS,
     extends_first_key: false,
-    give_up: None,
     suffixes: &[Suffix {
         name: b":probe",
         forced: Forced::Counted,
     }],
     marks: &[],
-    labeled: None,
-    acquire_labeled: None,
     queues_locally: false,
     hands_off: false,
-    handoff: None,
-    successor: None,
-    multi_resource: false,
-    shared: false,
     scripts: &[&ACQUIRE_PROBE],
+    ..BASE
 };
 
 /// `SET NX PX` on the lock key and, when it lands, the probe key for as long. Answers 1 or -1.

@@ -17,16 +17,16 @@
 
 use std::time::Duration;
 
-use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
+use crate::kinds::base::BASE;
 use crate::lock::Lock;
 use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, Script};
-use crate::protocol::scripts::{EXTEND, HOLDS, HOLDS_MEMBER, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
-use crate::protocol::spec::{majority, Forced, Kind, Spec, Suffix};
+use crate::protocol::scripts::HOLDS_MEMBER;
+use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
 
 const SUFFIXES: &[Suffix] = &[
     Suffix {
@@ -44,26 +44,19 @@ pub(crate) static READ: Spec = Spec {
     name: "read",
     code: b'r',
     acquire: acquire_read_cmd,
-    vote: Vote::of_script,
-    quorum: majority,
     release: &RELEASE_READ,
     release_notify: &RELEASE_READ,
     extend: &EXTEND_READ,
     holds: &HOLDS_MEMBER,
     extends_first_key: false,
-    give_up: None,
     suffixes: SUFFIXES,
     marks: &[],
-    labeled: None,
-    acquire_labeled: None,
     // Readers share: there is no one to wait behind locally.
     queues_locally: false,
     hands_off: false,
-    handoff: None,
-    successor: None,
-    multi_resource: false,
     shared: true,
     scripts: &[&ACQUIRE_READ, &RELEASE_READ, &EXTEND_READ],
+    ..BASE
 };
 
 /// The exclusive (writer) hold; its `arg` is a ticket identifying this acquire across its attempts, so
@@ -72,25 +65,10 @@ pub(crate) static WRITE: Spec = Spec {
     name: "write",
     code: b'w',
     acquire: acquire_write_cmd,
-    vote: Vote::of_script,
-    quorum: majority,
-    release: &RELEASE,
-    release_notify: &RELEASE_NOTIFY,
-    extend: &EXTEND,
-    holds: &HOLDS,
-    extends_first_key: true,
     give_up: Some(cancel_intent_cmd),
     suffixes: SUFFIXES,
-    marks: &[WAIT_MARK],
-    labeled: None,
-    acquire_labeled: None,
-    queues_locally: true,
-    hands_off: true,
-    handoff: None,
-    successor: None,
-    multi_resource: false,
-    shared: false,
     scripts: &[&ACQUIRE_WRITE, &CANCEL_INTENT],
+    ..BASE
 };
 
 fn acquire_read_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, max_readers: u64) -> Cmd {

@@ -63,6 +63,7 @@ use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
+use crate::kinds::base::BASE;
 use crate::lock::Lock;
 use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
@@ -86,23 +87,16 @@ pub(crate) static SEMAPHORE: Spec = Spec {
     extend: &EXTEND_PERMIT,
     holds: &HOLDS_MEMBER,
     extends_first_key: false,
-    give_up: None,
     suffixes: &[Suffix {
         name: b":sem",
         forced: Forced::Kept,
     }],
     marks: &[],
-    labeled: None,
-    acquire_labeled: None,
-
     // Holders share the resource: nobody to wait behind locally, nothing to hand off.
     queues_locally: false,
     hands_off: false,
-    handoff: None,
-    successor: None,
-    multi_resource: false,
-    shared: false,
     scripts: &[&ACQUIRE_PERMIT, &RELEASE_PERMIT, &EXTEND_PERMIT],
+    ..BASE
 };
 
 fn acquire_permit_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, permits: u64) -> Cmd {

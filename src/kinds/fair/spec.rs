@@ -6,10 +6,10 @@ use super::scripts::{ATTEMPT, ENQUEUE, LEAVE, RELEASE_FAIR, RELEASE_FAIR_TO, UNL
 use crate::algo::quorum::Vote;
 use crate::algo::value::{LockValue, TAG_LEN};
 use crate::error::NodeError;
+use crate::kinds::base::BASE;
 use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply};
-use crate::protocol::scripts::{EXTEND, HOLDS};
-use crate::protocol::spec::{majority, Forced, Kind, Spec, Successor, Suffix};
+use crate::protocol::spec::{Forced, Kind, Spec, Successor, Suffix};
 
 /// The fair lock (its acquire command is an attempt: see [`ATTEMPT`]).
 pub(crate) static FAIR: Spec = Spec {
@@ -17,13 +17,8 @@ pub(crate) static FAIR: Spec = Spec {
     code: b'q',
     acquire: attempt_cmd,
     vote: grant_vote,
-    quorum: majority,
     release: &RELEASE_FAIR,
     release_notify: &RELEASE_FAIR,
-    extend: &EXTEND,
-    holds: &HOLDS,
-    extends_first_key: true,
-    give_up: None,
     suffixes: &[
         Suffix {
             name: b":fair:q",
@@ -35,17 +30,11 @@ pub(crate) static FAIR: Spec = Spec {
         },
     ],
     marks: &[],
-    labeled: None,
-    acquire_labeled: None,
-
     // Every waiter takes its own place: local queueing or hand-off would overtake remote waiters.
     queues_locally: false,
     hands_off: false,
-    handoff: None,
     // A release names our next waiter, and the nodes grant it where it is the head.
     successor: Some(&FAIR_SUCCESSOR),
-    multi_resource: false,
-    shared: false,
     scripts: &[
         &ENQUEUE,
         &ATTEMPT,
@@ -54,6 +43,7 @@ pub(crate) static FAIR: Spec = Spec {
         &UNLOCK_FAIR,
         &LEAVE,
     ],
+    ..BASE
 };
 
 /// The fair lock's release to the next waiter of the releasing engine (see [`RELEASE_FAIR_TO`]).
