@@ -37,8 +37,9 @@ pub struct NodeAddr {
     pub durable: bool,
 }
 
-/// What one lock "node" is made of. Every kind gives one vote in the quorum.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What one lock "node" is made of. Every kind gives one vote in the quorum. `Debug` shows the
+/// Sentinels' password as `***`.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Topology {
     /// One standalone master.
     Standalone,
@@ -60,6 +61,25 @@ impl Topology {
     /// Whether the engine's own connection can serve this kind (it speaks to one server only).
     pub fn is_standalone(&self) -> bool {
         matches!(self, Self::Standalone)
+    }
+}
+
+impl fmt::Debug for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Standalone => f.write_str("Standalone"),
+            Self::Cluster => f.write_str("Cluster"),
+            Self::Sentinel {
+                service,
+                username,
+                password,
+            } => f
+                .debug_struct("Sentinel")
+                .field("service", service)
+                .field("username", username)
+                .field("password", &password.as_ref().map(|_| "***"))
+                .finish(),
+        }
     }
 }
 

@@ -46,6 +46,11 @@ fn parses_cluster_and_sentinel_node_sets() {
         }
     );
     assert!(s.tls && s.port == 26379 && s.db == 2);
+    let shown = format!("{:?}", s.topology);
+    assert!(
+        !shown.contains("s@nt") && shown.contains("\"***\""),
+        "{shown}"
+    );
     assert_eq!(s.more_hosts, vec![("s2".into(), 26380)]);
     assert_eq!(
         s.to_string(),

@@ -11,8 +11,9 @@ impl Config {
     /// [`Redlock::new(config)`](crate::Redlock::new) or, to set more in code,
     /// [`Builder::from(config)`](crate::Builder).
     ///
-    /// Durations are human-readable: `500ms`, `2s`, `1.5s`, `1m`, `1h` (also `us`, `ns`; a bare
-    /// number is seconds). A variable not set keeps the default; one set to something unusable is a
+    /// Durations are a number and a unit, as [`parse_duration`] reads them: `500ms`, `2s`, `1.5s`,
+    /// `1m`, `1h` (also `us`, `ns`). A bare number is refused, `0` excepted: write `10s`, not `10`.
+    /// A variable not set keeps the default; one set to something unusable is a
     /// [`LockError::InvalidConfig`] naming it (never silently the default).
     ///
     /// | variable | field | example |
@@ -76,8 +77,9 @@ impl Config {
         for (name, value) in vars {
             let (name, value) = (name.as_ref(), value.as_ref().trim());
             let bad = |why: &str| LockError::InvalidConfig(format!("{name}={value:?}: {why}"));
-            let duration =
-                || parse_duration(value).ok_or_else(|| bad("not a duration (500ms, 2s, 1m)"));
+            let duration = || {
+                parse_duration(value).map_err(|e| LockError::InvalidConfig(format!("{name}: {e}")))
+            };
             let number = || value.parse::<u64>().map_err(|_| bad("not a whole number"));
             let flag = || match value {
                 "1" | "true" | "yes" | "on" => Ok(true),
@@ -161,6 +163,14 @@ mod tests {
         ])
         .unwrap_err();
         assert!(err.to_string().contains("REDLOCK_MAX_TTL"), "{err}");
+        // A bare number could be seconds or milliseconds: refused, naming the variable.
+        let err = Config::from_vars([("REDLOCK_NODES", "redis://a:1"), ("REDLOCK_MAX_TTL", "10")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("REDLOCK_MAX_TTL") && err.contains("give a unit: 10s or 10ms"),
+            "{err}"
+        );
         assert!(
             Config::from_vars([("REDLOCK_MAX_TTL", "1s")]).is_err(),
             "no nodes"
@@ -182,6 +192,11 @@ mod tests {
         assert_eq!(back.max_ttl, config.max_ttl);
         let err = serde_json::from_str::<Config>(r#"{"max_ttl": "soon"}"#).unwrap_err();
         assert!(err.to_string().contains("soon"), "{err}");
+        let err = serde_json::from_str::<Config>(r#"{"max_ttl": "10"}"#).unwrap_err();
+        assert!(
+            err.to_string().contains("give a unit: 10s or 10ms"),
+            "{err}"
+        );
         assert!(
             serde_json::from_str::<Config>(r#"{"max_tll": "1s"}"#).is_err(),
             "typo refused"

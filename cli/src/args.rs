@@ -1,10 +1,11 @@
-//! The command line (clap derive), its durations, and clap's errors on one line with any password
-//! in them replaced.
+//! The command line (clap derive; durations are the library's `parse_duration`: a number and a
+//! unit, `0` alone), and clap's errors on one line with any password in them replaced.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use redlock_engine::parse_duration;
 
 /// Inspect, watch, break and hold redlock-engine locks.
 ///
@@ -12,7 +13,8 @@ use clap::{Parser, Subcommand};
 /// REDLOCK_KEY_FORMAT, REDLOCK_MAX_TTL, REDLOCK_CONNECT_TIMEOUT, REDLOCK_QUARANTINE,
 /// REDLOCK_CLOCK_GUARD, REDLOCK_TLS_CA_FILE, ...), so it sees the locks a service configured that way
 /// takes; the flags below override them. A lock it takes carries its own holder label, not
-/// REDLOCK_HOLDER_LABEL.
+/// REDLOCK_HOLDER_LABEL. Every TIME, in a flag or a variable, is a number and a unit (`500ms`,
+/// `30s`, `1.5m`, `1h`; `0` alone): a bare `10` is refused.
 // The exit codes are `crate::exit::HELP`, after the options.
 #[derive(Parser, Debug)]
 #[command(name = "redlock", version, after_help = crate::exit::HELP)]
@@ -149,37 +151,6 @@ pub struct Acquire {
     pub command: Vec<String>,
 }
 
-/// `10s`, `250ms`, `1.5s`, `2m`, `1h`; `0` alone. Errors say what was wrong.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let s = text.trim();
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("`{text}` has no unit (use e.g. 30s, 500ms, 2m)"))?;
-    let (number, unit) = s.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration (use e.g. 30s, 500ms, 2m)"))?;
-    let scale = match unit {
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        other => {
-            return Err(format!(
-                "`{text}`: unknown unit `{other}` (use ms, s, m or h)"
-            ))
-        }
-    };
-    let secs = value * scale;
-    if !secs.is_finite() || secs > 365.0 * 24.0 * 3600.0 {
-        return Err(format!("`{text}` is above one year"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 /// clap's error as one line (no usage block), with passwords in any URL it quotes replaced.
 pub fn one_line(err: &clap::Error) -> String {
     let text = err
@@ -227,14 +198,15 @@ mod tests {
     }
 
     #[test]
-    fn durations_take_units_and_refuse_the_rest() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        for bad in ["30", "s", "3x", "1e9h", "-1s", ""] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
+    fn a_duration_without_a_unit_is_refused_clearly() {
+        let err = Options::try_parse_from(["redlock", "--max-ttl", "10", "nodes"]).unwrap_err();
+        let line = one_line(&err);
+        assert!(
+            line.contains("--max-ttl") && line.contains("give a unit: 10s or 10ms"),
+            "{line}"
+        );
+        let ok = Options::try_parse_from(["redlock", "--max-ttl", "10s", "nodes"]).unwrap();
+        assert_eq!(ok.max_ttl, Some(Duration::from_secs(10)));
     }
 
     #[test]

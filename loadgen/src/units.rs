@@ -1,42 +1,12 @@
-//! Unit-aware option values: durations (`10s`, `250ms`, `1.5s`, `500us`), counts (`100k`, `1m`) and hold
-//! times (`0`, `2ms`, or a range `1ms..5ms`).
+//! Unit-aware option values: durations (`10s`, `250ms`, `1.5s`, `500us`: the library's
+//! [`parse_duration`]), counts (`100k`, `1m`) and hold times (`0`, `2ms`, or a range `1ms..5ms`).
 
 use std::fmt;
 use std::time::Duration;
 
-/// Parses `10s`, `250ms`, `500us` (or `µs`), `1m`, `1.5s`, `2h`; a bare `0` is zero. Other bare numbers
-/// are rejected: `--ttl 10` could mean seconds or milliseconds, so the unit must be said.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let s = text.trim();
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("`{text}` has no unit (use e.g. 10s, 250ms, 500us)"))?;
-    let (number, unit) = s.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration (use e.g. 10s, 250ms, 500us)"))?;
-    let scale = match unit.trim() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" | "sec" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        other => {
-            return Err(format!(
-                "`{text}`: unknown unit `{other}` (use ns, us, ms, s, m or h)"
-            ))
-        }
-    };
-    let secs = value * scale;
-    if !secs.is_finite() || secs > 1e9 {
-        return Err(format!("`{text}` is too large"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
+/// Durations are read as the library reads them (`10s`, `250ms`, `500us`, `1.5s`, `2m`; `0` alone),
+/// so `--ttl 10` is an error here as `REDLOCK_MAX_TTL=10` is there, not a guess at the unit.
+pub use redlock_engine::parse_duration;
 
 /// Parses `64`, `100k`, `1m` / `1M`, `2g` (decimal multiples: k = 1 000).
 pub fn parse_count(text: &str) -> Result<u64, String> {
@@ -99,12 +69,17 @@ impl fmt::Display for Hold {
     }
 }
 
+/// [`parse_duration`] with its error as text, as clap shows it.
+fn duration(text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|e| e.to_string())
+}
+
 /// Parses `0`, `2ms` or `1ms..5ms`.
 pub fn parse_hold(text: &str) -> Result<Hold, String> {
     match text.split_once("..") {
-        None => parse_duration(text).map(Hold::fixed),
+        None => duration(text).map(Hold::fixed),
         Some((lo, hi)) => {
-            let (min, max) = (parse_duration(lo)?, parse_duration(hi)?);
+            let (min, max) = (duration(lo)?, duration(hi)?);
             if min > max {
                 return Err(format!("hold range `{text}` is backwards"));
             }
@@ -116,20 +91,6 @@ pub fn parse_hold(text: &str) -> Result<Hold, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
-        assert_eq!(parse_duration("0ms").unwrap(), Duration::ZERO);
-        assert!(parse_duration("10").is_err());
-        assert!(parse_duration("ten s").is_err());
-        assert!(parse_duration("5parsecs").is_err());
-    }
 
     #[test]
     fn counts() {
@@ -156,6 +117,7 @@ mod tests {
             (Duration::from_millis(1), Duration::from_millis(5))
         );
         assert!(parse_hold("5ms..1ms").is_err());
+        assert!(parse_hold("1..5ms").unwrap_err().contains("no unit"));
         let mut rng = fastrand::Rng::with_seed(1);
         assert!((0..100).all(|_| (h.min..=h.max).contains(&h.sample(&mut rng))));
     }

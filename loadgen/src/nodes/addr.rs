@@ -1,48 +1,22 @@
-//! Node URLs as loadgen reads them, for its own probes and for choosing the engines that can use them.
+//! Node URLs as loadgen uses them: the engine's reading of each (`NodeAddr::parse`, through
+//! `redlock_engine::__private`, so every URL means the same servers here as in the engine, with the
+//! same defaults, errors and redaction), as the targets its probes connect to.
 //!
-//! The grammar is the library's (`src/addr.rs`, private), so every URL the engine accepts means the same
-//! servers here:
-//!
-//! - `redis://[user[:password]@]host[:port][/db]`: one standalone master;
-//! - `redis-cluster://[user[:password]@]host[:port][?node=host:port&...]`: a Redis Cluster, through any of
-//!   the listed members;
-//! - `redis-sentinel://[user[:password]@]host[:port][/db]?sentinelServiceName=name[&node=host:port...]`:
-//!   the master that these Sentinels name. The URL's credentials are the master's; the Sentinels get none
-//!   unless `sentinelUsername=` / `sentinelPassword=` give theirs.
-//!
-//! Parsing is the engine's own (`redlock_engine::__private::NodeAddr`), so the accepted forms, defaults and
-//! redaction match exactly. On top of it, the TLS schemes (`rediss://` and its cluster and Sentinel
-//! forms) are refused: loadgen's probe, rslock and redis-benchmark all speak plain TCP here, so a TLS
-//! node could not be checked or compared.
+//! What is loadgen's own: TLS schemes (`rediss://` and its cluster and Sentinel forms) are refused,
+//! since its probe, rslock and redis-benchmark all speak plain TCP here, so a TLS node could not be
+//! checked or compared; and a node set's servers (cluster members, the master a Sentinel names, the
+//! Sentinels themselves) become standalone targets named after their set in messages.
 
-use redlock_engine::__private::{redact_node_url, NodeAddr, Topology as EngineTopology};
+pub use redlock_engine::__private::Topology;
+use redlock_engine::__private::{redact_node_url, NodeAddr};
 
-/// What stands behind one node URL. Whatever the kind, it is one vote in the quorum. `Debug` leaves the
-/// Sentinel password out.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Topology {
-    /// One standalone master.
-    Standalone,
-    /// A Redis Cluster; `host:port` and `more_hosts` are members.
-    Cluster,
-    /// The master that Sentinels name for `service`; `host:port` and `more_hosts` are Sentinels.
-    Sentinel {
-        /// The name the Sentinels know the master by.
-        service: String,
-        /// The Sentinels' own ACL user (`sentinelUsername=`), if any.
-        username: Option<String>,
-        /// The Sentinels' own password (`sentinelPassword=`), if any.
-        password: Option<String>,
-    },
-}
-
-/// A parsed node URL. `Debug` shows the redacted URL only, never a password.
+/// A node as loadgen's probes reach it. `Debug` shows the redacted URL only, never a password.
 #[derive(Clone, PartialEq, Eq)]
 pub struct NodeUrl {
-    /// The URL as given with any password (the master's, and a Sentinel password in the query) replaced by
-    /// `***`: what messages show.
+    /// The URL as given with any password (the master's, and a Sentinel password in the query)
+    /// replaced by `***`: what messages show.
     pub url: String,
-    /// What stands behind it.
+    /// What stands behind it (the engine's [`Topology`], whose `Debug` hides the Sentinel password).
     pub topology: Topology,
     /// Host name or address of the server, first cluster member or first Sentinel.
     pub host: String,
@@ -58,25 +32,6 @@ pub struct NodeUrl {
     pub db: u32,
 }
 
-impl std::fmt::Debug for Topology {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Standalone => f.write_str("Standalone"),
-            Self::Cluster => f.write_str("Cluster"),
-            Self::Sentinel {
-                service,
-                username,
-                password,
-            } => f
-                .debug_struct("Sentinel")
-                .field("service", service)
-                .field("username", username)
-                .field("password", &password.as_ref().map(|_| "***"))
-                .finish(),
-        }
-    }
-}
-
 impl std::fmt::Debug for NodeUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // `url` is already redacted; the other fields repeat it, with the password in the clear.
@@ -85,38 +40,22 @@ impl std::fmt::Debug for NodeUrl {
 }
 
 impl NodeUrl {
-    /// Parses a node URL; the error names the URL (without its password) and what is wrong with it.
+    /// Parses a node URL as the engine does, and refuses TLS; the error names the URL (without its
+    /// password) and what is wrong with it.
     pub fn parse(url: &str) -> Result<Self, String> {
         let shown = redact_node_url(url);
-        let bad = |why: &str| format!("bad node URL `{shown}`: {why}");
-        let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
-        if matches!(scheme, "rediss" | "rediss-cluster" | "rediss-sentinel") {
-            return Err(bad(
-                "TLS nodes are not supported by loadgen (its probe, rslock and redis-benchmark \
-                 speak plain TCP); use redis://, redis-cluster:// or redis-sentinel://",
+        // The engine's errors name the redacted URL first.
+        let addr = NodeAddr::parse(url).map_err(|e| format!("bad node URL {e}"))?;
+        if addr.tls {
+            return Err(format!(
+                "bad node URL {shown}: TLS nodes are not supported by loadgen (its probe, rslock \
+                 and redis-benchmark speak plain TCP); use redis://, redis-cluster:// or \
+                 redis-sentinel://"
             ));
         }
-        // The engine's errors start with the redacted URL; keep only why.
-        let addr = NodeAddr::parse(url).map_err(|e| {
-            let prefix = format!("{shown}: ");
-            bad(e.strip_prefix(&prefix).unwrap_or(&e))
-        })?;
-        let topology = match addr.topology {
-            EngineTopology::Standalone => Topology::Standalone,
-            EngineTopology::Cluster => Topology::Cluster,
-            EngineTopology::Sentinel {
-                service,
-                username,
-                password,
-            } => Topology::Sentinel {
-                service,
-                username,
-                password,
-            },
-        };
         Ok(Self {
             url: shown,
-            topology,
+            topology: addr.topology,
             host: addr.host,
             port: addr.port,
             more_hosts: addr.more_hosts,
@@ -128,7 +67,7 @@ impl NodeUrl {
 
     /// Whether this is one standalone master: what rslock, the raw engine and redis-benchmark can use.
     pub fn is_standalone(&self) -> bool {
-        self.topology == Topology::Standalone
+        self.topology.is_standalone()
     }
 
     /// What stands behind the URL, for messages: "a standalone master", "a Redis Cluster", …
@@ -205,39 +144,23 @@ mod tests {
             "redis-sentinel://ops:hunter2@h:26379?sentinelServiceName=m&sentinelPassword=hunter2",
         ] {
             let u = NodeUrl::parse(url).unwrap();
-            for shown in [
-                format!("{u:?}"),
-                format!("{:?}", u.topology),
-                format!("{:?}", u.server("h", 1, 0)),
-            ] {
+            for shown in [format!("{u:?}"), format!("{:?}", u.server("h", 1, 0))] {
                 assert!(!shown.contains("hunter2"), "{shown}");
             }
         }
     }
 
     #[test]
-    fn standalone() {
-        let u = NodeUrl::parse("redis://127.0.0.1:7101").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.db), ("127.0.0.1", 7101, 0));
+    fn standalone_takes_the_engines_reading() {
+        let u = NodeUrl::parse("redis://me:s%40cret@localhost:7000/2").unwrap();
         assert!(u.is_standalone());
-        let u = NodeUrl::parse("redis://me:secret@localhost:7000/2").unwrap();
-        assert_eq!(
-            (u.user.as_deref(), u.password.as_deref(), u.db),
-            (Some("me"), Some("secret"), 2)
-        );
-        assert_eq!(u.url, "redis://me:***@localhost:7000/2");
-        let u = NodeUrl::parse("redis://:pw@h").unwrap();
-        assert_eq!(
-            (u.user, u.password.as_deref(), u.port),
-            (None, Some("pw"), 6379)
-        );
-        // Percent-decoded like the engine does, so AUTH sends the same password.
-        let u = NodeUrl::parse("redis://us%65r:p%40ss@[::1]/").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.db), ("localhost", 7000, 2));
+        // Percent-decoded as the engine does, so AUTH sends the same password.
         assert_eq!(
             (u.user.as_deref(), u.password.as_deref()),
-            (Some("user"), Some("p@ss"))
+            (Some("me"), Some("s@cret"))
         );
-        assert_eq!((u.host.as_str(), u.port, u.db), ("::1", 6379, 0));
+        assert_eq!(u.url, "redis://me:***@localhost:7000/2");
     }
 
     #[test]
@@ -314,39 +237,24 @@ mod tests {
     }
 
     #[test]
-    fn rejects_what_the_engine_rejects_and_tls() {
-        for bad in [
-            "http://x:1",
-            "redis://x:port",
-            "redis://:1",
-            "redis://h:0",
-            "redis://h:99999",
-            "redis://h:1/x",
-            "",
-            "redis://h:1?node=h:2",
-            "redis-cluster://h:1/3",
-            "redis-cluster://h:1?nodes=h:2",
-            "redis-sentinel://h:1",
-            "redis-sentinel://h:1?sentinelServiceName=",
-            "unix:///tmp/redis.sock",
-            "rediss://h:1",
-            "rediss-cluster://h:1",
-            "rediss-sentinel://h:1?sentinelServiceName=m",
-        ] {
+    fn refuses_what_the_engine_refuses_and_tls() {
+        // The grammar's refusals are the engine's (its tests list them); here, that they arrive
+        // as loadgen's one-line error, without the password.
+        for bad in ["http://x:1", "redis://u:hunter2@h:1/x", ""] {
             let err = NodeUrl::parse(bad).unwrap_err();
             assert!(err.starts_with("bad node URL"), "{bad}: {err}");
+            assert!(!err.contains("hunter2"), "{err}");
         }
-        let err = NodeUrl::parse("redis://u:hunter2@h:1/x").unwrap_err();
-        assert!(!err.contains("hunter2"), "{err}");
-        let err = NodeUrl::parse("redis-sentinel://u:hunter2@h:1?sentinelPassword=hunter3&bogus=1")
-            .unwrap_err();
-        assert!(
-            !err.contains("hunter2") && !err.contains("hunter3"),
-            "{err}"
-        );
-        let err = NodeUrl::parse("redis://h:1?sentinelPassword=hunter3").unwrap_err();
-        assert!(!err.contains("hunter3"), "{err}");
-        let err = NodeUrl::parse("rediss://:hunter2@h:1").unwrap_err();
-        assert!(err.contains("TLS") && !err.contains("hunter2"), "{err}");
+        for tls in [
+            "rediss://:hunter2@h:1",
+            "rediss-cluster://h:1",
+            "rediss-sentinel://h:1?sentinelServiceName=m&sentinelPassword=hunter2",
+        ] {
+            let err = NodeUrl::parse(tls).unwrap_err();
+            assert!(
+                err.starts_with("bad node URL") && err.contains("TLS") && !err.contains("hunter2"),
+                "{tls}: {err}"
+            );
+        }
     }
 }
