@@ -1,14 +1,14 @@
-//! [`NodeClient`], the one trait every node connection implements, what it reports
-//! ([`LinkStatus`]) and the settings both implementations honour ([`ConnectOptions`]).
+//! [`NodeClient`], the one trait every node connection implements, and what it reports
+//! ([`LinkStatus`]).
 
 use std::sync::Arc;
 
 use crate::algo::clock::JumpLog;
 use crate::error::NodeError;
-use crate::protocol::cmd::{Cmd, Coalesced, Script};
+use crate::protocol::cmd::Cmd;
 use crate::protocol::server::Profile;
 
-use super::{bounded, connect, Pending};
+use super::Pending;
 
 /// One node's connection, whatever carries it.
 pub(crate) trait NodeClient: Send + Sync + std::fmt::Debug {
@@ -155,30 +155,4 @@ pub(crate) struct ShardLink {
     pub(crate) votes: bool,
     pub(crate) rtt: Option<std::time::Duration>,
     pub(crate) link: LinkStatus,
-}
-
-/// Connection settings both transports honour.
-#[derive(Debug, Clone)]
-pub(crate) struct ConnectOptions {
-    /// Bound on one connect + handshake; `build()` waits at most this long for the first connect.
-    pub(crate) connect_timeout: std::time::Duration,
-    /// Requests queued or in flight per node before [`NodeError::Backpressure`].
-    pub(crate) max_pending: usize,
-    /// First reconnect delay; doubles (with jitter) up to `reconnect_max`.
-    pub(crate) reconnect_min: std::time::Duration,
-    pub(crate) reconnect_max: std::time::Duration,
-    /// Crashed-node quarantine: `Some(max lock lifetime)` when on.
-    pub(crate) quarantine: Option<std::time::Duration>,
-    /// The clock-jump guard (engine's own connections): `Some` when on.
-    pub(crate) clock_guard: Option<crate::algo::clock::GuardSettings>,
-    /// TLS client settings, present when some node is `rediss://`.
-    pub(crate) tls: Option<connect::TlsSettings>,
-    /// How much one node may make a connection buffer (the engine's own connections; see `bounded`).
-    pub(crate) limits: bounded::Limits,
-    /// The scripts every handshake loads (every lock kind's, see `crate::kinds::scripts`).
-    pub(crate) scripts: &'static [&'static Script],
-    /// The scripts whose calls may be coalesced when queued back to back (pipelined transport).
-    pub(crate) coalesce: &'static [Coalesced],
-    /// Whether servers with native lock commands get them (`Config::native_commands`).
-    pub(crate) native: bool,
 }

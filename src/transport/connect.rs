@@ -1,7 +1,7 @@
 //! Opening a node connection: TCP with `TCP_NODELAY`, TLS for `rediss://`, then the handshake (AUTH,
 //! SELECT, SCRIPT LOAD — or, for a user without scripting, a probe of the native commands —, the
 //! durable claim's `CONFIG GET`s, INFO), all bounded by `connect_timeout`. Shared by the pipelined connection and
-//! the release subscriber.
+//! the release subscriber. Also the settings both transports honour ([`ConnectOptions`]).
 
 use std::time::Duration;
 
@@ -15,13 +15,12 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
-use super::bounded::{config_value, to_reply, Framer};
+use super::bounded::{self, config_value, to_reply, Framer};
 use super::resp::encode_args;
-use super::ConnectOptions;
 use crate::addr::NodeAddr;
 use crate::algo::quarantine::DurableCheck;
 use crate::error::NodeError;
-use crate::protocol::cmd::Reply;
+use crate::protocol::cmd::{Coalesced, Reply, Script};
 use crate::protocol::server::{parse_info, Info, Profile};
 
 /// An open connection: plain TCP, or TLS over it for `rediss://`.
@@ -71,6 +70,32 @@ pub(crate) fn tls_connector(ca_file: Option<&std::path::Path>) -> Result<TlsSett
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(TlsSettings(TlsConnector::from(Arc::new(config))))
+}
+
+/// Connection settings both transports honour.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectOptions {
+    /// Bound on one connect + handshake; `build()` waits at most this long for the first connect.
+    pub(crate) connect_timeout: std::time::Duration,
+    /// Requests queued or in flight per node before [`NodeError::Backpressure`].
+    pub(crate) max_pending: usize,
+    /// First reconnect delay; doubles (with jitter) up to `reconnect_max`.
+    pub(crate) reconnect_min: std::time::Duration,
+    pub(crate) reconnect_max: std::time::Duration,
+    /// Crashed-node quarantine: `Some(max lock lifetime)` when on.
+    pub(crate) quarantine: Option<std::time::Duration>,
+    /// The clock-jump guard (engine's own connections): `Some` when on.
+    pub(crate) clock_guard: Option<crate::algo::clock::GuardSettings>,
+    /// TLS client settings, present when some node is `rediss://`.
+    pub(crate) tls: Option<TlsSettings>,
+    /// How much one node may make a connection buffer (the engine's own connections; see `bounded`).
+    pub(crate) limits: bounded::Limits,
+    /// The scripts every handshake loads (every lock kind's, see `crate::kinds::scripts`).
+    pub(crate) scripts: &'static [&'static Script],
+    /// The scripts whose calls may be coalesced when queued back to back (pipelined transport).
+    pub(crate) coalesce: &'static [Coalesced],
+    /// Whether servers with native lock commands get them (`Config::native_commands`).
+    pub(crate) native: bool,
 }
 
 /// Opens a connection and runs the handshake; `load_scripts` also loads every lock script. With

@@ -25,12 +25,12 @@ mod cluster;
 pub(crate) mod connect;
 #[cfg(feature = "fred")]
 pub(crate) mod fred;
-mod linger;
 mod pending;
 pub(crate) mod pipeline;
 mod resp;
 pub(crate) mod subscriber;
-pub(crate) use client::{ConnectOptions, LinkStatus, NodeClient};
+pub(crate) use client::{LinkStatus, NodeClient};
+pub(crate) use connect::ConnectOptions;
 pub(crate) use pending::Pending;
 
 use crate::addr::Topology;

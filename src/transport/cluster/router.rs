@@ -15,7 +15,8 @@ use crate::addr::{NodeAddr, Topology};
 use crate::algo::clock::JumpLog;
 use crate::error::NodeError;
 use crate::protocol::cmd::Cmd;
-use crate::transport::client::{ConnectOptions, NodeClient};
+use crate::transport::client::NodeClient;
+use crate::transport::connect::ConnectOptions;
 use crate::transport::pipeline::redirect::{self, Waiters};
 use crate::transport::pipeline::{PipelineNode, Route};
 

@@ -15,7 +15,8 @@
 //!
 //! Files: this one (the [`NodeClient`] implementation), `settings` (fred's configuration per node kind:
 //! one master, a Redis Cluster, a Sentinel-managed master; TLS), `identity` (the quarantine fed from
-//! fred's connection and topology events).
+//! fred's connection and topology events), `scripts` (loading the Lua scripts, `EVALSHA` with the
+//! `NOSCRIPT` fallback), `reply` (fred's replies and errors as ours).
 
 use std::fmt;
 use std::future::Future;
@@ -25,8 +26,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use ::fred::prelude::{
-    Client, ClientLike, Error as FredError, ErrorKind, EventInterface, Expiration, Key,
-    KeysInterface, SetOptions, Value,
+    Client, ClientLike, Error as FredError, EventInterface, Expiration, Key, KeysInterface,
+    SetOptions, Value,
 };
 use ::fred::types::{ConnectHandle, InfoKind};
 use bytes::Bytes;
@@ -36,6 +37,7 @@ use crate::addr::{NodeAddr, Topology};
 use crate::algo::quarantine::Quarantine;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult, Reply};
+use reply::reply;
 
 /// One node reached through a fred client.
 pub(crate) struct FredNode {
@@ -296,39 +298,6 @@ fn number(n: u64) -> Value {
     Value::Bytes(Bytes::from(n.to_string()))
 }
 
-fn reply(result: Result<Value, FredError>) -> NodeResult {
-    match result {
-        Ok(Value::Null) => Ok(Reply::Nil),
-        Ok(Value::Integer(i)) => Ok(Reply::Int(i)),
-        Ok(Value::String(s)) => Ok(Reply::Data(s.into_inner())),
-        Ok(Value::Bytes(b)) => Ok(Reply::Data(b)),
-        Ok(_) => Ok(Reply::Other),
-        Err(e) => Err(node_error(&e)),
-    }
-}
-
-/// Maps fred's error to ours. fred files server errors under generic kinds (`ERR` is `Unknown`, `WRONGTYPE`
-/// is `InvalidArgument`, see `protocol::utils::pretty_error`) but keeps the full message, whose first word is
-/// the server's all-caps error code; fred's own messages are in sentence case.
-fn node_error(e: &FredError) -> NodeError {
-    let details = e.details();
-    let code = details.split_whitespace().next().unwrap_or("");
-    let from_server = code.len() >= 2
-        && code
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
-    match e.kind() {
-        ErrorKind::Timeout => NodeError::Timeout,
-        ErrorKind::Backpressure => NodeError::Backpressure,
-        // The connection closed under the command: it may have run.
-        ErrorKind::IO | ErrorKind::Canceled => NodeError::ConnectionLost,
-        _ if from_server => NodeError::Server(details.to_string()),
-        // e.g. "Too many failed write attempts." (fred refused to send it again after a reconnect).
-        ErrorKind::Unknown | ErrorKind::Routing => NodeError::ConnectionLost,
-        kind => NodeError::Protocol(format!("{kind:?}: {details}")),
-    }
-}
-
 /// One unit of the in-flight budget, returned when the command's task ends.
 struct Slot(Arc<AtomicUsize>);
 
@@ -388,6 +357,7 @@ impl fmt::Debug for FredNode {
 }
 
 mod identity;
+mod reply;
 mod scripts;
 mod settings;
 #[cfg(test)]

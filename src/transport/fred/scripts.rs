@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ::fred::prelude::{Client, Error as FredError, Key, LuaInterface, Value};
 
-use super::reply;
+use super::reply::reply;
 use crate::protocol::cmd::{NodeResult, Script};
 
 /// Loads every lock script (on every master of a cluster), each bounded by `bound`. Fails only if the

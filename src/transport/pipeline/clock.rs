@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Shared, Slot, State};
+use super::slot::Slot;
+use super::state::{Shared, State};
 use crate::algo::clock::{Sample, Verdict};
 use crate::error::NodeError;
 use crate::protocol::cmd::{NodeResult, Reply};

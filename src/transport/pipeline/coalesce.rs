@@ -39,7 +39,8 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::redirect::Waiters;
-use super::{Route, Shared, Slot, State};
+use super::slot::{Route, Slot};
+use super::state::{Group, Shared, State};
 use crate::algo::value::LockValue;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Args, Cmd, Coalesced, Keys, NodeResult, Reply};
@@ -49,16 +50,6 @@ use crate::transport::ConnectOptions;
 /// Most locks in one call: past 16 the node's saving per lock levels off, and a long script holds
 /// the node's single thread (measured: 16 ≈ 32 ≈ 64 per key).
 pub(super) const MAX_GROUP: usize = 16;
-
-/// The open group: releases queued back to back and not yet encoded. Its slot is the last one in
-/// `State::pending`, holding one waiter per lock in the same order.
-#[derive(Debug)]
-pub(super) struct Group {
-    form: &'static Coalesced,
-    /// A cluster shard's connection: sent in the any-slot form.
-    cluster: bool,
-    locks: Vec<(Bytes, LockValue)>,
-}
 
 /// The lock `cmd` would add to a group, if it is a release the node set may coalesce: the single
 /// script of one of `opts.coalesce`, on one key, with no argument past the value.

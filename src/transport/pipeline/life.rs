@@ -8,8 +8,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::read::read_loop;
+use super::state::Shared;
 use super::write::{write_loop, Half, TcpHalf};
-use super::{clock, outbox, Shared};
+use super::{clock, outbox};
 use crate::error::NodeError;
 use crate::protocol::server::{Info, Profile};
 use crate::transport::connect::{jitter, open, Stream};

@@ -20,9 +20,10 @@ use bytes::{Buf, BytesMut};
 use tokio::sync::oneshot::{self, error::TryRecvError};
 use tokio::time::Instant;
 
-use super::super::resp::encode_args;
 use super::slot::Slot;
-use super::{Shared, State};
+use super::state::{Outbox, Shared, State};
+use crate::transport::connect::Stream;
+use crate::transport::resp::encode_args;
 
 /// How often [`Shared::flush_now`] looks again at a full socket or for the node's answer.
 const POLL: Duration = Duration::from_micros(200);
@@ -30,43 +31,11 @@ const POLL: Duration = Duration::from_micros(200);
 /// 100,000 queued releases are less.
 const PEEK_MAX: usize = 1 << 20;
 
-/// See the module doc.
-pub(super) struct Outbox {
-    /// The connection these bytes are for (`State::generation`).
-    pub(super) generation: u64,
-    /// Taken from `State::out`, not yet accepted by the socket.
-    pub(super) buf: BytesMut,
-    /// The connection's socket, a second handle on it (plain TCP on unix): written without the
-    /// runtime. `None` on TLS (the session's state is inside the stream) and elsewhere.
-    pub(super) direct: Option<std::net::TcpStream>,
-}
-
-impl Outbox {
-    pub(super) fn new() -> Self {
-        Self {
-            generation: 0,
-            buf: BytesMut::with_capacity(16 * 1024),
-            direct: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for Outbox {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Lengths only: the bytes hold lock values.
-        f.debug_struct("Outbox")
-            .field("generation", &self.generation)
-            .field("unwritten", &self.buf.len())
-            .field("direct", &self.direct.is_some())
-            .finish()
-    }
-}
-
 /// A second handle on a plain TCP connection's socket, for [`Outbox::direct`].
-pub(super) fn direct_handle(stream: &super::Stream) -> Option<std::net::TcpStream> {
+pub(super) fn direct_handle(stream: &Stream) -> Option<std::net::TcpStream> {
     match stream {
         #[cfg(unix)]
-        super::Stream::Tcp(tcp) => {
+        Stream::Tcp(tcp) => {
             use std::os::fd::AsFd;
             // Shares the socket (and its non-blocking mode): a write here never blocks the thread.
             let fd = tcp.as_fd().try_clone_to_owned().ok()?;
@@ -95,11 +64,6 @@ pub(super) fn take_queued(st: &mut State, buf: &mut BytesMut, now: Instant) {
 }
 
 impl Shared {
-    pub(super) fn outbox(&self) -> std::sync::MutexGuard<'_, Outbox> {
-        // As `lock`: a poisoned lock means a panic mid-update of a plain buffer; keep going.
-        self.outbox.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Writes everything queued on this connection to its socket from the calling thread, without
     /// the runtime, and waits until the node has answered all of it (so it ran it), until `until`
     /// at most. Written alone is not enough at a process's end: bytes the node's receive window has

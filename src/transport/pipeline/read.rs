@@ -11,7 +11,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::redirect::{asking_refused, redirect_of, Waiters};
-use super::{Shared, Slot};
+use super::slot::Slot;
+use super::state::Shared;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
 use crate::protocol::native::Answer;

@@ -1,18 +1,13 @@
-//! One request's place in a pipelined connection's queue ([`Slot`]), and the native forms' follow-ups
-//! (`crate::protocol::native`): a native form sends one command per reply it reads, each with a
-//! slot of its own, so the reader's one-reply-per-slot order holds.
-
-use std::sync::atomic::Ordering;
+//! One request's place in a pipelined connection's queue ([`Slot`]), and how it reached the
+//! connection ([`Route`]).
 
 use tokio::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::{coalesce, Shared, State};
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
 use crate::protocol::native::Native;
-use crate::transport::resp::encode_native;
 
 /// One request written or queued on the connection.
 #[derive(Debug)]
@@ -77,59 +72,11 @@ impl Route {
     };
 }
 
-/// Registers the slots of a native form already encoded into `st.out`: one per command, the last
-/// one reading them all.
-pub(super) fn push_native(st: &mut State, native: Native, tx: Option<oneshot::Sender<NodeResult>>) {
-    let parts = native.parts();
-    for _ in 1..parts {
-        st.pending.push_back(Slot {
-            held: true,
-            ..Slot::plain(None, None)
-        });
-    }
-    st.pending.push_back(Slot {
-        native: Some(native),
-        ..Slot::plain(tx, None)
-    });
-    st.queued += parts as u64;
-    st.unsent += parts;
-}
-
 impl Slot {
     /// Fails every waiter of this request with `cause`.
     pub(super) fn fail(self, cause: &NodeError) {
         for tx in self.tx.into_iter().chain(self.group) {
             let _ = tx.send(Err(cause.clone()));
-        }
-    }
-}
-
-impl Shared {
-    /// Queues a native form's follow-up (`crate::protocol::native::Answer`) on connection
-    /// `generation` only: a new command, never one sent again. If that connection is gone, `tx`
-    /// fails with [`NodeError::ConnectionLost`], like any request lost with its connection.
-    pub(super) fn enqueue_native(
-        &self,
-        generation: u64,
-        native: Native,
-        tx: Option<oneshot::Sender<NodeResult>>,
-    ) {
-        let mut st = self.lock();
-        if !st.connected || st.generation != generation {
-            drop(st);
-            if let Some(tx) = tx {
-                let _ = tx.send(Err(NodeError::ConnectionLost));
-            }
-            return;
-        }
-        let wake = st.out.is_empty() && st.group.is_none();
-        coalesce::close(&mut st);
-        encode_native(&mut st.out, &native);
-        push_native(&mut st, native, tx);
-        self.backlog.store(st.pending.len(), Ordering::Relaxed);
-        drop(st);
-        if wake {
-            self.wake_writer.notify_one();
         }
     }
 }

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::clock::{self, IDLE_SAMPLE};
 use super::outbox::take_queued;
-use super::Shared;
+use super::state::Shared;
 use crate::error::NodeError;
 
 /// The writer's half of the connection.
@@ -26,7 +26,7 @@ pub(super) enum Half {
 
 /// A plain TCP connection's write half that does not shut the socket's writing down when dropped
 /// (tokio's does, `shutdown(SHUT_WR)`): the writer task may end before a thread without the runtime
-/// has written what is left in the outbox through its second handle (`outbox::Outbox::direct`), and
+/// has written what is left in the outbox through its second handle (`state::Outbox::direct`), and
 /// a shut-down socket would refuse it. The socket closes when its last handle does.
 pub(super) struct TcpHalf(Option<OwnedWriteHalf>);
 

@@ -10,57 +10,29 @@
 //! channel; a waiter's wake name (the fair lock names its queue's new head, see
 //! `kinds::fair::wake_name`) wakes only the subscription registered under that name, so a release
 //! costs one attempt instead of one per waiter. A **lingering** channel (the fair lock's) stays
-//! subscribed a while without users, so waiters that come and go do not resubscribe (`super::linger`).
+//! subscribed a while without users, so waiters that come and go do not resubscribe (`linger`).
+//!
+//! Files: this one (the notifier and its subscriptions), `hub` (the channel registry the
+//! connections share), `conn` (one node's subscriber connection), `linger` (lingering channels).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::linger::Idle;
-use super::resp::encode_args;
 use super::ConnectOptions;
 use crate::addr::{NodeAddr, Topology};
+use hub::{Channel, Conn, Hub};
+use linger::Idle;
 
 /// The engine's notification hub: the channel registry and one connection task per node.
 #[derive(Debug)]
 pub(crate) struct Notifier {
     inner: Arc<Hub>,
     _stop: DropGuard,
-}
-
-#[derive(Debug)]
-struct Hub {
-    channels: Mutex<HashMap<Bytes, Channel>>,
-    /// Lingering channels without users (touched only while `channels` is held).
-    idle: Idle,
-    conns: Vec<Arc<Conn>>,
-}
-
-#[derive(Debug)]
-struct Channel {
-    users: usize,
-    notify: Arc<Notify>,
-    /// Named subscriptions (fair waiters), woken by a message with their name or an empty one.
-    named: HashMap<Bytes, Arc<Notify>>,
-    /// Some node confirmed the subscription. Until then a release can go unheard, so the first
-    /// confirmation also wakes the waiters: one immediate retry covers a release that landed before.
-    active: bool,
-    /// Kept subscribed a while without users; since when it has had none.
-    linger: bool,
-    idle_since: Option<Instant>,
-}
-
-/// One node's subscriber connection: commands to write, and the signal to write them.
-#[derive(Debug)]
-struct Conn {
-    addr: NodeAddr,
-    out: Mutex<BytesMut>,
-    wake: Notify,
 }
 
 /// Interest in one channel; unsubscribes when the last one for the channel is dropped.
@@ -218,58 +190,6 @@ impl Drop for Subscription {
     }
 }
 
-impl Channel {
-    /// Wakes the waiters a message is for: all for an empty payload, else the one it names.
-    fn wake(&self, payload: &[u8]) {
-        if payload.is_empty() {
-            self.wake_all();
-        } else if let Some(named) = self.named.get(payload) {
-            named.notify_waiters();
-        }
-    }
-
-    fn wake_all(&self) {
-        self.notify.notify_waiters();
-        for named in self.named.values() {
-            named.notify_waiters();
-        }
-    }
-}
-
-impl Hub {
-    fn channels(&self) -> MutexGuard<'_, HashMap<Bytes, Channel>> {
-        self.channels.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn unsubscribe(&self, channel: &[u8]) {
-        for conn in &self.conns {
-            conn.queue(b"UNSUBSCRIBE", channel);
-        }
-    }
-
-    /// Unsubscribes the lingering channels idle long enough and still unused.
-    fn sweep(&self, channels: &mut HashMap<Bytes, Channel>) {
-        self.idle.sweep(|channel, since| {
-            let unused = |c: &Channel| c.users == 0 && c.idle_since == Some(since);
-            if channels.get(channel).is_some_and(unused) {
-                channels.remove(channel);
-                self.unsubscribe(channel);
-            }
-        });
-    }
-}
-
-impl Conn {
-    fn out(&self) -> MutexGuard<'_, BytesMut> {
-        self.out.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn queue(&self, verb: &[u8], channel: &[u8]) {
-        encode_args(&mut self.out(), &[verb, channel]);
-        self.wake.notify_one();
-    }
-}
-
 /// The servers to subscribe on for one node: itself, each listed member of a cluster, none for a
 /// Sentinel set.
 fn members(addr: &NodeAddr) -> Vec<NodeAddr> {
@@ -289,9 +209,9 @@ fn members(addr: &NodeAddr) -> Vec<NodeAddr> {
     }
 }
 
-#[path = "subscriber_conn.rs"]
 mod conn;
+mod hub;
+mod linger;
 
 #[cfg(test)]
-#[path = "subscriber_tests.rs"]
 mod tests;

@@ -13,7 +13,7 @@ use super::super::bounded::{Framer, Limits};
 use super::super::connect::{jitter, open, Stream};
 use super::super::resp::encode_args;
 use super::super::ConnectOptions;
-use super::{Conn, Hub};
+use super::hub::{Conn, Hub};
 use crate::addr::NodeAddr;
 
 /// One node's subscriber loop: connect, (re)subscribe to every wanted channel, forward messages,
