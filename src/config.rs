@@ -104,10 +104,9 @@ pub struct Config {
     /// With `notify_releases` and `local_queue`: the plain lock's cross-process hand-off
     /// (`protocol::handoff` in the source): waiters in other processes queue on the nodes in the
     /// order they began waiting, and a release reserves the key for the first one and wakes only
-    /// it, instead of every process's queue head racing at each release. Measured at 64 workers on
-    /// 4 keys (results/2026-12-02/handoff/): 16 processes x 4, 2.2x the cycles/s, a fifth of the p99
-    /// and a third of the p99.9 of the race; 4 x 16, 1.2x the cycles/s at a lower p99.9. Needs `+zadd +zrem +zrange
-    /// +zpopmin +pexpire +publish` for an ACL'd lock user. Default: `true`.
+    /// it, instead of every process's queue head racing at each release (the measurements are in the
+    /// repository's `results/README.md`). Needs `+zadd +zrem +zrange +zpopmin +pexpire +publish` for
+    /// an ACL'd lock user. Default: `true`.
     pub cross_process_handoff: bool,
     /// PEM file of the CA certificates to trust for `rediss://` nodes. `None`: the Mozilla root set.
     /// Default: `None`.
@@ -128,8 +127,8 @@ pub struct Config {
     /// With `local_queue`: how many times in a row a lock may be handed to a waiting task of this
     /// process without releasing it on the nodes (0 disables hand-off). The bound is what lets other
     /// processes in: a longer streak costs their waiters time, a shorter one a cross-process turn
-    /// (a release, a wake-up and an acquire) more often. Default: 8 (4 processes x 16 workers on 4
-    /// keys: 1.5x the cycles/s of 4 at a p99.9 below 10 ms; `results/2026-12-02/contention-grace/sweep.md`).
+    /// (a release, a wake-up and an acquire) more often. Default: 8 (the sweep that chose it is in the
+    /// repository's `results/README.md`).
     pub max_local_handoffs: u32,
     /// Largest reply, in bytes, a node may send on the engine's own connections (lock commands, the
     /// handshake, release notifications), and so the most one connection buffers for an incomplete

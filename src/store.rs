@@ -21,7 +21,7 @@ use bytes::Bytes;
 use crate::addr::NodeAddr;
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
-use crate::protocol::cmd::{Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::cmd::{Cmd, Keys, NodeResult, Op, Reply, Script};
 use crate::transport::{self, NodeClient, Transport};
 
 /// The fenced write: KEYS = the stored key; ARGV = value, the 20-digit token. Answers 1 (stored) or
@@ -30,6 +30,7 @@ static FENCED_SET: Script = Script {
     source: "local c = redis.call('HGET', KEYS[1], 't') if c and c > ARGV[2] then return c end redis.call('HSET', KEYS[1], 'v', ARGV[1], 't', ARGV[2]) return 1",
     sha1: "6cc018aeccebe572d1c06bd778d61142ab22db19",
     resend: true,
+    op: Op::Own,
 };
 
 /// The fenced read: KEYS = the stored key. Answers `<token>:<value>`, or nil when never written
@@ -38,6 +39,7 @@ static FENCED_GET: Script = Script {
     source: "local r = redis.call('HMGET', KEYS[1], 'v', 't') if not r[1] or not r[2] then return false end return r[2] .. ':' .. r[1]",
     sha1: "4a901865aebd84c605957d480ac5c7a26841323d",
     resend: true,
+    op: Op::Own,
 };
 
 /// What the store's handshake loads.
@@ -166,7 +168,7 @@ impl FencedStore {
         key: &[u8],
         args: Vec<Bytes>,
     ) -> Result<Reply, LockError> {
-        let cmd = Cmd::Eval {
+        let cmd = Cmd::ScriptBytes {
             script,
             keys: Keys::One(Bytes::copy_from_slice(key)),
             args: Arc::from(args),

@@ -92,15 +92,15 @@ impl ClockWatch {
     /// Judges a new sample against the baseline (an earlier sample at most about [`WINDOW`] old, kept
     /// across reconnects: the server's clock is the same); a forward jump stops the node's votes for
     /// the hold.
-    pub(crate) fn observe(&self, sample: Sample) -> Verdict {
+    pub(crate) fn observe(&self, sample: Sample) -> Step {
         let Some(settings) = self.settings else {
-            return Verdict::Steady;
+            return Step::Steady;
         };
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let verdict = st.last.map_or(Verdict::Steady, |base| {
+        let verdict = st.last.map_or(Step::Steady, |base| {
             judge_over(base, sample, settings.drift, settings.slack, WINDOW)
         });
-        if let Verdict::Forward(_) = verdict {
+        if let Step::Forward(_) = verdict {
             st.held_until = Some(sample.received + settings.hold);
             self.jumped.store(true, Ordering::Release);
             if let Some((log, index)) = self.log.get() {
@@ -112,7 +112,7 @@ impl ClockWatch {
         let spent = st
             .last
             .is_none_or(|base| sample.sent.saturating_duration_since(base.received) >= WINDOW);
-        if spent || verdict != Verdict::Steady {
+        if spent || verdict != Step::Steady {
             st.last = Some(sample);
         }
         verdict
@@ -244,7 +244,7 @@ pub(crate) struct Sample {
 
 /// What two samples say about the node's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum Step {
     /// Within the drift bound.
     Steady,
     /// Ahead of where it may be by this much: keys expired early.
@@ -255,7 +255,7 @@ pub(crate) enum Verdict {
 
 /// Judges `second` against `first` (taken earlier on the same connection).
 #[cfg(test)]
-pub(crate) fn judge(first: Sample, second: Sample, drift: f64, slack: Duration) -> Verdict {
+pub(crate) fn judge(first: Sample, second: Sample, drift: f64, slack: Duration) -> Step {
     judge_over(first, second, drift, slack, Duration::ZERO)
 }
 
@@ -266,18 +266,18 @@ pub(crate) fn judge_over(
     drift: f64,
     slack: Duration,
     span: Duration,
-) -> Verdict {
+) -> Step {
     let node = second.node_us.saturating_sub(first.node_us);
     let widest = second.received.saturating_duration_since(first.sent);
     let narrowest = second.sent.saturating_duration_since(first.received);
     let most = micros(widest + widest.max(span).mul_f64(drift) + slack);
     let least = micros(narrowest) - micros(narrowest.max(span).mul_f64(drift.min(1.0)) + slack);
     if node > most {
-        Verdict::Forward(Duration::from_micros((node - most) as u64))
+        Step::Forward(Duration::from_micros((node - most) as u64))
     } else if node < least {
-        Verdict::Backward(Duration::from_micros((least - node) as u64))
+        Step::Backward(Duration::from_micros((least - node) as u64))
     } else {
-        Verdict::Steady
+        Step::Steady
     }
 }
 

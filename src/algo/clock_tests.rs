@@ -15,7 +15,7 @@ fn sample(base: Instant, node_ms: i64, sent: u64, received: u64) -> Sample {
 }
 
 /// Samples every 80 ms through a watch: what the pipelined connection feeds it when idle.
-fn watch_over(steps: &[(u64, i64)]) -> Vec<Verdict> {
+fn watch_over(steps: &[(u64, i64)]) -> Vec<Step> {
     let watch = ClockWatch::new(Some(GuardSettings {
         drift: 0.01,
         slack: SLACK,
@@ -32,10 +32,10 @@ fn watch_over(steps: &[(u64, i64)]) -> Vec<Verdict> {
 fn frequent_samples_catch_a_big_jump_at_once_but_not_a_small_step() {
     // A 5 ms step between samples 80 ms apart: within what half a second's drift allows.
     let small = watch_over(&[(0, 0), (80, 80), (160, 165), (240, 245), (600, 605)]);
-    assert!(small.iter().all(|v| *v == Verdict::Steady), "{small:?}");
+    assert!(small.iter().all(|v| *v == Step::Steady), "{small:?}");
     // A 100 s step: caught by the very next sample, 80 ms later.
     let big = watch_over(&[(0, 0), (80, 80), (160, 100_160)]);
-    assert!(matches!(big[2], Verdict::Forward(d) if d > Duration::from_secs(99)));
+    assert!(matches!(big[2], Step::Forward(d) if d > Duration::from_secs(99)));
 }
 
 #[test]
@@ -43,9 +43,7 @@ fn a_fast_clock_is_caught_within_a_window_of_frequent_samples() {
     // 5 % fast: 4 ms ahead per 80 ms, each step alone below the allowance, together above it.
     let steps: Vec<(u64, i64)> = (0..10).map(|i| (i * 80, (i * 84) as i64)).collect();
     let verdicts = watch_over(&steps);
-    let first = verdicts
-        .iter()
-        .position(|v| matches!(v, Verdict::Forward(_)));
+    let first = verdicts.iter().position(|v| matches!(v, Step::Forward(_)));
     assert!(first.is_some_and(|i| i <= 8), "{verdicts:?}");
 }
 
@@ -56,7 +54,7 @@ fn a_clock_in_step_is_steady_whatever_the_queueing() {
     // 1 s later, the node ran TIME anywhere within a 300 ms round trip.
     for node_ms in [1000, 1150, 1299] {
         let b = sample(t, node_ms, 1000, 1300);
-        assert_eq!(judge(a, b, 0.01, SLACK), Verdict::Steady, "{node_ms}");
+        assert_eq!(judge(a, b, 0.01, SLACK), Step::Steady, "{node_ms}");
     }
 }
 
@@ -67,28 +65,28 @@ fn a_step_beyond_the_window_and_drift_is_a_jump() {
     // Widest local gap 1001 ms; 1 % drift and 2 ms slack allow 1013 ms.
     assert_eq!(
         judge(a, sample(t, 1013, 1000, 1001), 0.01, SLACK),
-        Verdict::Steady
+        Step::Steady
     );
     assert!(matches!(
         judge(a, sample(t, 1015, 1000, 1001), 0.01, SLACK),
-        Verdict::Forward(d) if d <= Duration::from_millis(2)
+        Step::Forward(d) if d <= Duration::from_millis(2)
     ));
     assert!(matches!(
         judge(a, sample(t, 31_000, 1000, 1001), 0.01, SLACK),
-        Verdict::Forward(d) if d > Duration::from_secs(29)
+        Step::Forward(d) if d > Duration::from_secs(29)
     ));
     // Narrowest local gap 999 ms; the node must have advanced at least ~987 ms.
     assert_eq!(
         judge(a, sample(t, 988, 1000, 1001), 0.01, SLACK),
-        Verdict::Steady
+        Step::Steady
     );
     assert!(matches!(
         judge(a, sample(t, 900, 1000, 1001), 0.01, SLACK),
-        Verdict::Backward(_)
+        Step::Backward(_)
     ));
     assert!(matches!(
         judge(a, sample(t, -5000, 1000, 1001), 0.01, SLACK),
-        Verdict::Backward(d) if d > Duration::from_secs(5)
+        Step::Backward(d) if d > Duration::from_secs(5)
     ));
 }
 
@@ -101,19 +99,19 @@ fn a_forward_jump_stops_the_votes_for_the_hold_and_later_samples_judge_from_it()
         slack: SLACK,
         hold,
     }));
-    assert_eq!(watch.observe(sample(t, 0, 0, 1)), Verdict::Steady);
+    assert_eq!(watch.observe(sample(t, 0, 0, 1)), Step::Steady);
     assert!(watch.votes());
     assert!(matches!(
         watch.observe(sample(t, 60_000, 10, 11)),
-        Verdict::Forward(_)
+        Step::Forward(_)
     ));
     assert!(!watch.votes(), "a jumped node does not vote");
     // The next sample is judged against the jumped one: steady again, still held.
-    assert_eq!(watch.observe(sample(t, 60_020, 30, 31)), Verdict::Steady);
+    assert_eq!(watch.observe(sample(t, 60_020, 30, 31)), Step::Steady);
     assert!(!watch.votes());
     let off = ClockWatch::new(None);
     off.observe(sample(t, 0, 0, 1));
-    assert_eq!(off.observe(sample(t, 60_000, 10, 11)), Verdict::Steady);
+    assert_eq!(off.observe(sample(t, 60_000, 10, 11)), Step::Steady);
     assert!(off.votes() && !off.enabled());
 }
 
@@ -174,10 +172,10 @@ fn a_slow_skew_within_the_drift_bound_is_steady() {
     // 0.5 % fast or slow over 100 s, with a 1 % bound.
     assert_eq!(
         judge(a, sample(t, 100_500, 100_000, 100_000), 0.01, SLACK),
-        Verdict::Steady
+        Step::Steady
     );
     assert_eq!(
         judge(a, sample(t, 99_500, 100_000, 100_000), 0.01, SLACK),
-        Verdict::Steady
+        Step::Steady
     );
 }

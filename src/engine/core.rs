@@ -305,7 +305,7 @@ impl Core {
     }
 
     /// Refuses at once a kind that needs a script where a node's lock user may not run scripts
-    /// (`Profile::NativeOnly`): its acquire, commit or release would fail there, and a lock taken
+    /// (its `Profile` without scripting): its acquire, commit or release would fail there, and a lock taken
     /// on other nodes could be one that node cannot release. Named by the node and the kind.
     pub(crate) fn check_scripting(&self, spec: &Spec) -> Result<(), LockError> {
         if spec
@@ -319,7 +319,7 @@ impl Core {
             .nodes
             .iter()
             .zip(&self.settings.nodes)
-            .find(|(node, _)| node.profile() == crate::protocol::server::Profile::NativeOnly);
+            .find(|(node, _)| !node.profile().scripting);
         match refusing {
             Some((_, addr)) => Err(LockError::InvalidConfig(format!(
                 "{addr}: the lock user may not run scripts (no +@scripting), and the {} lock needs \

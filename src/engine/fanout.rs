@@ -34,14 +34,7 @@ use crate::algo::quorum::{Decision, Tally, Vote};
 use crate::config::MAX_NODES;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
-use crate::protocol::server::Profile;
 use crate::transport::{self, NodeClient, Pending};
-
-thread_local! {
-    /// The current round's encoded command; reused, so a round allocates nothing for it.
-    static ENCODED: std::cell::RefCell<bytes::BytesMut> =
-        std::cell::RefCell::new(bytes::BytesMut::with_capacity(256));
-}
 
 /// How long a round waits for a node.
 #[derive(Debug, Clone, Copy)]
@@ -182,8 +175,8 @@ pub(crate) async fn run(
     count: &mut impl Count,
 ) {
     debug_assert!(nodes.len() <= MAX_NODES);
-    // Queue on every node before waiting on any: the rounds overlap on the wire. The command is
-    // encoded once for all of them (into a per-thread buffer: nothing awaits while it is borrowed).
+    // Queue on every node before waiting on any: the rounds overlap on the wire. The transport
+    // renders the command for each node's server, encoding it once per kind of server.
     let mut waiting: [Option<Pending>; MAX_NODES] = std::array::from_fn(|_| None);
     // A node of several servers (a cluster) carries `cmd` on one of them: that one's vote, clock
     // guard and last reply are the node's for this round (`NodeClient::route`).
@@ -193,19 +186,10 @@ pub(crate) async fn run(
     }
     let carrier =
         |index: usize| -> &dyn NodeClient { routed[index].as_deref().unwrap_or(&*nodes[index]) };
-    // Each node renders the command as its server takes it (its `Profile`): encoded again only
-    // where a node's profile differs from the one before it (never, while all render the scripts).
-    ENCODED.with_borrow_mut(|encoded| {
-        let mut rendered: Option<Profile> = None;
+    transport::with_round(cmd, |round| {
         for (index, slot) in waiting.iter_mut().take(nodes.len()).enumerate() {
             let node = carrier(index);
-            let profile = node.profile();
-            if rendered != Some(profile) {
-                encoded.clear();
-                transport::encode(encoded, cmd, profile);
-                rendered = Some(profile);
-            }
-            let pending = node.send_encoded(cmd, encoded, profile);
+            let pending = round.send(node);
             if node.votes() {
                 *slot = Some(pending);
             } else {

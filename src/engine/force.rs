@@ -58,7 +58,7 @@ impl Redlock {
             Some(2 + forcing.counted.len() + forcing.deleted.len() + at)
         });
         let number = |n: usize| Bytes::from(n.to_string());
-        let cmd = Cmd::Eval {
+        let cmd = Cmd::ScriptBytes {
             script: &FORCE_RELEASE,
             keys: Keys::Many(Arc::from(keys)),
             args: Arc::from([

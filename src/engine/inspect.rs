@@ -48,7 +48,7 @@ impl Redlock {
             keys.push(core.key(resource, suffix.name)?);
             args.push(Bytes::from_static(suffix.name));
         }
-        let cmd = Cmd::Eval {
+        let cmd = Cmd::ScriptBytes {
             script: &INSPECT,
             keys: Keys::Many(keys.into()),
             args: Arc::from(args),

@@ -50,8 +50,7 @@ impl Redlock {
                     addr.durable,
                     now,
                 );
-                status.scripts = connected
-                    .then(|| node.profile() != crate::protocol::server::Profile::NativeOnly);
+                status.scripts = connected.then(|| node.profile().scripting);
                 status.shards = shards;
                 status.redirects = redirects;
                 status

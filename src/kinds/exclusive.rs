@@ -18,7 +18,7 @@ use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::kinds::base::BASE;
 use crate::lock::Lock;
-use crate::protocol::cmd::{Cmd, Keys, Script};
+use crate::protocol::cmd::{Cmd, Keys, Op, Script};
 use crate::protocol::handoff::PLAIN_HANDOFF;
 use crate::protocol::native::NATIVE_COVERED;
 use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
@@ -118,6 +118,7 @@ redis.call('SET', KEYS[2], redis.sha1hex(ARGV[1]) .. ARGV[4], 'PX', ARGV[3]) ret
 return -1",
     sha1: "2b4760e79ad5e8db3e67d009d40fe8b9dfb4eef0",
     resend: false,
+    op: Op::Own,
 };
 
 /// An exclusive lock with a holder label (`Config::holder_label`): [`EXCLUSIVE`]'s `labeled` form,
@@ -161,6 +162,7 @@ if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KE
 elseif v == false then return 0 else return -1 end",
     sha1: "d19a7759723f95e08a0a2d6ff692c773c851a5be",
     resend: true,
+    op: Op::Own,
 };
 
 /// The labeled acquire (see [`ACQUIRE_LABELED`]) on `keys` (the resource key, the label key).
@@ -171,7 +173,7 @@ pub(crate) fn labeled_acquire(
     label_ttl_ms: u64,
     label: &Bytes,
 ) -> Cmd {
-    Cmd::Eval {
+    Cmd::ScriptBytes {
         script: &ACQUIRE_LABELED,
         keys: keys.clone(),
         args: Arc::from([

@@ -54,8 +54,7 @@ use crate::error::{LockError, NodeError};
 use crate::kinds::base::BASE;
 use crate::lock::Lock;
 use crate::observe::Op;
-use crate::protocol::cmd::script_cmd;
-use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Reply, Script};
 use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
 
 /// An exclusive lock whose acquire also reads the resource's fence counter on every node, for a
@@ -222,6 +221,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return '+' .. c
 return '-' .. c",
     sha1: "fed820042ea4030d9010d0f55c299911033c8c78",
     resend: false,
+    op: crate::protocol::cmd::Op::Own,
 };
 
 /// Fence commit: raise the counter to the proposal `ARGV[2]`, only while our lock value is there and
@@ -235,6 +235,7 @@ if c and c >= t then return 'C' .. c end \
 redis.call('SET', KEYS[2], t) return 1",
     sha1: "61781927340d957dd626264402250b366d377508",
     resend: false,
+    op: crate::protocol::cmd::Op::Own,
 };
 
 #[cfg(test)]

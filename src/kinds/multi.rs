@@ -14,8 +14,7 @@ use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::kinds::base::BASE;
 use crate::lock::Lock;
-use crate::protocol::cmd::script_cmd;
-use crate::protocol::cmd::{Args, Cmd, Keys, Script, MAX_SCRIPT_KEYS};
+use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, Op, Script, MAX_SCRIPT_KEYS};
 use crate::protocol::scripts::HOLDS_ALL;
 use crate::protocol::spec::{Kind, Spec, Target};
 
@@ -128,6 +127,7 @@ pub(crate) static ACQUIRE_MULTI: Script = Script {
 for _, k in ipairs(KEYS) do redis.call('SET', k, ARGV[1], 'PX', ARGV[2]) end return 1",
     sha1: "f69de666a49b4d05c67f379e529aa25649363d2e",
     resend: false,
+    op: Op::Own,
 };
 
 /// Multi-resource release: delete each key that holds our value.
@@ -138,6 +138,7 @@ if v == ARGV[1] then redis.call('DEL', k) mine = mine + 1 elseif v ~= false then
 if other > 0 then return -1 elseif mine == #KEYS then return 1 else return 0 end",
     sha1: "78c6f83903604553c9a162a05318091066ff6109",
     resend: true,
+    op: Op::Own,
 };
 
 /// Multi-resource extend: `PEXPIRE` every key, only if every key holds our value.
@@ -149,4 +150,5 @@ if gone > 0 then return 0 end \
 for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ARGV[2]) end return 1",
     sha1: "d59efcad97f753e7e1f17de0f553a80570ae0de6",
     resend: true,
+    op: Op::Own,
 };

@@ -4,8 +4,7 @@
 
 use crate::algo::value::LockValue;
 use crate::kinds::base::BASE;
-use crate::protocol::cmd::script_cmd;
-use crate::protocol::cmd::{Args, Cmd, Keys, Script};
+use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, Op, Script};
 use crate::protocol::scripts::RELEASE;
 use crate::protocol::spec::{Forced, Spec, Suffix};
 
@@ -33,6 +32,7 @@ pub(crate) static ACQUIRE_PROBE: Script = Script {
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) return 1 end return -1",
     sha1: "7f359c5a16749accd2c43fdbea8e58a7d6075521",
     resend: false,
+    op: Op::Own,
 };
 
 fn acquire_probe(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {

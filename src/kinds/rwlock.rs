@@ -23,8 +23,7 @@ use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::kinds::base::BASE;
 use crate::lock::Lock;
-use crate::protocol::cmd::script_cmd;
-use crate::protocol::cmd::{Args, Cmd, Keys, Script};
+use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, Op, Script};
 use crate::protocol::scripts::HOLDS_MEMBER;
 use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
 
@@ -162,6 +161,7 @@ if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KE
 return 1",
     sha1: "be7b575b29d19e8db78f9362077740aff941e98b",
     resend: false,
+    op: Op::Own,
 };
 
 /// Write acquire: granted when no writer and no live reader; while readers remain, it records the
@@ -178,6 +178,7 @@ if intent ~= false then redis.call('DEL', KEYS[3]) end \
 return 1",
     sha1: "211c41ebffeaba5bcb83db4f358e5f535c71907c",
     resend: false,
+    op: Op::Own,
 };
 
 /// A writer that gives up withdraws its intent (`ARGV[2]` is its ticket here).
@@ -185,6 +186,7 @@ pub(crate) static CANCEL_INTENT: Script = Script {
     source: "if redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) return 1 end return 0",
     sha1: "e6c99d130eac819ba11b90954860b957912de057",
     resend: true,
+    op: Op::Own,
 };
 
 /// Read release: remove our reader entry.
@@ -192,6 +194,7 @@ pub(crate) static RELEASE_READ: Script = Script {
     source: "if redis.call('ZREM', KEYS[2], ARGV[1]) == 1 then return 1 end return 0",
     sha1: "ec0e4c19dace08457385644ab730daa2be929b9f",
     resend: true,
+    op: Op::Own,
 };
 
 /// Read extend: move our entry's expiry, only while it is still live.
@@ -204,4 +207,5 @@ if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KE
 return 1",
     sha1: "0b53351cbdc5e6054c1cc78b771c22eba7d2af5f",
     resend: true,
+    op: Op::Own,
 };

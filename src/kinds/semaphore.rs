@@ -65,8 +65,7 @@ use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
 use crate::kinds::base::BASE;
 use crate::lock::Lock;
-use crate::protocol::cmd::script_cmd;
-use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Op, Reply, Script};
 use crate::protocol::scripts::HOLDS_MEMBER;
 use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
 
@@ -264,6 +263,7 @@ if m == false or redis.call('PTTL', KEYS[1]) < ttl then redis.call('SET', KEYS[1
 return 1",
     sha1: "f5fdbd347633e3f2c4b68d6c4466c3a390342bfd",
     resend: false,
+    op: Op::Own,
 };
 
 /// Permit release: remove our permit (`1` if it was still live, `0` if gone or expired); the last
@@ -278,6 +278,7 @@ if m and string.match(m, '^permits:%d+$') then redis.call('DEL', KEYS[1]) end en
 if tonumber(s) <= now then return 0 end return 1",
     sha1: "1197812551be759f8b61c473f237171c7b4559f4",
     resend: true,
+    op: Op::Own,
 };
 
 /// Permit extend: move our permit's expiry (ms in `ARGV[2]`), only while it is still live; both keys
@@ -293,6 +294,7 @@ if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) en
 return 1",
     sha1: "e10d5533d1494f18b58fd4feaf53486dd6297c20",
     resend: true,
+    op: Op::Own,
 };
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub(crate) enum Cmd {
     },
     /// `EVALSHA sha numkeys keys... args...` with byte arguments: the operator's scripts (inspect,
     /// forced release) and the labeled acquire, off the hot path.
-    Eval {
+    ScriptBytes {
         script: &'static Script,
         keys: Keys,
         args: std::sync::Arc<[Bytes]>,
@@ -61,7 +61,7 @@ impl Cmd {
     pub(crate) fn is_acquire(&self) -> bool {
         match self {
             Self::SetNxPx { .. } => true,
-            Self::Script { script, .. } | Self::Eval { script, .. } => !script.resend,
+            Self::Script { script, .. } | Self::ScriptBytes { script, .. } => !script.resend,
             _ => false,
         }
     }
@@ -72,7 +72,7 @@ impl Cmd {
             Self::Script { script, .. } => Some(script),
             Self::ExtendMany { script, .. } => Some(script),
             Self::ReleaseMany { script, .. } => Some(script),
-            Self::Eval { script, .. } => Some(script),
+            Self::ScriptBytes { script, .. } => Some(script),
             _ => None,
         }
     }
@@ -90,6 +90,40 @@ pub(crate) struct Script {
     /// release/extend/marker scripts, but an acquire resent behind its own release would set keys
     /// nobody releases. Those fail the node's vote instead, and the connection reloads the script.
     pub(crate) resend: bool,
+    /// The operation it performs, which a server's dialect may render in another form
+    /// (`super::render`); [`Op::Own`] for a kind's own, sent as the script everywhere.
+    pub(crate) op: Op,
+}
+
+/// An operation a script performs, named so that a connection can render it as its server takes it
+/// (`super::render`): the shared single-key operations and the plain lock's hand-off, which have
+/// native forms on some servers, and every other script, a kind's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// A kind's own operation: only ever its script.
+    Own,
+    /// Owner-checked release of one key (`RELEASE`).
+    Release,
+    /// The release that also wakes the first waiter elsewhere (`RELEASE_NOTIFY`).
+    ReleaseNotify,
+    /// Owner-checked extend of one key (`EXTEND`).
+    Extend,
+    /// The waiter mark (`MARK_WAITING`).
+    Mark,
+    /// The watchdog's coalesced extend (`EXTEND_MANY`).
+    ExtendMany,
+    /// The transport's coalesced releases (`RELEASE_MANY` and its forms), by whether they wake
+    /// waiters and whether their keys travel in `ARGV` (a cluster shard's form).
+    ReleaseMany,
+    ReleaseNotifyMany,
+    ReleaseManyAnySlot,
+    ReleaseNotifyManyAnySlot,
+    /// The plain lock's cross-process hand-off (`crate::protocol::handoff`).
+    TakeOver,
+    ReleaseHandoff,
+    ReleaseTo,
+    StepBack,
+    Unmark,
 }
 
 /// A single-lock script the pipelined transport may coalesce, and its many-lock form: one call over

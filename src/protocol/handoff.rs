@@ -60,8 +60,7 @@
 //! Fairness across processes: only queue heads mark, so the list holds at most one name per
 //! process and is served oldest first; a process that just held the lock joins the back.
 
-use super::cmd::script_cmd;
-use super::cmd::{Args, Cmd, Keys, NodeResult, Reply, Script};
+use super::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Op, Reply, Script};
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 
@@ -100,6 +99,7 @@ ARGV[5], ARGV[3]) if type(a) == 'table' then redis.call('SET', q, '1') end end \
 redis.call('PEXPIRE', q, ARGV[4]) return -1",
     sha1: "702b1bd5d0e332370e3ab9402bece47cfc85b181",
     resend: false,
+    op: Op::TakeOver,
 };
 
 /// Hand-off release to a known waiter: KEYS = `K`; ARGV = value, reservation ms, the waiter's name
@@ -114,6 +114,7 @@ redis.call('PUBLISH', KEYS[1] .. ':h:' .. ARGV[3], ARGV[3]) return 2 elseif v ==
 return 0 else return -1 end",
     sha1: "4e87ecd37590d2ff8f859985e512f3a8452cd1e3",
     resend: true,
+    op: Op::ReleaseTo,
 };
 
 /// Hand-off release: KEYS = `K`; ARGV = value, reservation ms. A string mark (an older client's)
@@ -128,6 +129,7 @@ if n.err then redis.call('PUBLISH', KEYS[1], '') return 2 end return 1 \
 elseif v == false then return 0 else return -1 end",
     sha1: "9a787cf5a7e3d33a36daaee70e7c4d4bd8e126ac",
     resend: true,
+    op: Op::ReleaseHandoff,
 };
 
 /// Step back, after a lost take-over round: KEYS = `K`; ARGV = value, reservation ms (0: none),
@@ -146,6 +148,7 @@ redis.call('PEXPIRE', q, ARGV[4]) end else redis.call('SET', KEYS[1], 'r' .. ARG
 ARGV[2]) end return 1 elseif v == false then return 0 else return -1 end",
     sha1: "98142528f3c52684da5c2616f33b25817498c5e5",
     resend: true,
+    op: Op::StepBack,
 };
 
 /// Unmark: KEYS = `K`; ARGV = (unused value), wake name. Drops the name from the list: sent by a
@@ -155,6 +158,7 @@ pub(crate) static UNMARK: Script = Script {
     source: "redis.pcall('ZREM', KEYS[1] .. ':wait', ARGV[2]) return 1",
     sha1: "340724a9ec39ef6a7134af045c074beac05c7194",
     resend: true,
+    op: Op::Unmark,
 };
 
 impl Handoff {

@@ -36,7 +36,7 @@
 //!   answered as the script's one character per lock.
 //!
 //! - **Cross-process hand-off** (`crate::protocol::handoff`), only where scripts are refused
-//!   (`Profile::NativeOnly`; a node that may run scripts runs the hand-off's own): the take-over is
+//!   (a profile without scripting; a node that may run scripts runs the hand-off's own): the take-over is
 //!   `SET key value NX PX ttl` then `ZADD key:wait NX since name` and `PEXPIRE key:wait ms` (no reservation
 //!   is ever taken over there: none is written), read from the `SET` alone; the hand-off release is
 //!   the release that wakes waiters above, and a lost take-over's step back is `DELIFEQ`. Such a
@@ -51,8 +51,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::cmd::Script;
-use super::cmd::{Cmd, Extend, NodeResult, Reply};
+use super::cmd::{Cmd, Extend, NodeResult, Op, Reply, Script};
 use super::handoff::{RELEASE_HANDOFF, RELEASE_TO, STEP_BACK, TAKE_OVER, UNMARK};
 use super::scripts::{
     EXTEND, EXTEND_MANY, MARK_WAITING, RELEASE, RELEASE_MANY, RELEASE_MANY_ANY_SLOT,
@@ -83,9 +82,10 @@ pub(crate) static NATIVE_COVERED: [&Script; 14] = [
 ];
 
 /// Whether every use of `script` has a native form, so a kind listing only such scripts works on a
-/// node whose user may not run scripts (`Profile::NativeOnly`): one of [`NATIVE_COVERED`].
+/// node whose user may not run scripts: every operation but a kind's own (the scripts of
+/// [`NATIVE_COVERED`]).
 pub(crate) fn covers(script: &Script) -> bool {
-    NATIVE_COVERED.iter().any(|s| std::ptr::eq(*s, script))
+    script.op != Op::Own
 }
 
 /// One operation in its native form: the commands it sends (see [`Native::commands`]) and how their
@@ -145,29 +145,26 @@ impl Native {
                 args,
             } => {
                 let key = keys.as_slice().first()?.clone();
-                let is = |s| std::ptr::eq(*script, s);
-                if is(&RELEASE) || is(&RELEASE_NOTIFY) {
-                    let notify = is(&RELEASE_NOTIFY);
-                    Some(Self::Release {
+                let value = *value;
+                match script.op {
+                    Op::Release | Op::ReleaseNotify => Some(Self::Release {
                         key,
-                        value: *value,
-                        notify,
-                    })
-                } else if is(&EXTEND) {
-                    let ttl_ms = *args.as_slice().first()?;
-                    Some(Self::Extend(Extend {
+                        value,
+                        notify: script.op == Op::ReleaseNotify,
+                    }),
+                    Op::Extend => Some(Self::Extend(Extend {
                         key,
-                        value: *value,
-                        ttl_ms,
-                    }))
-                } else if is(&MARK_WAITING) {
-                    let ttl_ms = *args.as_slice().first()?;
-                    Some(Self::Mark { key, ttl_ms })
-                } else {
-                    None
+                        value,
+                        ttl_ms: *args.as_slice().first()?,
+                    })),
+                    Op::Mark => Some(Self::Mark {
+                        key,
+                        ttl_ms: *args.as_slice().first()?,
+                    }),
+                    _ => None,
                 }
             }
-            Cmd::ExtendMany { script, locks } if std::ptr::eq(*script, &EXTEND_MANY) => {
+            Cmd::ExtendMany { script, locks } if script.op == Op::ExtendMany => {
                 Some(Self::ExtendMany(locks.clone()))
             }
             _ => None,
@@ -186,28 +183,23 @@ impl Native {
             return None;
         };
         let key = keys.as_slice().first()?.clone();
-        if std::ptr::eq(*script, &RELEASE_HANDOFF) || std::ptr::eq(*script, &RELEASE_TO) {
-            return Some(Self::Release {
+        let value = *value;
+        match (script.op, args.as_slice()) {
+            (Op::ReleaseHandoff | Op::ReleaseTo, _) => Some(Self::Release {
                 key,
-                value: *value,
+                value,
                 notify: true,
-            });
-        }
-        if std::ptr::eq(*script, &STEP_BACK) {
+            }),
             // A lost take-over's own value, deleted: no reservation is ever taken over there.
-            return Some(Self::Release {
+            (Op::StepBack, _) => Some(Self::Release {
                 key,
-                value: *value,
+                value,
                 notify: false,
-            });
-        }
-        if let (true, &[name]) = (std::ptr::eq(*script, &UNMARK), args.as_slice()) {
-            return Some(Self::Unmark { key, name });
-        }
-        match (std::ptr::eq(*script, &TAKE_OVER), args.as_slice()) {
-            (true, &[ttl_ms, name, mark_ms, since_us]) => Some(Self::TakeOver {
+            }),
+            (Op::Unmark, &[name]) => Some(Self::Unmark { key, name }),
+            (Op::TakeOver, &[ttl_ms, name, mark_ms, since_us]) => Some(Self::TakeOver {
                 key,
-                value: *value,
+                value,
                 ttl_ms,
                 name,
                 mark_ms,

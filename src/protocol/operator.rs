@@ -7,7 +7,7 @@
 //! value's first bytes with the engine tag it is given in `ARGV`, and shows a holder label only when
 //! the label's digest (`redis.sha1hex`) matches the value that holds the lock now.
 
-use super::cmd::Script;
+use super::cmd::{Op, Script};
 
 /// Read-only: one line per node, `|`-separated, the label last (it may hold anything):
 /// lock key type (`s` string, `n` none, `o` another type), its PTTL, ours (`1`/`0`), the value's kind
@@ -50,6 +50,7 @@ return table.concat({tc, redis.call('PTTL', KEYS[1]), ours, kind, readers, mine,
 pttl(K[':rw:intent']), fence, pttl(K[':wait']), permits, limit, queued, label}, '|')",
     sha1: "39f4c0515cd62e3982af84b24486fde1839ce1d8",
     resend: true,
+    op: Op::Own,
 };
 
 /// Deletes a resource's keys whatever their values and answers how many of the counted ones
@@ -65,6 +66,7 @@ if w > 0 and redis.call('EXISTS', KEYS[w]) == 1 then redis.call('PUBLISH', KEYS[
 return n",
     sha1: "2cc77b3350b729559d0d82aaff66dc925dc3602c",
     resend: true,
+    op: Op::Own,
 };
 
 #[cfg(test)]

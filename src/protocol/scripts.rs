@@ -9,7 +9,7 @@
 //! acquire scripts answer `1` (acquired) or `-1` (taken). The digests are checked against a real
 //! `SCRIPT LOAD` in the tests, and by every connection's handshake, which loads them all.
 
-use super::cmd::{Coalesced, Script};
+use super::cmd::{Coalesced, Op, Script};
 use super::spec::{Forced, Suffix};
 use crate::algo::quorum::Vote;
 use crate::error::NodeError;
@@ -109,6 +109,7 @@ if v == ARGV[1] then return redis.call('DEL', KEYS[1]) \
 elseif v == false then return 0 else return -1 end",
     sha1: "73afff61f75cb8d8c5c4e250cc4561d4b66c2e4f",
     resend: true,
+    op: Op::Release,
 };
 
 /// [`RELEASE`], then — only when a waiter elsewhere has marked itself — wakes it at once, answering
@@ -128,6 +129,7 @@ if redis.pcall('EXISTS', KEYS[1] .. ':wait') == 1 then ",
     ),
     sha1: "b78839c3a199b702b7e0953eb3dda42d47057901",
     resend: true,
+    op: Op::ReleaseNotify,
 };
 
 /// Whether the lock is still ours here, changing nothing (`Redlock`'s `is_held`): 1 while the first key
@@ -136,6 +138,7 @@ pub(crate) static HOLDS: Script = Script {
     source: "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then return 1 elseif v == false then return 0 else return -1 end",
     sha1: "5f6754ab5e8820acfb72170c0e4c076d0693d3ff",
     resend: true,
+    op: Op::Own,
 };
 /// [`HOLDS`] for a lock on several keys (a multi-resource lock): ours only while every key holds
 /// our value.
@@ -143,6 +146,7 @@ pub(crate) static HOLDS_ALL: Script = Script {
     source: "for i = 1, #KEYS do local v = redis.call('GET', KEYS[i]) if v ~= ARGV[1] then if v == false then return 0 end return -1 end end return 1",
     sha1: "8a80370f8c902d614a576319989648d62fc641f7",
     resend: true,
+    op: Op::Own,
 };
 /// [`HOLDS`] for a holder that is an entry of a set (a reader, a permit: `KEYS[2]`): 1 while our
 /// entry is there and its expiry (the node's ms) has not passed, else 0.
@@ -150,6 +154,7 @@ pub(crate) static HOLDS_MEMBER: Script = Script {
     source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) if s and tonumber(s) > now then return 1 end return 0",
     sha1: "5a7f0f95c295953673019027ee4a80ef28f2ef9c",
     resend: true,
+    op: Op::Own,
 };
 
 /// Who holds a busy lock and for how long, on this node (`crate::engine::busy`): over the lock's
@@ -162,6 +167,7 @@ pub(crate) static BUSY: Script = Script {
     source: "local h = KEYS[1] .. ':holder' local t = -2 for i = 1, #KEYS do if KEYS[i] ~= h then local p = redis.call('PTTL', KEYS[i]) if p == -1 and i == 1 then t = -1 break end if p >= 0 and p > t then t = p end end end local l = '' local v = redis.pcall('GET', KEYS[1]) local s = redis.pcall('GET', h) if type(v) == 'string' and type(s) == 'string' and string.sub(s, 1, 40) == redis.sha1hex(v) then l = string.sub(s, 41) end return t .. ':' .. l",
     sha1: "2eca2632c6bb6e5ecfaac509c06e079b7f4635a3",
     resend: true,
+    op: Op::Own,
 };
 
 /// A client that lost a round marks that it waits (`KEYS[1]..':wait'`, for `ARGV[2]` ms), so the
@@ -174,6 +180,7 @@ pub(crate) static MARK_WAITING: Script = Script {
     source: "redis.pcall('SET', KEYS[1] .. ':wait', '1', 'PX', ARGV[2]) return 1",
     sha1: "58910e352f9b6c53f2e2c5ba4af19c0e18277434",
     resend: true,
+    op: Op::Mark,
 };
 
 /// Compare-and-`PEXPIRE`: reset the TTL (ms in `ARGV[2]`) only if the key still holds our value.
@@ -183,6 +190,7 @@ if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 \
 elseif v == false then return 0 else return -1 end",
     sha1: "4bbcd4c07b7515b9ce88be6710a50d3381df9c19",
     resend: true,
+    op: Op::Extend,
 };
 
 /// Coalesced extend: [`EXTEND`] for several exclusive locks in one call (`KEYS[i]` with value
@@ -198,6 +206,7 @@ elseif v == false then r[i] = '0' else r[i] = '-' end end \
 return table.concat(r)",
     sha1: "81a233c89febc3d1371cd894da87af9fc0586cdc",
     resend: true,
+    op: Op::ExtendMany,
 };
 
 /// Coalesced release: [`RELEASE`] for several locks in one call (`KEYS[i]` with value `ARGV[i]`),
@@ -210,6 +219,7 @@ pub(crate) static RELEASE_MANY: Script = Script {
     source: release_many!(declared_keys!(), deleted!()),
     sha1: "b8673592946f5f669155e2abae9d54824b89e3b2",
     resend: true,
+    op: Op::ReleaseMany,
 };
 
 /// [`RELEASE_NOTIFY`] for several locks in one call, answering like [`RELEASE_MANY`] plus `2`:
@@ -218,6 +228,7 @@ pub(crate) static RELEASE_NOTIFY_MANY: Script = Script {
     source: release_many!(declared_keys!(), deleted_and_woken!()),
     sha1: "cbb34c82985c882f6bbb50c3b44e57167ee3ab3e",
     resend: true,
+    op: Op::ReleaseNotifyMany,
 };
 
 /// [`RELEASE_MANY`] for a cluster shard, over keys of **any hash slots** the shard serves: the keys
@@ -232,6 +243,7 @@ pub(crate) static RELEASE_MANY_ANY_SLOT: Script = Script {
     source: release_many!(any_slot_keys!(), deleted!()),
     sha1: "56e94838a7f47fe37ab1ab154ae721e865ff69cc",
     resend: true,
+    op: Op::ReleaseManyAnySlot,
 };
 
 /// [`RELEASE_NOTIFY_MANY`] over keys of any slots, as [`RELEASE_MANY_ANY_SLOT`]. A lock's `:wait`
@@ -240,6 +252,7 @@ pub(crate) static RELEASE_NOTIFY_MANY_ANY_SLOT: Script = Script {
     source: release_many!(any_slot_keys!(), deleted_and_woken!()),
     sha1: "3dd43ad57b9a49e35b0fa73d3b59215697282abd",
     resend: true,
+    op: Op::ReleaseNotifyManyAnySlot,
 };
 
 /// The releases the pipelined transport may coalesce, with their many-lock forms. Only these two:

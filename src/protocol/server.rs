@@ -1,15 +1,20 @@
 //! What a connection's handshake learns of its node's server ([`Server`]: its name and version,
-//! from `INFO server`), and the [`Profile`] the connection renders every operation with: the
-//! per-node command seam. A kind names an operation (a [`Cmd`]: its release, its extend, ...); each
-//! connection turns it into the command its server takes, so servers that offer a native form of an
-//! operation get it (`crate::protocol::native`: Valkey 9's `DELIFEQ` and `SET ... IFEQ ... GET`,
-//! read back as the scripts' answers) while the others keep the script.
+//! from `INFO server`), its [`Dialect`], and the [`Profile`] the connection renders every operation
+//! with ([`Profile::render`]: the per-node command seam, the one place a wire form is chosen). A
+//! kind names an operation (a [`Cmd`] whose script says which [`super::cmd::Op`] it performs: a
+//! release, an extend, ...); each connection turns it into the command its server takes, so servers
+//! that offer a native form of an operation get it (`crate::protocol::native`: Valkey 9's `DELIFEQ`
+//! and `SET ... IFEQ ... GET`, read back as the scripts' answers) while the others keep the script.
 
 use std::time::Duration;
 
-use super::cmd::Cmd;
+use bytes::Bytes;
+
+use super::cmd::{script_cmd, Args, Cmd, Keys};
 use super::native::Native;
+use super::scripts::RELEASE_NOTIFY;
 use crate::algo::quarantine::ServerIdentity;
+use crate::algo::value::LockValue;
 
 /// Which server a node runs, as `INFO server` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,42 +50,27 @@ pub(crate) struct Info {
     pub(crate) native_allowed: bool,
 }
 
-/// How a connection renders operations into commands. Small and `Copy`: the fan-out compares
-/// nodes' profiles to encode a round once per profile, not once per node.
+/// A server's dialect: which of the shared operations (`super::cmd::Op`) it takes in a native
+/// form. Adding one is an arm here, its forms beside `super::native`'s and a test: [`Dialect::of`]
+/// says which servers speak it, [`Profile::render`] reaches its forms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(u8)]
-pub(crate) enum Profile {
-    /// Every operation as the scripts (`EVALSHA`, `SET NX PX`).
+pub(crate) enum Dialect {
+    /// Every operation as its script (`EVALSHA`, `SET NX PX`): Redis, Valkey before 9, and any
+    /// server not known to have the native forms.
     #[default]
     Scripts = 0,
-    /// The shared single-key release, extend, waiter mark and coalesced extend as native commands
-    /// (`DELIFEQ`, `SET ... IFEQ ... GET PX`; see `crate::protocol::native`), everything else as
-    /// scripts. Valkey 9.0 and later. Releases are not coalesced into `RELEASE_MANY` on it: the
-    /// native commands cost the server less per lock (measured, `results/2026-12-01/native/`).
-    Native = 1,
-    /// [`Self::Native`] on a node whose lock user may not run scripts (no `@scripting`): the
-    /// operations with a native form work, and the engine refuses at once a kind that needs a
-    /// script there (`crate::protocol::native::covers`), before anything is sent.
-    NativeOnly = 2,
+    /// Valkey 9.0 and later: the shared single-key release, extend, waiter mark and coalesced
+    /// extend as `DELIFEQ` and `SET ... IFEQ ... GET PX` (`crate::protocol::native`), and, for a
+    /// lock user without scripting, the plain lock's hand-off too. Releases are not coalesced into
+    /// `RELEASE_MANY` there: the native commands cost the server less per lock (measured on Valkey
+    /// 9.1.2, see the repository's `results/README.md`).
+    Valkey9 = 1,
 }
 
-impl Profile {
-    /// The profile stored as `code` (see [`Self::code`]); an unknown code is the scripts'.
-    pub(crate) fn from_code(code: u8) -> Self {
-        match code {
-            1 => Self::Native,
-            2 => Self::NativeOnly,
-            _ => Self::Scripts,
-        }
-    }
-
-    /// This profile as one byte, for connections that keep it in an atomic.
-    pub(crate) fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The profile for a connection whose server is `server` (`None`: the handshake did not ask);
-    /// `native: false` keeps every server on the scripts (`Config::native_commands`).
+impl Dialect {
+    /// The dialect of `server` (`None`: the handshake did not ask); `native: false` keeps every
+    /// server on the scripts (`Config::native_commands`).
     ///
     /// Valkey got `SET ... IFEQ` in 8.1 and `DELIFEQ` in 9.0; only servers with both get native
     /// commands (a Valkey 8.1 node keeps the scripts). Redis 8.4's `DELEX ... IFEQ` is not used
@@ -90,44 +80,104 @@ impl Profile {
             Some(Server {
                 name: ServerName::Valkey,
                 version: Some(version),
-            }) if native && *version >= (9, 0, 0) => Self::Native,
+            }) if native && *version >= (9, 0, 0) => Self::Valkey9,
             _ => Self::Scripts,
         }
     }
 
-    /// Operation `op`'s native form on this profile, if it has one; `None`: `op` is sent as it is.
-    pub(crate) fn native(&self, op: &Cmd) -> Option<Native> {
+    /// `cmd`'s native form in this dialect, if it has one; `scripting: false` adds the forms of
+    /// the operations a user without scripting needs (the plain lock's hand-off).
+    fn form(self, cmd: &Cmd, scripting: bool) -> Option<Native> {
         match self {
             Self::Scripts => None,
-            Self::Native => Native::of(op),
-            Self::NativeOnly => Native::of(op).or_else(|| Native::without_scripts(op)),
+            Self::Valkey9 => Native::of(cmd).or_else(|| match scripting {
+                true => None,
+                false => Native::without_scripts(cmd),
+            }),
+        }
+    }
+}
+
+/// How a connection renders operations: its server's [`Dialect`] and whether its lock user may
+/// run scripts. One per connection, learned at the handshake. Small and `Copy`: the fan-out
+/// renders a round once per profile, not once per node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Profile {
+    pub(crate) dialect: Dialect,
+    /// `false` for a lock user without `@scripting` on a server whose native forms serve the plain
+    /// lock: the engine refuses at once a kind that needs a script there
+    /// (`crate::protocol::native::covers`), before anything is sent.
+    pub(crate) scripting: bool,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self {
+            dialect: Dialect::Scripts,
+            scripting: true,
+        }
+    }
+}
+
+impl Profile {
+    /// The one place an operation's wire form is chosen: `cmd`'s native form on this connection,
+    /// or `None` to send it as it is (its script, or `SET NX PX`).
+    pub(crate) fn render(&self, cmd: &Cmd) -> Option<Native> {
+        self.dialect.form(cmd, self.scripting)
+    }
+
+    /// What a connection sends to learn whether its user may use the native forms: the native
+    /// form of a waking release of `key` (each command of it must be allowed, for a lock taken to
+    /// be released), `None` in a dialect without one.
+    pub(crate) fn probe(dialect: Dialect, key: Bytes) -> Option<Native> {
+        let release = script_cmd(
+            &RELEASE_NOTIFY,
+            &Keys::One(key),
+            LockValue::ZERO,
+            Args::NONE,
+        );
+        dialect.form(&release, true)
+    }
+
+    /// The profile stored as `code` (see [`Self::code`]); an unknown code is the default.
+    pub(crate) fn from_code(code: u8) -> Self {
+        let dialect = match code & 0x7f {
+            1 => Dialect::Valkey9,
+            _ => Dialect::Scripts,
+        };
+        Self {
+            dialect,
+            scripting: code & 0x80 == 0,
         }
     }
 
-    /// The profile for a connection whose handshake told `info` (see [`Self::of`]): the scripts
-    /// where native commands are refused to the lock user, [`Self::NativeOnly`] where scripts are.
+    /// This profile as one byte, for connections that keep it in an atomic.
+    pub(crate) fn code(self) -> u8 {
+        self.dialect as u8 | if self.scripting { 0 } else { 0x80 }
+    }
+
+    /// The profile for a connection whose handshake told `info`: its server's dialect, unless the
+    /// native commands are refused to the lock user (the scripts then), and without scripting
+    /// where the user may not run scripts (the handshake fails where nothing would serve).
     pub(crate) fn for_info(info: Option<&Info>, native: bool) -> Self {
-        let profile = Self::of(info.map(|i| &i.server), native);
+        let dialect = Dialect::of(info.map(|i| &i.server), native);
         match info {
-            Some(i) if !i.native_allowed => Self::Scripts,
-            Some(i) if !i.scripting => profile.without_scripts().unwrap_or(profile),
-            _ => profile,
-        }
-    }
-
-    /// This profile for a lock user without scripting: [`Self::NativeOnly`] where native commands
-    /// are rendered, `None` where every operation would need a script.
-    pub(crate) fn without_scripts(self) -> Option<Self> {
-        match self {
-            Self::Native | Self::NativeOnly => Some(Self::NativeOnly),
-            Self::Scripts => None,
+            Some(i) if !i.native_allowed => Self::default(),
+            Some(i) if !i.scripting && dialect != Dialect::Scripts => Self {
+                dialect,
+                scripting: false,
+            },
+            _ => Self {
+                dialect,
+                scripting: true,
+            },
         }
     }
 
     /// Whether releases queued back to back on a connection of this profile are coalesced into one
-    /// `RELEASE_MANY` call: on the scripts only (see [`Self::Native`]).
+    /// `RELEASE_MANY` call: in the scripts' dialect only (see [`Dialect::Valkey9`]).
     pub(crate) fn coalesces_releases(&self) -> bool {
-        *self == Self::Scripts
+        self.dialect == Dialect::Scripts
     }
 }
 
@@ -199,14 +249,13 @@ run_id:x\r\nuptime_in_seconds:1\r\n";
             version: Some(version),
         };
         let valkey9 = server(ServerName::Valkey, (9, 1, 2));
-        assert_eq!(Profile::of(Some(&valkey9), true), Profile::Native);
-        assert_eq!(Profile::of(Some(&valkey9), false), Profile::Scripts);
+        assert_eq!(Dialect::of(Some(&valkey9), true), Dialect::Valkey9);
+        assert_eq!(Dialect::of(Some(&valkey9), false), Dialect::Scripts);
         let valkey8 = server(ServerName::Valkey, (8, 1, 0));
-        assert_eq!(Profile::of(Some(&valkey8), true), Profile::Scripts);
+        assert_eq!(Dialect::of(Some(&valkey8), true), Dialect::Scripts);
         let redis = server(ServerName::Redis, (9, 0, 0));
-        assert_eq!(Profile::of(Some(&redis), true), Profile::Scripts);
-        assert_eq!(Profile::of(None, true), Profile::Scripts);
-        assert_eq!(Profile::Native.without_scripts(), Some(Profile::NativeOnly));
+        assert_eq!(Dialect::of(Some(&redis), true), Dialect::Scripts);
+        assert_eq!(Dialect::of(None, true), Dialect::Scripts);
         let info = |scripting, native_allowed| Info {
             identity: ServerIdentity {
                 run_id: "r".into(),
@@ -218,13 +267,27 @@ run_id:x\r\nuptime_in_seconds:1\r\n";
             native_allowed,
         };
         let of = |i: Info| Profile::for_info(Some(&i), true);
-        assert_eq!(of(info(true, true)), Profile::Native);
-        assert_eq!(of(info(false, true)), Profile::NativeOnly);
-        assert_eq!(of(info(true, false)), Profile::Scripts, "DELIFEQ refused");
-        assert_eq!(Profile::Scripts.without_scripts(), None);
-        for p in [Profile::Scripts, Profile::Native, Profile::NativeOnly] {
+        let profile = |dialect, scripting| Profile { dialect, scripting };
+        assert_eq!(of(info(true, true)), profile(Dialect::Valkey9, true));
+        assert_eq!(of(info(false, true)), profile(Dialect::Valkey9, false));
+        assert_eq!(of(info(true, false)), Profile::default(), "DELIFEQ refused");
+        for p in [
+            Profile::default(),
+            profile(Dialect::Valkey9, true),
+            profile(Dialect::Valkey9, false),
+        ] {
             assert_eq!(Profile::from_code(p.code()), p);
         }
+    }
+
+    /// The probe is the native release itself, so a user allowed the probe can release.
+    #[test]
+    fn the_probe_is_what_a_release_sends() {
+        assert!(Profile::probe(Dialect::Scripts, Bytes::from_static(b"k")).is_none());
+        let probe = Profile::probe(Dialect::Valkey9, Bytes::from_static(b"k")).unwrap();
+        let mut sent = Vec::new();
+        probe.commands(|args| sent.push(args[0].to_vec()));
+        assert_eq!(sent, [b"DELIFEQ".to_vec(), b"EXISTS".to_vec()]);
     }
 
     #[test]

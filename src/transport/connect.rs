@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 
 use rustls_pki_types::pem::PemObject;
@@ -21,7 +21,7 @@ use crate::addr::NodeAddr;
 use crate::algo::quarantine::DurableCheck;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Coalesced, Reply, Script};
-use crate::protocol::server::{parse_info, Info, Profile};
+use crate::protocol::server::{parse_info, Dialect, Info, Profile};
 
 /// An open connection: plain TCP, or TLS over it for `rediss://`.
 #[derive(Debug)]
@@ -109,7 +109,7 @@ pub(super) async fn open(
         |what: &str, e: &dyn std::fmt::Display| NodeError::Connect(format!("{addr}: {what}{e}"));
     // Always on the lock connection: its server decides how operations are rendered (`Profile`).
     let read_identity = load_scripts || opts.quarantine.is_some();
-    let hello = Hello {
+    let hello = Asks {
         load_scripts,
         read_identity,
         // The lock connection only: the subscriber's (no scripts) carries no votes.
@@ -152,7 +152,7 @@ pub(super) fn jitter(d: Duration) -> Duration {
 
 /// What a handshake asks besides AUTH and SELECT.
 #[derive(Debug, Clone, Copy)]
-struct Hello {
+struct Asks {
     load_scripts: bool,
     read_identity: bool,
     check_durable: bool,
@@ -178,10 +178,10 @@ enum Expect {
 async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     addr: &NodeAddr,
-    hello: Hello,
+    hello: Asks,
     opts: &ConnectOptions,
 ) -> Result<Option<Info>, NodeError> {
-    let Hello {
+    let Asks {
         load_scripts,
         read_identity,
         check_durable,
@@ -290,7 +290,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     // a server that has them, and required where scripting is refused.
     let info = identity.as_mut().filter(|_| load_scripts);
     if let Some(info) = info {
-        let wanted = Profile::of(Some(&info.server), opts.native) != Profile::Scripts;
+        let wanted = Dialect::of(Some(&info.server), opts.native) != Dialect::Scripts;
         if wanted || scripts_refused.is_some() {
             match (
                 probe_native(stream, &mut framer, &mut buf, info, opts.native).await,
@@ -322,11 +322,11 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Whether the server's native lock commands are there and allowed to this lock user, so that a lock
-/// taken can also be released and extended with them (`Profile::Native`, and `Profile::NativeOnly`
-/// for a user who may not run scripts). One probe each of `DELIFEQ` and `EXISTS` (what a native release sends)
-/// on a key no lock uses, with a value no lock has: nothing changes. A refusal of the key itself
-/// (the user's key patterns) is fine — the command is allowed; a refusal of the command is not.
-/// `Err`: what the node lacks, for the connect error.
+/// taken can also be released and extended with them. The probe is what the dialect renders a
+/// waking release as (`Profile::probe`: on Valkey 9, `DELIFEQ` and `EXISTS`), on a key no lock
+/// uses, with a value no lock has: nothing changes. A refusal of the key itself (the user's key
+/// patterns) is fine — the command is allowed; a refusal of the command is not. `Err`: what the
+/// node lacks, for the connect error.
 async fn probe_native<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     framer: &mut Framer,
@@ -334,27 +334,28 @@ async fn probe_native<S: AsyncRead + AsyncWrite + Unpin>(
     info: &Info,
     native: bool,
 ) -> Result<(), String> {
-    if Profile::of(Some(&info.server), native)
-        .without_scripts()
-        .is_none()
-    {
+    const KEY: &[u8] = b"redlock-engine:native-probe";
+    let dialect = Dialect::of(Some(&info.server), native);
+    let Some(probe) = Profile::probe(dialect, Bytes::from_static(KEY)) else {
         return Err(format!(
             "the server has no native lock commands (Valkey 9.0+ with native_commands on): \
              the lock user needs +@scripting ({:?} {:?})",
             info.server.name, info.server.version
         ));
-    }
-    const KEY: &[u8] = b"redlock-engine:native-probe";
+    };
     let mut out = BytesMut::new();
-    encode_args(&mut out, &[b"DELIFEQ", KEY, b"\0probe"]);
-    encode_args(&mut out, &[b"EXISTS", KEY]);
+    let mut commands = Vec::with_capacity(probe.parts());
+    probe.commands(|args| {
+        encode_args(&mut out, args);
+        commands.push(String::from_utf8_lossy(args[0]).into_owned());
+    });
     let io = |e: &dyn std::fmt::Display| format!("native command probe: {e}");
     stream.write_all(&out).await.map_err(|e| io(&e))?;
     stream.flush().await.map_err(|e| io(&e))?;
     // Both replies are read before either is judged: a refusal of the first must not leave the
     // second's reply on the connection, where it would answer the first lock command.
     let mut verdict = Ok(());
-    for command in ["DELIFEQ", "EXISTS"] {
+    for command in &commands {
         let frame = loop {
             if let Some(frame) = framer.next_frame(buf).map_err(|e| io(&e))? {
                 break frame;

@@ -37,12 +37,52 @@ use crate::addr::Topology;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::server::Profile;
 
-/// Encodes `cmd` as `profile` renders it, once for every node of a round that has that profile.
+/// Encodes `cmd` as `profile` renders it ([`Profile::render`]).
 pub(crate) fn encode(out: &mut bytes::BytesMut, cmd: &Cmd, profile: Profile) {
-    match profile.native(cmd) {
+    match profile.render(cmd) {
         Some(native) => resp::encode_native(out, &native),
         None => resp::encode_cmd(out, cmd, false),
     }
+}
+
+thread_local! {
+    /// The current round's encoded command; reused, so a round allocates nothing for it.
+    static ENCODED: std::cell::RefCell<bytes::BytesMut> =
+        std::cell::RefCell::new(bytes::BytesMut::with_capacity(256));
+}
+
+/// One command on its way to every node of a round: each node gets it as its own server takes it
+/// (its `Profile`), encoded again only where a node's profile differs from the one before it
+/// (never, while all render the scripts). See [`with_round`].
+pub(crate) struct Round<'a> {
+    cmd: &'a Cmd,
+    encoded: &'a mut bytes::BytesMut,
+    rendered: Option<Profile>,
+}
+
+impl Round<'_> {
+    /// Queues the round's command on `node`'s connection.
+    pub(crate) fn send(&mut self, node: &dyn NodeClient) -> Pending {
+        let profile = node.profile();
+        if self.rendered != Some(profile) {
+            self.encoded.clear();
+            encode(self.encoded, self.cmd, profile);
+            self.rendered = Some(profile);
+        }
+        node.send_encoded(self.cmd, self.encoded, profile)
+    }
+}
+
+/// Runs `send` with a [`Round`] of `cmd`, whose encoding lives in a per-thread buffer: `send` must
+/// queue on every node and return, not await, while it is borrowed.
+pub(crate) fn with_round<T>(cmd: &Cmd, send: impl FnOnce(&mut Round<'_>) -> T) -> T {
+    ENCODED.with_borrow_mut(|encoded| {
+        send(&mut Round {
+            cmd,
+            encoded,
+            rendered: None,
+        })
+    })
 }
 
 /// Which implementation carries the node connections.

@@ -99,7 +99,7 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
                 put_bulk(out, value.as_bytes());
             }
         }
-        Cmd::Eval { script, keys, args } => {
+        Cmd::ScriptBytes { script, keys, args } => {
             let (verb, body): (&[u8], &[u8]) = if eval_source {
                 (b"EVAL", script.source.as_bytes())
             } else {
@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn encodes_an_eval_with_byte_arguments_like_any_command() {
-        let cmd = Cmd::Eval {
+        let cmd = Cmd::ScriptBytes {
             script: &RELEASE,
             keys: Keys::Many(vec![Bytes::from_static(b"k"), Bytes::from_static(b"k:h")].into()),
             args: vec![Bytes::from_static(b"\0\r\n|x"), Bytes::new()].into(),

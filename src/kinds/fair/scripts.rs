@@ -5,7 +5,7 @@
 //! 2^53 (each is a hint, microseconds since 1970, or one above a live ticket), so a score holds them
 //! exactly.
 
-use crate::protocol::cmd::Script;
+use crate::protocol::cmd::{Op, Script};
 
 /// The scripts that grant ([`ENQUEUE`], [`ATTEMPT`]) start here: `now` on the node's clock, and the
 /// expired entries dropped (`pruned` says some were). Only a count is read unless one has expired,
@@ -98,6 +98,7 @@ redis.call('ZADD', KEYS[3], now + ttl, ARGV[1]) ",
     ),
     sha1: "570b9701b6392a04dd3ab9c586d98631b34cd208",
     resend: false,
+    op: Op::Own,
 };
 
 /// Attempt: where the waiter is still queued, set its entry's ticket to the waiter's `ARGV[3]` (the
@@ -121,6 +122,7 @@ redis.call('ZADD', KEYS[3], 'XX', now + ttl, ARGV[1]) ",
     ),
     sha1: "473060ebc58c8a4573cbe3b62521930a448be56e",
     resend: false,
+    op: Op::Own,
 };
 
 /// Release: compare-and-delete the key, drop the holder's entry, and wake the new head if the key
@@ -141,6 +143,7 @@ if h then ",
     ),
     sha1: "c47a1f75efe75aee9456cf089a57d777cb481af2",
     resend: true,
+    op: Op::Own,
 };
 
 /// Release to our next waiter: [`RELEASE_FAIR`]'s, then, with the key free, the live queue's head
@@ -173,6 +176,7 @@ if h[1] and (v or pruned or top == ARGV[1]) then local h = h[1] ",
     ),
     sha1: "6948aad66282453ebb62ec0e59b16e8adf51519a",
     resend: false,
+    op: Op::Own,
 };
 
 /// A round's key of ours released, the place kept (a grant on fewer than a majority): the plain
@@ -190,6 +194,7 @@ if h and h ~= ARGV[1] then ",
     ),
     sha1: "f2ca71fe485dfc9eb9b8da55100906f320d669cd",
     resend: true,
+    op: Op::Own,
 };
 
 /// Give up: drop the waiter's entry and any key of its own; with the key free, wake the head if
@@ -207,4 +212,5 @@ if h and cur == false then ",
     ),
     sha1: "fd1c98199022c6087e3cd0fd2c47aa06b021e502",
     resend: true,
+    op: Op::Own,
 };

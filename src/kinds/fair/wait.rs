@@ -10,7 +10,6 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::replies::{bit, Replies};
-use super::scripts::ENQUEUE;
 use super::spec::{attempt_cmd, enqueue_cmd, leave_cmd, unlock_cmd, wake_channel, wake_name};
 use crate::algo::quorum::quorum;
 use crate::algo::retry::Wait;
@@ -102,41 +101,43 @@ impl FairWait<'_> {
             }
             attempts += 1;
             let mut woken = armed(&notify);
-            let (attempt, mut at_once, parked) =
-                match self.round(&target, &enqueue, value, ttl, end).await {
-                    Outcome::Granted(mut lock) => {
-                        lock.set_attempts(attempts);
-                        leave.disarm();
-                        return Ok(lock);
+            let (attempt, mut at_once, parked) = match self
+                .round(&target, (Round::Enqueue, &enqueue), value, ttl, end)
+                .await
+            {
+                Outcome::Granted(mut lock) => {
+                    lock.set_attempts(attempts);
+                    leave.disarm();
+                    return Ok(lock);
+                }
+                Outcome::Queued(err, None) => {
+                    // Admission refused: the enqueue was not sent.
+                    last_err = Some(err);
+                    wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
+                    continue;
+                }
+                Outcome::Queued(err, Some((ticket, complete))) => {
+                    last_err = Some(err);
+                    placed_once = true;
+                    // Parked between rounds from now on: a release by this engine may grant it
+                    // then (`crate::engine::successors`); it starts no round until that release
+                    // has answered.
+                    let parked = self.core.park(&target, value, ticket, ttl);
+                    // The agree round goes at once: the enqueue completes with it.
+                    let attempt = attempt_cmd(&target.keys, value, millis(ttl), ticket);
+                    (attempt, !complete, parked)
+                }
+                Outcome::Requeue(err) => {
+                    self.requeue(&target, value);
+                    outage = if patience.counts(&err) { outage + 1 } else { 0 };
+                    if patience.outage_over(outage, s.retry.count) {
+                        return Err(err);
                     }
-                    Outcome::Queued(err, None) => {
-                        // Admission refused: the enqueue was not sent.
-                        last_err = Some(err);
-                        wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
-                        continue;
-                    }
-                    Outcome::Queued(err, Some((ticket, complete))) => {
-                        last_err = Some(err);
-                        placed_once = true;
-                        // Parked between rounds from now on: a release by this engine may grant it
-                        // then (`crate::engine::successors`); it starts no round until that release
-                        // has answered.
-                        let parked = self.core.park(&target, value, ticket, ttl);
-                        // The agree round goes at once: the enqueue completes with it.
-                        let attempt = attempt_cmd(&target.keys, value, millis(ttl), ticket);
-                        (attempt, !complete, parked)
-                    }
-                    Outcome::Requeue(err) => {
-                        self.requeue(&target, value);
-                        outage = if patience.counts(&err) { outage + 1 } else { 0 };
-                        if patience.outage_over(outage, s.retry.count) {
-                            return Err(err);
-                        }
-                        last_err = Some(err);
-                        wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
-                        continue;
-                    }
-                };
+                    last_err = Some(err);
+                    wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
+                    continue;
+                }
+            };
             outage = 0;
             loop {
                 if Instant::now() >= end {
@@ -177,7 +178,10 @@ impl FairWait<'_> {
                 }
                 attempts += 1;
                 woken = armed(&notify);
-                match self.round(&target, &attempt, value, ttl, end).await {
+                match self
+                    .round(&target, (Round::Attempt, &attempt), value, ttl, end)
+                    .await
+                {
                     Outcome::Granted(mut lock) => {
                         lock.set_attempts(attempts);
                         leave.disarm();
@@ -224,11 +228,12 @@ impl FairWait<'_> {
         crate::engine::fanout::fire(self.core.nodes(), &leave_cmd(&target.keys, value));
     }
 
-    /// One enqueue or attempt round: granted, still queued, or to start over.
+    /// One enqueue (`Round::Enqueue`, which waits for every answer) or attempt round: granted,
+    /// still queued, or to start over.
     async fn round(
         &self,
         target: &Target,
-        cmd: &Cmd,
+        (round, cmd): (Round, &Cmd),
         value: LockValue,
         ttl: Duration,
         end: Instant,
@@ -258,7 +263,7 @@ impl FairWait<'_> {
         };
         let deadline = self.core.round_deadline(start, ttl, None);
         let n = self.core.nodes().len();
-        let enqueue = matches!(cmd, Cmd::Script { script, .. } if std::ptr::eq(*script, &ENQUEUE));
+        let enqueue = round == Round::Enqueue;
         let mut count = Replies::new(n, enqueue);
         // An enqueue waits for every answer: its ticket is the highest of them all.
         run(self.core.nodes(), cmd, deadline, !enqueue, &mut count).await;
@@ -390,4 +395,13 @@ impl Drop for Fire<'_> {
 /// The mask of the first `n` nodes.
 fn bits(n: usize) -> u16 {
     (1u32.checked_shl(n as u32).unwrap_or(0).wrapping_sub(1)) as u16
+}
+
+/// Which of the fair lock's rounds a command is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Round {
+    /// Takes a place (and tries): waits for every answer, its ticket is the highest of them.
+    Enqueue,
+    /// Tries from the place taken.
+    Attempt,
 }

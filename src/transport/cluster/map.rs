@@ -84,7 +84,7 @@ impl Map {
 pub(super) fn slot_of(cmd: &Cmd) -> Option<u16> {
     let key = match cmd {
         Cmd::SetNxPx { key, .. } => key,
-        Cmd::Script { keys, .. } | Cmd::Eval { keys, .. } => keys.as_slice().first()?,
+        Cmd::Script { keys, .. } | Cmd::ScriptBytes { keys, .. } => keys.as_slice().first()?,
         Cmd::ExtendMany { locks, .. } => &locks.first()?.key,
         Cmd::ReleaseMany { locks, .. } => &locks.first()?.0,
         Cmd::ScriptLoad(_) | Cmd::InfoServer => return None,

@@ -283,7 +283,7 @@ async fn run(client: Client, cmd: Cmd, clustered: bool) -> NodeResult {
             };
             scripts::eval(&client, script, keys, args, clustered).await
         }
-        Cmd::Eval { script, keys, args } => {
+        Cmd::ScriptBytes { script, keys, args } => {
             let keys = keys.as_slice().iter().cloned().map(Key::from).collect();
             let args = args.iter().cloned().map(Value::Bytes).collect();
             scripts::eval(&client, script, keys, args, clustered).await

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::algo::value::LockValue;
-use crate::protocol::cmd::Script;
 use crate::protocol::cmd::{Args, Keys};
+use crate::protocol::cmd::{Op, Script};
 use crate::protocol::scripts::RELEASE;
 use ::fred::interfaces::MetricsInterface;
 use std::time::Instant;
@@ -127,6 +127,7 @@ static SLOW_SET: Script = Script {
              redis.call('SET', KEYS[1], ARGV[1]) return 1",
     sha1: "0000000000000000000000000000000000000000",
     resend: true,
+    op: Op::Own,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

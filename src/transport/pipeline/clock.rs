@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::slot::Slot;
+use super::request::Request;
 use super::state::{Shared, State};
-use crate::algo::clock::{Sample, Verdict};
+use crate::algo::clock::{Sample, Step};
 use crate::error::NodeError;
 use crate::protocol::cmd::{NodeResult, Reply};
 
@@ -24,15 +24,15 @@ use crate::protocol::cmd::{NodeResult, Reply};
 /// small step is not read as a jump for coming soon after the last sample.
 pub(super) const IDLE_SAMPLE: Duration = Duration::from_millis(80);
 
-/// Queues a `TIME` for the clock guard (see `Slot::clock`).
+/// Queues a `TIME` for the clock guard (see `Request::clock`).
 pub(super) fn queue_sample(st: &mut State) {
     // Behind the releases queued before it, like any other command.
     super::coalesce::close(st);
     let now = Instant::now();
     st.out.extend_from_slice(b"*1\r\n$4\r\nTIME\r\n");
-    st.pending.push_back(Slot {
+    st.pending.push_back(Request {
         clock: Some(now),
-        ..Slot::plain(None, None)
+        ..Request::plain(None, None)
     });
     st.last_sample = now;
     st.sampled = true;
@@ -64,8 +64,8 @@ pub(super) fn judge(shared: &Shared, sent: Instant, reply: NodeResult) {
         received: Instant::now(),
     };
     match shared.clock.observe(sample) {
-        Verdict::Steady => {}
-        Verdict::Forward(ahead) => {
+        Step::Steady => {}
+        Step::Forward(ahead) => {
             tracing::warn!(
                 node = %shared.addr,
                 ahead_ms = ahead.as_millis() as u64,
@@ -73,7 +73,7 @@ pub(super) fn judge(shared: &Shared, sent: Instant, reply: NodeResult) {
             );
             metrics::counter!("redlock_clock_jumps_total", "node" => shared.addr.to_string(), "direction" => "forward").increment(1);
         }
-        Verdict::Backward(behind) => {
+        Step::Backward(behind) => {
             tracing::info!(
                 node = %shared.addr,
                 behind_ms = behind.as_millis() as u64,

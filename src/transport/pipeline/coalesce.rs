@@ -39,11 +39,11 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::redirect::Waiters;
-use super::slot::{Route, Slot};
+use super::request::{Request, Route};
 use super::state::{Group, Shared, State};
 use crate::algo::value::LockValue;
 use crate::error::NodeError;
-use crate::protocol::cmd::{Args, Cmd, Coalesced, Keys, NodeResult, Reply};
+use crate::protocol::cmd::{Args, Cmd, Coalesced, Keys, NodeResult, Op, Reply};
 use crate::transport::resp::encode_cmd;
 use crate::transport::ConnectOptions;
 
@@ -69,7 +69,7 @@ pub(super) fn member(opts: &ConnectOptions, cmd: &Cmd) -> Option<Member> {
     let form = opts
         .coalesce
         .iter()
-        .find(|form| std::ptr::eq(form.one, *script))?;
+        .find(|form| form.one.op == script.op && script.op != Op::Own)?;
     Some((form, key.clone(), *value))
 }
 
@@ -88,7 +88,7 @@ pub(super) fn join(
     let joins = st
         .group
         .as_ref()
-        .is_some_and(|g| std::ptr::eq(g.form, form) && g.locks.len() < MAX_GROUP);
+        .is_some_and(|g| g.form.one.op == form.one.op && g.locks.len() < MAX_GROUP);
     if !joins {
         close(st);
         st.group = Some(Group {
@@ -96,9 +96,9 @@ pub(super) fn join(
             cluster,
             locks: Vec::with_capacity(4),
         });
-        st.pending.push_back(Slot {
+        st.pending.push_back(Request {
             group: Vec::with_capacity(4),
-            ..Slot::plain(None, None)
+            ..Request::plain(None, None)
         });
         st.queued += 1;
         st.unsent += 1;
@@ -220,7 +220,7 @@ fn single(forms: &[Coalesced], script: Option<&Cmd>, i: usize) -> Option<Cmd> {
     };
     let form = forms
         .iter()
-        .find(|form| std::ptr::eq(form.any_slot, *script))?;
+        .find(|form| form.any_slot.op == script.op && script.op != Op::Own)?;
     let (key, value) = locks.get(i)?;
     Some(Cmd::Script {
         script: form.one,
@@ -248,9 +248,9 @@ fn resend(shared: &Shared, generation: u64, cmd: &Cmd, group: Vec<oneshot::Sende
     close(&mut st);
     let wake = st.out.is_empty();
     encode_cmd(&mut st.out, cmd, true);
-    st.pending.push_back(Slot {
+    st.pending.push_back(Request {
         group,
-        ..Slot::plain(None, None)
+        ..Request::plain(None, None)
     });
     st.queued += 1;
     st.unsent += 1;

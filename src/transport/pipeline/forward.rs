@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Weak;
 
 use super::redirect::{Router, Waiters};
-use super::slot::{Route, Slot};
+use super::request::{Request, Route};
 use super::state::Shared;
 use super::PipelineNode;
 use crate::error::NodeError;
@@ -90,9 +90,9 @@ impl Shared {
         }
         if asking {
             encode_args(&mut st.out, &[b"ASKING"]);
-            st.pending.push_back(Slot {
+            st.pending.push_back(Request {
                 asking: true,
-                ..Slot::plain(None, None)
+                ..Request::plain(None, None)
             });
             st.queued += 1;
             st.unsent += 1;
@@ -102,13 +102,13 @@ impl Shared {
             Waiters::One(tx) => (Some(tx), Vec::new()),
             Waiters::Group(group) => (None, group),
         };
-        st.pending.push_back(Slot {
+        st.pending.push_back(Request {
             group,
             route: Route {
                 redirected: true,
                 ..route
             },
-            ..Slot::plain(tx, Some(cmd.clone()))
+            ..Request::plain(tx, Some(cmd.clone()))
         });
         st.queued += 1;
         st.unsent += 1;

@@ -22,7 +22,7 @@
 //! Files: this one (the handle), `state` (what the handle and the connection's tasks share),
 //! `queue` (queueing a request), `node` (its `NodeClient` side), `outbox` (bytes on their way to
 //! the socket, written by the writer or by a thread without the runtime), `write` (the writer),
-//! `read` (reader), `life` (install, failure, reconnects), `slot` (a request's place), `clock`
+//! `read` (reader), `life` (install, failure, reconnects), `request` (a request's place), `clock`
 //! (the clock guard's `TIME`s), `coalesce` (back-to-back releases as one call), `redirect` (a
 //! cluster shard's `MOVED`/`ASK` handed to its router), `forward` (commands a redirect sent here).
 
@@ -52,11 +52,11 @@ mod outbox;
 mod queue;
 mod read;
 pub(crate) mod redirect;
-mod slot;
+mod request;
 mod state;
 mod write;
 use life::reconnect_loop;
-pub(crate) use slot::Route;
+pub(crate) use request::Route;
 use state::{Outbox, Shared, State};
 
 /// A handle on one node's pipelined connection. Dropping it stops the connection's tasks.

@@ -20,7 +20,7 @@ use bytes::{Buf, BytesMut};
 use tokio::sync::oneshot::{self, error::TryRecvError};
 use tokio::time::Instant;
 
-use super::slot::Slot;
+use super::request::Request;
 use super::state::{Outbox, Shared, State};
 use crate::transport::connect::Stream;
 use crate::transport::resp::encode_args;
@@ -89,7 +89,7 @@ impl Shared {
             super::coalesce::close(&mut st);
             encode_args(&mut st.out, &[b"PING", token.as_bytes()]);
             let (tx, rx) = oneshot::channel();
-            st.pending.push_back(Slot::plain(Some(tx), None));
+            st.pending.push_back(Request::plain(Some(tx), None));
             st.queued += 1;
             st.unsent += 1;
             self.backlog.store(st.pending.len(), Ordering::Relaxed);

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::sync::oneshot;
 
-use super::slot::Slot;
+use super::request::Request;
 use super::state::{Shared, State};
 use super::{clock, coalesce};
 use crate::error::NodeError;
@@ -67,7 +67,7 @@ impl Shared {
         let mut st = self.lock();
         // This connection's server may take the operation as native commands (never a resend's
         // `EVAL`: that is a script the node lost).
-        let native = (!eval_source).then(|| st.profile.native(cmd)).flatten();
+        let native = (!eval_source).then(|| st.profile.render(cmd)).flatten();
         let member = member.filter(|_| native.is_none() && st.profile.coalesces_releases());
         if native.is_some() {
             script = None;
@@ -106,7 +106,7 @@ impl Shared {
             match native {
                 Some(native) => push_native(&mut st, native, Some(tx)),
                 None => {
-                    st.pending.push_back(Slot::plain(Some(tx), script));
+                    st.pending.push_back(Request::plain(Some(tx), script));
                     st.queued += 1;
                     st.unsent += 1;
                 }
@@ -156,14 +156,14 @@ impl Shared {
 fn push_native(st: &mut State, native: Native, tx: Option<oneshot::Sender<NodeResult>>) {
     let parts = native.parts();
     for _ in 1..parts {
-        st.pending.push_back(Slot {
+        st.pending.push_back(Request {
             held: true,
-            ..Slot::plain(None, None)
+            ..Request::plain(None, None)
         });
     }
-    st.pending.push_back(Slot {
+    st.pending.push_back(Request {
         native: Some(native),
-        ..Slot::plain(tx, None)
+        ..Request::plain(tx, None)
     });
     st.queued += parts as u64;
     st.unsent += parts;

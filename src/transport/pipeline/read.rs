@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::redirect::{asking_refused, redirect_of, Waiters};
-use super::slot::Slot;
+use super::request::Request;
 use super::state::Shared;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
@@ -29,9 +29,9 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut replies = Vec::new();
     let mut slots = Vec::new();
-    // The replies of a native form's commands before its last (see `Slot::held`).
+    // The replies of a native form's commands before its last (see `Request::held`).
     let mut held = Vec::new();
-    // A refused `ASKING`, for the command queued right behind it (see `Slot::asking`).
+    // A refused `ASKING`, for the command queued right behind it (see `Request::asking`).
     let mut refused_asking = None;
     loop {
         let read = tokio::select! {
@@ -111,7 +111,7 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
 fn complete(
     shared: &Arc<Shared>,
     generation: u64,
-    slot: Slot,
+    slot: Request,
     reply: NodeResult,
     held: &mut Vec<NodeResult>,
     refused_asking: &mut Option<NodeError>,

@@ -10,7 +10,7 @@
 
 use tokio::sync::oneshot;
 
-use super::slot::Route;
+use super::request::Route;
 use crate::error::NodeError;
 use crate::protocol::cmd::{Cmd, NodeResult};
 

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::redirect::Router;
-use super::slot::Slot;
+use super::request::Request;
 use crate::addr::NodeAddr;
 use crate::algo::clock::ClockWatch;
 use crate::algo::quarantine::Quarantine;
@@ -58,7 +58,7 @@ pub(super) struct State {
     /// Encoded commands not yet handed to the writer.
     pub(super) out: BytesMut,
     /// One slot per command written or queued, in wire order.
-    pub(super) pending: VecDeque<Slot>,
+    pub(super) pending: VecDeque<Request>,
     /// Releases queued back to back, not yet encoded: the last slot of `pending` is theirs (see
     /// `coalesce`).
     pub(super) group: Option<Group>,

@@ -1,4 +1,4 @@
-//! One request's place in a pipelined connection's queue ([`Slot`]), and how it reached the
+//! One request's place in a pipelined connection's queue ([`Request`]), and how it reached the
 //! connection ([`Route`]).
 
 use tokio::time::Instant;
@@ -11,7 +11,7 @@ use crate::protocol::native::Native;
 
 /// One request written or queued on the connection.
 #[derive(Debug)]
-pub(super) struct Slot {
+pub(super) struct Request {
     /// Who waits for the reply; `None` for the clock guard's `TIME`, which only the reader reads, and
     /// for a coalesced release, whose waiters are `group`.
     pub(super) tx: Option<oneshot::Sender<NodeResult>>,
@@ -37,7 +37,7 @@ pub(super) struct Slot {
     pub(super) asking: bool,
 }
 
-impl Slot {
+impl Request {
     /// A slot for a plain request (`tx` its waiter, `script` its command if it may be resent).
     pub(super) fn plain(tx: Option<oneshot::Sender<NodeResult>>, script: Option<Cmd>) -> Self {
         Self {
@@ -72,7 +72,7 @@ impl Route {
     };
 }
 
-impl Slot {
+impl Request {
     /// Fails every waiter of this request with `cause`.
     pub(super) fn fail(self, cause: &NodeError) {
         for tx in self.tx.into_iter().chain(self.group) {
