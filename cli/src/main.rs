@@ -11,8 +11,8 @@
 //!   lock is lost); `signals`: SIGINT, SIGTERM and SIGHUP as `acquire` handles them.
 //! - `release`: `release --force`, with its confirmation.
 //! - `watch`: `watch RESOURCE`, a refreshing view.
-//! - `show/`: what is printed — `table` (human tables), `json` (`--json`, serde types of its own),
-//!   and in `show/mod.rs` durations and escaping.
+//! - `show/`: what is printed — `table` (human tables, with their durations and escaping), `json`
+//!   (`--json`, serde types of its own); `show/mod.rs` picks one.
 
 mod acquire;
 mod app;

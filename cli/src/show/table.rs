@@ -2,12 +2,11 @@
 //! No "ours" column: the CLI's own engine never holds the locks it inspects (`--json` keeps it).
 
 use std::fmt::Write;
+use std::time::Duration;
 
 use redlock_engine::{
     ForceRelease, Inspection, KeyState, LockKind, NodeError, NodeStatus, QuarantineState, Verdict,
 };
-
-use super::{dur, escape};
 
 /// Pads every column to its widest cell (the last one is left as it is).
 fn render(rows: &[Vec<String>]) -> String {
@@ -47,7 +46,7 @@ fn uptime(d: std::time::Duration) -> String {
 }
 
 fn opt(d: Option<std::time::Duration>) -> String {
-    d.map_or("-".into(), super::dur)
+    d.map_or("-".into(), dur)
 }
 
 fn yes(b: bool) -> String {
@@ -206,4 +205,45 @@ pub fn forced(resource: &str, status: &[NodeStatus], done: &ForceRelease) -> Str
     }
     out.push_str(&render(&rows));
     out
+}
+
+/// `850ms`, `9.8s`, `5m03s`, `2h05m`.
+pub fn dur(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if ms < 3_600_000 {
+        format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    } else {
+        format!("{}h{:02}m", ms / 3_600_000, (ms / 60_000) % 60)
+    }
+}
+
+/// Text from the nodes (a label, a resource) made safe for a terminal: control characters escaped.
+pub fn escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_at_a_glance_and_text_is_escaped() {
+        assert_eq!(dur(Duration::from_millis(850)), "850ms");
+        assert_eq!(dur(Duration::from_millis(9_840)), "9.8s");
+        assert_eq!(dur(Duration::from_secs(303)), "5m03s");
+        assert_eq!(dur(Duration::from_secs(7_500)), "2h05m");
+        assert_eq!(escape("a\x1b[2Jb\n"), "a\\u{1b}[2Jb\\n");
+    }
 }
