@@ -6,8 +6,9 @@
 //! # Layout
 //! - `suite`: the orchestrator — settings, the run over scenarios, the summary and exit status.
 //! - `scenarios`: one file per scenario (`sNN_*`), and the runner that judges each one's logs; shared by
-//!   several: `mixed_faults` (the fault timeline of 12-14, 18 and 19), `key_census` (15's census of
-//!   lock keys), `support` (in-process engines, bounded retries, time marks).
+//!   all: `findings` (what a scenario returns); by several: `mixed_faults` (the fault timeline of
+//!   12-14, 18 and 19), `key_census` (15's census of lock keys), `support` (in-process engines,
+//!   bounded retries, time marks).
 //! - `env`: one scenario's processes (nodes, storage, proxies, clients) and their teardown.
 //! - `client`: the client process — its options (`client/args`), shared context (`client/ctx`), the
 //!   acquire loop of each lock kind (`client/worker`), their critical section on the counter and its

@@ -22,8 +22,8 @@ use crate::client::ClientArgs;
 use crate::env::{Ctx, Env, TTL_MS};
 use testkit::proxy::Mode::{self, Delay, Pass};
 
+use super::findings::Findings;
 use super::support::{mark, wait};
-use super::Findings;
 
 /// How node 0 comes back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

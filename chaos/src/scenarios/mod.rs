@@ -5,18 +5,21 @@
 //! 7's restart on nodes with `appendfsync always`), scenarios 18 and 19 (issue 17, under the faults of
 //! `mixed_faults`: the counting and slot semaphores, never more than K holders at once; the fair lock,
 //! no waiter overtaken, with an unordered control that must be), one file each, and the runner that
-//! turns a scenario's logs into its summary line and verdict. Shared by several: `owners` (the
-//! choreographed owners A and B of scenarios 7, 16 and 17), `support`, `mixed_faults`, `key_census`.
+//! turns a scenario's logs into its summary line and verdict. Shared by all: `findings` (what a
+//! scenario returns). Shared by several: `owners` (the choreographed owners A and B of scenarios 7, 16
+//! and 17), `support`, `mixed_faults`, `key_census`.
 //!
 //! A scenario starts its background clients, plays its fault timeline, stops the clients and returns
-//! [`Findings`]: the logs plus its own figures and expectations. The runner adds what every scenario
-//! shares: the checker's counts, lost updates from the storage node, the model's expectations (inside
-//! Redlock's model: no overlap, no lost update, no torn read, never more than K semaphore holders;
-//! scenario 7: an overlap must show), and the leak check. (Scenario 16 is judged inside the model on
-//! its guard-on half; its guard-off half, which must show an overlap, runs on processes of its own and
-//! is judged by the scenario itself. Scenario 18's control, which must show K+1 holders, is taken out
-//! of the logs before the runner sees them; scenario 19's fairness is judged by the scenario.)
+//! [`Findings`](findings::Findings): the logs plus its own figures and expectations. The runner adds
+//! what every scenario shares: the checker's counts, lost updates from the storage node, the model's
+//! expectations (inside Redlock's model: no overlap, no lost update, no torn read, never more than K
+//! semaphore holders; scenario 7: an overlap must show), and the leak check. (Scenario 16 is judged
+//! inside the model on its guard-on half; its guard-off half, which must show an overlap, runs on
+//! processes of its own and is judged by the scenario itself. Scenario 18's control, which must show
+//! K+1 holders, is taken out of the logs before the runner sees them; scenario 19's fairness is judged
+//! by the scenario.)
 
+mod findings;
 mod key_census;
 mod mixed_faults;
 mod owners;
@@ -41,7 +44,7 @@ mod s18_semaphore;
 mod s19_fair;
 mod support;
 
-use crate::checker::{self, Logs};
+use crate::checker;
 use crate::env::{Ctx, Env};
 use crate::procs;
 
@@ -95,38 +98,6 @@ const fn scenario(number: u8, name: &'static str) -> Scenario {
         number,
         name,
         model: Model::Inside,
-    }
-}
-
-/// What a scenario observed beyond the checker's counts.
-#[derive(Debug, Default)]
-pub struct Findings {
-    pub logs: Logs,
-    /// Scenario-specific figures, appended to the summary line.
-    pub extras: Vec<String>,
-    /// Expectations that did not hold.
-    pub failures: Vec<String>,
-}
-
-impl Findings {
-    /// Findings over `logs`, nothing else yet.
-    pub fn new(logs: Logs) -> Self {
-        Self {
-            logs,
-            ..Self::default()
-        }
-    }
-
-    /// Adds a figure to the summary line.
-    pub fn extra(&mut self, figure: impl Into<String>) {
-        self.extras.push(figure.into());
-    }
-
-    /// Records `what` as a failure unless `ok`.
-    pub fn expect(&mut self, ok: bool, what: impl Into<String>) {
-        if !ok {
-            self.failures.push(what.into());
-        }
     }
 }
 

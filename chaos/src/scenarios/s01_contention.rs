@@ -2,8 +2,8 @@
 
 use crate::env::{Ctx, Env};
 
+use super::findings::Findings;
 use super::support::wait;
-use super::Findings;
 
 /// Background client processes; each runs 4 tasks.
 pub const PROCS: usize = 4;

@@ -4,8 +4,8 @@
 
 use crate::env::{Ctx, Env};
 
+use super::findings::Findings;
 use super::support::{mark, wait};
-use super::Findings;
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     env.spawn_background(super::s01_contention::PROCS)?;

@@ -6,8 +6,8 @@ use std::time::Duration;
 use crate::checker::{ms, percentile};
 use crate::env::{Ctx, Env, TTL_MS};
 
+use super::findings::Findings;
 use super::support::{mark, ms_between, wait};
-use super::Findings;
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     env.spawn_background(super::s01_contention::PROCS)?;

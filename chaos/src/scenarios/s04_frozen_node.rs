@@ -7,8 +7,8 @@ use std::time::Duration;
 use crate::checker::{ms, percentile};
 use crate::env::{Ctx, Env, NODE_TIMEOUT_MS, TTL_MS};
 
+use super::findings::Findings;
 use super::support::{mark, wait};
-use super::Findings;
 
 /// Scheduling slack on top of the node deadline: the machine is small and shared.
 const SLACK_MS: u64 = 150;

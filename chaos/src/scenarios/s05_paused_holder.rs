@@ -10,8 +10,8 @@ use std::time::Duration;
 use crate::env::{Ctx, Env, TTL_MS};
 use crate::record::{Fenced, Outcome, Wrote};
 
+use super::findings::Findings;
 use super::support::{mark, ms_between, wait};
-use super::Findings;
 
 /// The victim's pause between reading and writing the counter: long enough that the SIGSTOP, sent a
 /// few milliseconds after the critical section starts, lands inside it.

@@ -14,8 +14,8 @@ use crate::env::{Ctx, Env, NODES};
 use crate::record::Outcome;
 use testkit::proxy::{Mode, Mode::*};
 
+use super::findings::Findings;
 use super::support::{mark, wait};
-use super::Findings;
 
 /// The near-TTL client's TTL and node deadline.
 const NEAR_TTL_MS: u64 = 200;

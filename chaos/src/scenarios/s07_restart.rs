@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use crate::env::{Ctx, Env};
 
+use super::findings::Findings;
 use super::owners::{key_owners, Owners};
 use super::support::{acquire_within, engine_with, wait};
-use super::Findings;
 
 const RESOURCE: &str = "x7";
 /// Long enough for the whole interleaving to happen inside both validities; short enough that, with the

@@ -16,8 +16,8 @@ use redlock_engine::Redlock;
 use crate::env::{Ctx, Env};
 use crate::record::Outcome;
 
+use super::findings::Findings;
 use super::support::{acquire_within, engine, wait};
-use super::Findings;
 
 const A_SHORT_TTL: Duration = Duration::from_millis(300);
 const LONG_TTL: Duration = Duration::from_secs(10);

@@ -12,8 +12,8 @@ use std::time::Duration;
 use crate::checker;
 use crate::env::{Ctx, Env, NODE_TIMEOUT_MS};
 
+use super::findings::Findings;
 use super::support::wait;
-use super::Findings;
 
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 

@@ -12,8 +12,8 @@ use std::time::Duration;
 use crate::clock::{mono_ns, wall_ns};
 use crate::env::{Ctx, Env};
 
+use super::findings::Findings;
 use super::support::wait;
-use super::Findings;
 
 /// Offsets written to the timestamp file in turn (libfaketime's relative syntax).
 const OFFSETS: [&str; 5] = ["-3d", "+2h", "-45m", "+30d", "+0"];

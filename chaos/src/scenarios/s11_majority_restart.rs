@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use crate::env::{Ctx, Env, TTL_MS};
 
+use super::findings::Findings;
 use super::support::{mark, ms_between, wait};
-use super::Findings;
 
 /// The clients' maximum lock lifetime: how long a restarted node is quarantined.
 pub const MAX_TTL: Duration = Duration::from_millis(2000);

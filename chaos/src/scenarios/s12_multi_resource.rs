@@ -15,8 +15,8 @@ use crate::client::LockMode;
 use crate::env::{Ctx, Env};
 use crate::record::LockKind;
 
+use super::findings::Findings;
 use super::mixed_faults::{self, client_args, Restart};
-use super::Findings;
 
 /// The ring of resources.
 const RING: [&str; 4] = ["m0", "m1", "m2", "m3"];

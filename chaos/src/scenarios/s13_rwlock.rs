@@ -15,8 +15,8 @@ use crate::counter::mirror_key;
 use crate::env::{Ctx, Env};
 use crate::record::{LockKind, Via};
 
+use super::findings::Findings;
 use super::mixed_faults::{self, client_args, Restart};
-use super::Findings;
 
 const RESOURCES: [&str; 2] = ["w0", "w1"];
 const PROCS: usize = 4;

@@ -17,8 +17,8 @@ use crate::client::LockMode;
 use crate::env::{Ctx, Env, TTL_MS};
 use crate::record::{Outcome, Via};
 
+use super::findings::Findings;
 use super::mixed_faults::{self, client_args, Restart};
-use super::Findings;
 
 const RESOURCE: &str = "q0";
 const PROCS: usize = 4;

@@ -28,9 +28,9 @@ use crate::env::{Ctx, Env};
 use crate::record::Outcome;
 use crate::renewal_log::{Loss, Renewal};
 
+use super::findings::Findings;
 use super::key_census::{self, Spread};
 use super::support::{mark, wait};
-use super::Findings;
 
 /// Client processes holding renewed locks.
 const PROCS: usize = 3;

@@ -40,9 +40,9 @@ use crate::env::{Ctx, Env};
 use crate::record::Outcome;
 use testkit::clock::OffsetFile;
 
+use super::findings::Findings;
 use super::owners::{key_owners, Owners};
 use super::support::{acquire_within, config, engine_from, mark, wait};
-use super::Findings;
 
 /// The scenario's name in the summary and its log directory.
 pub const NAME: &str = "16-node-clock-jump";

@@ -15,9 +15,9 @@
 use crate::env::{Ctx, Env};
 use testkit::NodeSpec;
 
+use super::findings::Findings;
 use super::s07_restart::choreography;
 use super::support::wait;
-use super::Findings;
 
 const RESOURCE: &str = "x17";
 

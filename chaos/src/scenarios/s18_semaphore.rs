@@ -27,8 +27,8 @@ use crate::crowding;
 use crate::env::{Ctx, Env};
 use crate::record::{LockKind, Outcome};
 
+use super::findings::Findings;
 use super::mixed_faults::{self, client_args, Restart};
-use super::Findings;
 
 /// The counting semaphore's resource and K.
 const PERMIT_RESOURCE: &str = "sem0";

@@ -27,9 +27,9 @@ use crate::fair_log::{FairCall, FairEnd};
 use crate::fairness;
 use crate::record::Grant;
 
+use super::findings::Findings;
 use super::mixed_faults::{self, client_args, Restart, Window};
 use super::support::{mark, wait};
-use super::Findings;
 
 const RESOURCE: &str = "f0";
 /// The control's resource and processes (see the module doc).
