@@ -17,7 +17,7 @@
 use crate::cli::Plan;
 use crate::engines::EngineKind;
 use crate::measure::{measure, status_line, RunSpec};
-use crate::report::contention::ContentionRow;
+use crate::report::record::ContentionRow;
 use crate::run::RunContext;
 use crate::workload::{
     LockKind, Scenario, Stop, Workload, CONTENTION_KEYS, CONTENTION_LAYOUTS, CONTENTION_LOCKS,

@@ -6,7 +6,7 @@
 //! - [`app`]: one invocation: options → nodes → runtime → [`session`] → outputs; exit codes, signals.
 //! - [`session`]: every scenario × engine in run order, the ceiling once, then contention or overload;
 //!   status lines, the [`report::Report`] and its notes.
-//! - [`cli`]: clap options ([`cli::Options`]) and their validation ([`cli::plan`]) into a [`cli::Plan`];
+//! - [`cli`]: clap options ([`cli::options`]) and their validation ([`cli::plan`]) into a [`cli::Plan`];
 //!   [`units`]: `10s`, `100k`, `1ms..5ms`.
 //! - [`workload`]: scenarios (and the contention layouts), workload knobs, key picking (uniform, zipf).
 //! - [`nodes`]: spawned servers (`--server`: which binary; stopped on every way out), pre-run checks
@@ -17,12 +17,13 @@
 //! - [`worker`]: one worker's acquire-hold-release loop; [`run`]: one engine on one scenario;
 //!   [`measure`]: one run (in this process or over [`procs`]) as a report record, its status line.
 //! - [`contention`]: `--scenario contention` (issue 29): 64 workers on 4 keys in 1, 4 and 16
-//!   processes, the exclusive and the fair lock, one row each; their table and JSON part are
-//!   [`report::contention`].
+//!   processes, the exclusive and the fair lock, one row each ([`report::ContentionRow`]); their
+//!   ratios and table are [`report::contention`], their JSON part in [`report::json`].
 //! - [`procs`]: `--processes P`: one run spread over P loadgen processes, their records merged.
 //! - [`stats`]: per-worker histograms, merged; percentiles; Jain's fairness; [`overtakes`]: each
 //!   grant's (start, grant) instants on the machine's monotonic clock, and the max overtakes.
-//! - [`machine`]: machine and versions; [`report`]: table, JSON, Markdown, SVG, ratios and goals.
+//! - [`machine`]: machine and versions; [`report`]: the records, and their table, JSON, Markdown, SVG,
+//!   ratios and goals.
 
 pub mod app;
 pub mod cli;

@@ -7,7 +7,7 @@ use crate::engines::{EngineKind, Waiting};
 use crate::overload::args::Spec;
 use crate::workload::{Scenario, Stop, Workload, CONTENTION_LAYOUTS};
 
-use super::{Options, Persistence, RuntimeKind, ScenarioKind, Server};
+use super::options::{Options, Persistence, RuntimeKind, ScenarioKind, Server};
 
 /// Where the nodes come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,8 +1,8 @@
-//! The contention scenario's results (issue 29, run by [`crate::contention`]): one row per layout x
-//! lock x engine, each row's rate against the one-process reference, the same-run ratios (redlock
-//! against rslock, the fair lock against the exclusive lock), the regression targets, and their `--json`
-//! part. The structs [`Doc`], [`RowOut`] and [`Compare`] are that part's schema (under the document's
-//! `contention` key); the text table is [`render`].
+//! The contention scenario's results (issue 29, run by [`crate::contention`]; its rows are
+//! [`ContentionRow`]s): each row's rate against the one-process reference, the same-run ratios
+//! (redlock against rslock, the fair lock against the exclusive lock), the regression targets, and the
+//! text table, [`render`]. Their `--json` part (under the document's `contention` key, [`Compare`]
+//! among its structs) is built in [`super::json`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -12,36 +12,9 @@ use serde::Serialize;
 use crate::engines::{EngineKind, Waiting};
 use crate::workload::LockKind;
 
-use super::json::{run_out, GoalOut, Run};
+use super::format::{group, micros, times};
 use super::ratios::Goal;
-use super::table::times;
-use super::{group, micros, RunRecord};
-
-/// One row: a run of one engine with one lock in one layout.
-#[derive(Debug, Clone)]
-pub struct ContentionRow {
-    /// The lock the row took.
-    pub lock: LockKind,
-    /// The run; its scenario id is the layout (`1x64`, `4x16`, `16x4`).
-    pub record: RunRecord,
-}
-
-impl ContentionRow {
-    /// `1x64`, `4x16`, `16x4`.
-    pub fn layout(&self) -> &'static str {
-        self.record.scenario.id
-    }
-
-    /// loadgen processes the row's workers were split among.
-    pub fn processes(&self) -> usize {
-        self.record.processes.unwrap_or(1)
-    }
-
-    /// The engine as tables name it (`redlock`, `redlock[plain]`, `rslock`).
-    pub fn label(&self) -> String {
-        self.record.label()
-    }
-}
+use super::record::{ContentionRow, RunRecord};
 
 /// `row`'s cycles/s over the same engine's exclusive lock in one process, in the same run.
 pub fn vs_one_process(rows: &[ContentionRow], row: &ContentionRow) -> Option<f64> {
@@ -189,56 +162,6 @@ pub fn goals(rows: &[ContentionRow]) -> Vec<Goal> {
         ));
     }
     out
-}
-
-/// The document's `contention` part.
-#[derive(Debug, Serialize)]
-pub struct Doc {
-    /// Every row, in run order (layout, then lock, then engine).
-    pub rows: Vec<RowOut>,
-    /// The same-run ratios.
-    pub ratios: Vec<Compare>,
-    /// The regression targets with the measured value (`scenario` is the layout).
-    pub goals: Vec<GoalOut>,
-}
-
-/// One row: a `runs[]` entry (its `scenario` is the layout) plus what the contention table adds.
-#[derive(Debug, Serialize)]
-pub struct RowOut {
-    /// `1x64`, `4x16` or `16x4`: processes x workers per process.
-    pub layout: &'static str,
-    /// `exclusive` (`acquire`) or `fair` (`acquire_fair`).
-    pub lock: String,
-    /// Workers per process.
-    pub workers_per_process: usize,
-    /// cycles/s ÷ the same engine's exclusive lock in one process (null when that row is missing).
-    pub vs_one_process: Option<f64>,
-    /// Every field of a `runs[]` entry: `cycles_per_s`, `acquire_us` (with `p999`), `fairness`,
-    /// `process_fairness`, `max_overtakes`, `overtakes_per_grant`, `server_cpu_us_per_cycle`,
-    /// `client_cpu_us_per_cycle`, …
-    #[serde(flatten)]
-    pub run: Run,
-}
-
-/// Builds the `contention` part (`None` without rows); `hold_us` is the workload's mean hold.
-pub fn doc(rows: &[ContentionRow], hold_us: u64) -> Option<Doc> {
-    if rows.is_empty() {
-        return None;
-    }
-    Some(Doc {
-        rows: rows
-            .iter()
-            .map(|r| RowOut {
-                layout: r.layout(),
-                lock: r.lock.to_string(),
-                workers_per_process: r.record.scenario.concurrency / r.processes().max(1),
-                vs_one_process: vs_one_process(rows, r),
-                run: run_out(&r.record, hold_us),
-            })
-            .collect(),
-        ratios: compare(rows),
-        goals: goals(rows).into_iter().map(GoalOut::from).collect(),
-    })
 }
 
 /// The rows, ratios and goals as text; empty without rows.

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::*;
 use crate::overload::cpu::CpuUse;
 use crate::overtakes::Overtakes;
+use crate::report::json::contention_out;
 use crate::workload::{Scenario, CONTENTION_LAYOUTS};
 
 /// A row of `engine` in layout `i` of the scenario: `rate` cycles/s over 1 s, every acquire taking
@@ -163,8 +164,8 @@ fn issue_29s_goals_met_and_missed() {
 #[test]
 fn json_part_has_every_row_and_field() {
     let rows = rows();
-    let doc: Value = serde_json::to_value(doc(&rows, 0).unwrap()).unwrap();
-    assert!(super::doc(&[], 0).is_none());
+    let doc: Value = serde_json::to_value(contention_out(&rows, 0).unwrap()).unwrap();
+    assert!(contention_out(&[], 0).is_none());
     let out = doc["rows"].as_array().unwrap();
     assert_eq!(out.len(), 9);
     for (r, o) in rows.iter().zip(out) {

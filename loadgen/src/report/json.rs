@@ -15,8 +15,9 @@ use crate::overload::held::HeldRecord;
 use crate::stats::Percentiles;
 use crate::workload::{Distribution, Stop};
 
+use super::contention::{self, compare, vs_one_process, Compare};
 use super::ratios::{goals, ratios, Goal};
-use super::{Report, RunRecord};
+use super::record::{ContentionRow, Report, RunRecord};
 
 /// The whole document.
 #[derive(Debug, Serialize)]
@@ -44,9 +45,9 @@ pub struct Document<'a> {
     /// `--scenario held`: one entry per engine and held count (absent for other scenarios).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub held: &'a [HeldRecord],
-    /// `--scenario contention`: rows, ratios, goals (absent otherwise; schema: `report/contention.rs`).
+    /// `--scenario contention`: rows, ratios, goals (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub contention: Option<super::contention::Doc>,
+    pub contention: Option<ContentionOut>,
     /// `--scenario overload`: `{label: overload cycles/s ÷ (b) cycles/s}` (absent for other scenarios).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub overload_vs_b: BTreeMap<String, f64>,
@@ -347,7 +348,7 @@ pub fn document(report: &Report) -> Document<'_> {
         burst: &report.overload.burst,
         held: &report.overload.held,
         overload_vs_b: report.overload_vs_b(),
-        contention: super::contention::doc(&report.contention, w.hold.mean_us()),
+        contention: contention_out(&report.contention, w.hold.mean_us()),
     }
 }
 
@@ -388,6 +389,59 @@ pub fn run_out(r: &RunRecord, hold_us: u64) -> Run {
             pipeline: crate::engines::ceiling::PIPELINE,
         }),
     }
+}
+
+/// The document's `contention` part.
+#[derive(Debug, Serialize)]
+pub struct ContentionOut {
+    /// Every row, in run order (layout, then lock, then engine).
+    pub rows: Vec<ContentionRowOut>,
+    /// The same-run ratios.
+    pub ratios: Vec<Compare>,
+    /// The regression targets with the measured value (`scenario` is the layout).
+    pub goals: Vec<GoalOut>,
+}
+
+/// One row: a `runs[]` entry (its `scenario` is the layout) plus what the contention table adds.
+#[derive(Debug, Serialize)]
+pub struct ContentionRowOut {
+    /// `1x64`, `4x16` or `16x4`: processes x workers per process.
+    pub layout: &'static str,
+    /// `exclusive` (`acquire`) or `fair` (`acquire_fair`).
+    pub lock: String,
+    /// Workers per process.
+    pub workers_per_process: usize,
+    /// cycles/s ÷ the same engine's exclusive lock in one process (null when that row is missing).
+    pub vs_one_process: Option<f64>,
+    /// Every field of a `runs[]` entry: `cycles_per_s`, `acquire_us` (with `p999`), `fairness`,
+    /// `process_fairness`, `max_overtakes`, `overtakes_per_grant`, `server_cpu_us_per_cycle`,
+    /// `client_cpu_us_per_cycle`, …
+    #[serde(flatten)]
+    pub run: Run,
+}
+
+/// Builds the `contention` part (`None` without rows); `hold_us` is the workload's mean hold.
+pub fn contention_out(rows: &[ContentionRow], hold_us: u64) -> Option<ContentionOut> {
+    if rows.is_empty() {
+        return None;
+    }
+    Some(ContentionOut {
+        rows: rows
+            .iter()
+            .map(|r| ContentionRowOut {
+                layout: r.layout(),
+                lock: r.lock.to_string(),
+                workers_per_process: r.record.scenario.concurrency / r.processes().max(1),
+                vs_one_process: vs_one_process(rows, r),
+                run: run_out(&r.record, hold_us),
+            })
+            .collect(),
+        ratios: compare(rows),
+        goals: contention::goals(rows)
+            .into_iter()
+            .map(GoalOut::from)
+            .collect(),
+    })
 }
 
 /// The document as pretty-printed JSON.

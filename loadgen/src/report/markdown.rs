@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
+use super::format::{group, in_processes, micros, times};
 use super::ratios::{goals, ratios};
-use super::table::times;
-use super::{group, micros, Report};
+use super::record::Report;
 
 /// The summary; `svg` is the plot's file name next to it.
 pub fn render(report: &Report, svg: &str) -> String {
@@ -50,7 +50,7 @@ pub fn render(report: &Report, svg: &str) -> String {
     let all_ratios = ratios(report);
     for scenario in &report.scenarios {
         let _ = writeln!(md, "## {}\n", scenario.label);
-        let procs = super::in_processes(report, scenario);
+        let procs = in_processes(report, scenario);
         if !procs.is_empty() {
             let _ = writeln!(md, "{} workers{procs}.\n", scenario.concurrency);
         }

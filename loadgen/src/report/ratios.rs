@@ -4,7 +4,7 @@
 
 use crate::engines::{EngineKind, Waiting};
 
-use super::{Report, RunRecord};
+use super::record::{Report, RunRecord};
 
 /// `redlock / other` in one scenario. Throughput: above 1 means redlock is faster. Latency: below 1
 /// means redlock is faster.

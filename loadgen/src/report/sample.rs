@@ -13,7 +13,7 @@ use crate::overtakes::Overtakes;
 use crate::units::Hold;
 use crate::workload::{Distribution, Scenario, Stop, Workload};
 
-use super::{Report, RunRecord};
+use super::record::{Report, RunRecord};
 
 /// A small report with made-up numbers, for the renderers' tests.
 pub(crate) fn sample() -> Report {

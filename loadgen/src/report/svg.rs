@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 
 use crate::engines::EngineKind;
 
-use super::Report;
+use super::record::Report;
 
 const WIDTH: f64 = 960.0;
 const PANEL: f64 = 360.0;

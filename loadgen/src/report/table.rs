@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
+use super::format::{group, in_processes, micros, times};
 use super::ratios::{goals, ratios};
-use super::{group, micros, Report, RunRecord};
+use super::record::{Report, RunRecord};
 
 /// The whole report as text.
 pub fn render(report: &Report) -> String {
@@ -41,7 +42,7 @@ pub fn render(report: &Report) -> String {
             "\n{}  [{} workers{}, {} keys, {}]",
             scenario.label,
             scenario.concurrency,
-            super::in_processes(report, scenario),
+            in_processes(report, scenario),
             group(scenario.keys as f64),
             w.distribution
         );
@@ -164,11 +165,6 @@ fn cpu(run: &RunRecord) -> String {
         None => "-".into(),
         client => format!("{}/{}", one(client), one(run.server_cpu_us_per_cycle())),
     }
-}
-
-/// `2.51x`, or `-`.
-pub fn times(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"))
 }
 
 /// The servers in one line, grouped by name and version: `valkey 9.1.2 on every node (5)`, or

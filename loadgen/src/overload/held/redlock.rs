@@ -15,7 +15,7 @@ use crate::nodes::addr::NodeUrl;
 use crate::overload::args::Spec;
 use crate::overload::cpu::{process_cpu, server_counters_async};
 
-use super::HeldRecord;
+use super::record::HeldRecord;
 
 /// One held run.
 pub(super) struct Held<'a> {

@@ -19,7 +19,7 @@ use crate::overload::args::Spec;
 use crate::overload::cpu::{process_cpu, server_counters_async};
 use crate::run::RunContext;
 
-use super::HeldRecord;
+use super::record::HeldRecord;
 
 /// Shared by the renewal tasks.
 #[derive(Debug, Default)]
