@@ -8,7 +8,7 @@
 //! # Layout
 //! Folders by role, in layers that point one way (bottom up: `algo`, `error`, `addr` < `protocol`,
 //! `observe` < `transport`, `config` < `engine`, `lock`, `watchdog` < `kinds` < `api` < `builder`,
-//! `raw`, `store`;
+//! `raw`, `store` < `testing` (memory nodes for a service's tests, feature `testing`);
 //! `scripts/layers`, checked by `scripts/check-layout`). The map of every module and its job is
 //! `ARCHITECTURE.md` at the repository root: the one map, kept there.
 
@@ -27,6 +27,8 @@ mod protocol;
 mod raw;
 mod settings;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod transport;
 mod units;
 mod watchdog;
