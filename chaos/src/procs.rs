@@ -1,10 +1,13 @@
 //! Child processes that cannot outlive their scenario: [`Proc`] kills by pid when dropped (SIGCONT first,
-//! so a stopped process dies at once), and every child gets `PR_SET_PDEATHSIG`, so even a `kill -9` of
-//! the orchestrator takes its redis-servers and clients with it.
+//! so a stopped process dies at once), and every child gets `PR_SET_PDEATHSIG` (`testkit::die_with_parent`,
+//! as the kit's nodes do), so even a `kill -9` of the orchestrator takes its redis-servers and clients
+//! with it. The orchestrator spawns every child from its main thread (a current-thread runtime), so
+//! "when the spawning thread exits" means "when the orchestrator dies".
 
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
+
+use testkit::signal;
 
 /// A running child, killed (by pid) when dropped.
 #[derive(Debug)]
@@ -16,7 +19,7 @@ pub struct Proc {
 impl Proc {
     /// Spawns `cmd`; the child is killed if this process dies.
     pub fn spawn(name: impl Into<String>, mut cmd: Command) -> std::io::Result<Self> {
-        die_with_parent(&mut cmd);
+        testkit::die_with_parent(&mut cmd);
         let child = cmd.spawn()?;
         Ok(Self {
             name: name.into(),
@@ -46,7 +49,7 @@ impl Proc {
 
     fn signal(&self, sig: i32) {
         if let Some(pid) = self.pid() {
-            signal(pid, sig);
+            signal::send(pid, sig);
         }
     }
 
@@ -75,7 +78,7 @@ impl Proc {
     /// SIGCONT, SIGKILL, reap. Idempotent.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            signal(child.id() as i32, libc::SIGCONT);
+            signal::send(child.id() as i32, libc::SIGCONT);
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -85,29 +88,6 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// Sends `sig` to `pid`; false if the process is gone.
-pub fn signal(pid: i32, sig: i32) -> bool {
-    // SAFETY: kill(2) has no memory-safety preconditions; pids are our own children.
-    unsafe { libc::kill(pid, sig) == 0 }
-}
-
-/// Makes the child get SIGKILL when the thread that spawned it exits. The orchestrator spawns every
-/// child from its main thread (a current-thread runtime), so this means "when the orchestrator dies".
-fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: getpid before the fork; in the child only async-signal-safe calls (prctl, getppid, _exit).
-    let parent = unsafe { libc::getpid() };
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // The parent may have died between fork and prctl: then nobody would ever kill us.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
     }
 }
 

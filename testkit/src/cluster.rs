@@ -1,15 +1,16 @@
 //! [`RedisCluster`]: a local Redis Cluster, slots spread evenly over its masters by
 //! `redis-cli --cluster create`, optionally with replicas; `CLUSTER FAILOVER` and role look-ups; ACL
-//! users on every member. Every member is a [`RedisNode`] (a data directory of its own, stopped by
-//! pid when dropped). Slot migration is in `reshard`, a cluster over TLS in `cluster_tls`.
+//! users on every member; over TLS ([`RedisCluster::start_tls`], what TLS adds to a member in
+//! `cluster_tls`). Every member is a [`RedisNode`] (a data directory of its own, stopped by pid when
+//! dropped). Slot migration is in `reshard`.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cluster_tls::{Tls, TlsFiles};
 use crate::dir::TempDir;
-use crate::free_port;
 use crate::node::{NodeSpec, RedisNode};
+use crate::port::free_port;
 
 /// The running cluster.
 #[derive(Debug)]
@@ -253,6 +254,27 @@ impl RedisCluster {
                 .unwrap_or(0)
         };
         (count("MOVED"), count("ASK"))
+    }
+
+    /// [`RedisCluster::start`] over TLS: `masters` members, each with a TLS port, TLS on the cluster
+    /// bus and for replication, created with `redis-cli --tls`. [`RedisCluster::url`] is then
+    /// `rediss-cluster://` with the TLS ports.
+    ///
+    /// # Panics
+    /// As [`RedisCluster::start`]; also if the server was built without TLS (see
+    /// [`crate::server::skip_unless`]) or a file cannot be read.
+    pub fn start_tls(masters: usize, files: &TlsFiles) -> Self {
+        Self::create(masters, 0, Some(files))
+    }
+
+    /// Member `index`'s TLS port; `None` on a plain-text cluster.
+    pub fn tls_port(&self, index: usize) -> Option<u16> {
+        self.tls.as_ref().map(|t| t.ports[index])
+    }
+
+    /// The port clients reach member `index` on: its TLS port on a TLS cluster, else its port.
+    pub fn client_port(&self, index: usize) -> u16 {
+        self.tls_port(index).unwrap_or(self.members[index].port)
     }
 }
 

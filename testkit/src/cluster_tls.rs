@@ -1,16 +1,15 @@
-//! A Redis Cluster over TLS: [`RedisCluster::start_tls`]. Every member listens on a plain port (the
-//! kit's own commands, [`RedisNode::cmd`](crate::RedisNode::cmd), use it) and on a TLS port, and
-//! speaks TLS on the cluster bus (`tls-cluster yes`) and to its replicas (`tls-replication yes`).
-//! Clients that connect over TLS are told the TLS ports: `CLUSTER SHARDS` lists both (`port`,
-//! `tls-port`), and `MOVED`/`ASK` name the port of the client's own kind. The plain port is what
-//! makes a client that picks the wrong one fail loudly: its TLS handshake meets a plain-text server.
+//! What TLS adds to a cluster member ([`RedisCluster::start_tls`](crate::RedisCluster::start_tls)):
+//! every member listens on a plain port (the kit's own commands,
+//! [`RedisNode::cmd`](crate::RedisNode::cmd), use it) and on a TLS port, and speaks TLS on the cluster
+//! bus (`tls-cluster yes`) and to its replicas (`tls-replication yes`). Clients that connect over TLS
+//! are told the TLS ports: `CLUSTER SHARDS` lists both (`port`, `tls-port`), and `MOVED`/`ASK` name the
+//! port of the client's own kind. The plain port is what makes a client that picks the wrong one fail
+//! loudly: its TLS handshake meets a plain-text server.
 //!
 //! The certificate files come from the caller (the engine's tests make a throwaway CA with
 //! `openssl`); clients are not asked for certificates (`tls-auth-clients no`).
 
 use std::path::PathBuf;
-
-use crate::cluster::RedisCluster;
 
 /// A server certificate for 127.0.0.1, its key, and the CA that signed it (PEM files).
 #[derive(Debug, Clone)]
@@ -64,28 +63,5 @@ impl Tls {
             "--cacert".into(),
             self.files.ca.to_string_lossy().into_owned(),
         ]
-    }
-}
-
-impl RedisCluster {
-    /// [`RedisCluster::start`] over TLS: `masters` members, each with a TLS port, TLS on the cluster
-    /// bus and for replication, created with `redis-cli --tls`. [`RedisCluster::url`] is then
-    /// `rediss-cluster://` with the TLS ports.
-    ///
-    /// # Panics
-    /// As [`RedisCluster::start`]; also if the server was built without TLS (see
-    /// [`crate::server::skip_unless`]) or a file cannot be read.
-    pub fn start_tls(masters: usize, files: &TlsFiles) -> Self {
-        Self::create(masters, 0, Some(files))
-    }
-
-    /// Member `index`'s TLS port; `None` on a plain-text cluster.
-    pub fn tls_port(&self, index: usize) -> Option<u16> {
-        self.tls.as_ref().map(|t| t.ports[index])
-    }
-
-    /// The port clients reach member `index` on: its TLS port on a TLS cluster, else its port.
-    pub fn client_port(&self, index: usize) -> u16 {
-        self.tls_port(index).unwrap_or(self.members[index].port)
     }
 }

@@ -4,14 +4,16 @@
 //!
 //! # Layout
 //! - `node`: [`RedisNode`], one standalone server in a data directory of its own ([`NodeSpec`] says
-//!   how it is started), with kill -9, restart on the same port, SIGSTOP/SIGCONT; [`nodes`], [`urls`].
+//!   how it is started: arguments, binary, directory, tied to its starter, own process group), with
+//!   kill -9, restart on the same port, SIGSTOP/SIGCONT; [`nodes`], [`urls`]; [`StartError`] for a
+//!   starter that reports instead of panicking (loadgen).
 //! - `sentinel`: [`replica_of`] and [`SentinelSet`] (a master, a replica and a Sentinel).
 //! - `cluster`: [`RedisCluster`], a local Redis Cluster made by `redis-cli --cluster create`, with
 //!   replicas if asked, a master added later (`CLUSTER MEET`), `CLUSTER FAILOVER`, role and
-//!   redirect-count look-ups, ACL users on every member; `reshard`: moving one
-//!   slot between masters step by step (`SETSLOT ... MIGRATING/IMPORTING`, `MIGRATE`, `SETSLOT ... NODE`);
-//!   `cluster_tls`: [`RedisCluster::start_tls`], a cluster over TLS (clients, bus and replication),
-//!   with the caller's [`TlsFiles`].
+//!   redirect-count look-ups, ACL users on every member, [`RedisCluster::start_tls`] over TLS (clients,
+//!   bus and replication); `reshard`: moving one slot between masters step by step
+//!   (`SETSLOT ... MIGRATING/IMPORTING`, `MIGRATE`, `SETSLOT ... NODE`); `cluster_tls`: what TLS adds to
+//!   a member, from the caller's [`TlsFiles`].
 //! - `proxy`: [`Proxy`], a TCP proxy that delays, blackholes, hangs or resets (one [`Mode`] at a time).
 //! - `hostile`: [`Hostile`], a RESP server that answers the handshake like Redis and chosen commands
 //!   with crafted bytes.
@@ -22,10 +24,11 @@
 //!   another server of the matrix by name ([`server::binary`]), and [`server::skip_unless`] for the
 //!   tests a server cannot run (they say so and skip).
 //! - `resp`: the smallest RESP client, one command per connection, replies as text.
-//! - `dir`: [`TempDir`], removed when dropped. `signal`: kill(2).
+//! - `dir`: [`TempDir`], removed when dropped. `port`: [`free_port`], [`dead_url`]. `signal`: kill(2),
+//!   and [`die_with_parent`] (`PR_SET_PDEATHSIG`) for every child a long-lived process starts.
 //!
 //! Used as a dev-dependency by every crate's tests, benches and examples, and as a normal dependency
-//! by chaos (a binary that injects faults at run time). `publish = false`.
+//! by loadgen and chaos (binaries that start their nodes, and fault them, at run time). `publish = false`.
 
 pub mod clock;
 pub mod cluster;
@@ -33,6 +36,7 @@ pub mod cluster_tls;
 pub mod dir;
 pub mod hostile;
 pub mod node;
+pub mod port;
 pub mod proxy;
 pub mod reshard;
 pub mod resp;
@@ -45,22 +49,8 @@ pub use cluster::RedisCluster;
 pub use cluster_tls::TlsFiles;
 pub use dir::TempDir;
 pub use hostile::{Action, Hostile};
-pub use node::{nodes, urls, NodeSpec, RedisNode};
+pub use node::{nodes, urls, NodeSpec, RedisNode, StartError};
+pub use port::{dead_url, free_port};
 pub use proxy::{Mode, Proxy};
 pub use sentinel::{replica_of, SentinelSet};
-
-/// A loopback port that was free a moment ago (nobody listens on it: also a node that is down).
-///
-/// # Panics
-/// If no loopback port can be bound.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("bind 127.0.0.1:0")
-}
-
-/// `redis://127.0.0.1:<free port>`: a node that is down.
-pub fn dead_url() -> String {
-    format!("redis://127.0.0.1:{}", free_port())
-}
+pub use signal::die_with_parent;

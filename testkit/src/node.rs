@@ -6,6 +6,7 @@
 //! full sync writes `dump.rdb` there, and every node started later loads it at startup — locks of an
 //! earlier test, or an RDB of a newer Redis that an older one refuses to load at all.
 
+use std::fmt;
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::dir::TempDir;
-use crate::{free_port, resp};
+use crate::port::try_free_port;
+use crate::resp;
+use crate::signal::die_with_parent;
 
 /// How a node's `redis-server` is started; a node keeps its spec across restarts.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +34,11 @@ pub struct NodeSpec {
     /// `kill -9` of the owner takes its servers with it. For a long-lived starter thread (chaos's main
     /// thread); not for tests, whose nodes may be started on short-lived threads. Default: off.
     pub die_with_parent: bool,
+    /// A process group of its own (`setpgid`): a terminal's Ctrl-C (SIGINT to the foreground group)
+    /// then reaches only the owner, which stops its nodes itself (loadgen, which reports first). Not
+    /// for tests: a test binary killed by Ctrl-C runs no destructor, and its nodes would stay. Default:
+    /// off, the owner's group.
+    pub own_group: bool,
     /// The server binary. Default: `None`, `redis-server` from the PATH (see `crate::server`).
     pub server: Option<PathBuf>,
 }
@@ -66,6 +74,20 @@ impl NodeSpec {
     pub fn tied(mut self) -> Self {
         self.die_with_parent = true;
         self
+    }
+
+    /// The same spec with [`NodeSpec::own_group`](#structfield.own_group) on.
+    #[must_use]
+    pub fn in_own_group(mut self) -> Self {
+        self.own_group = true;
+        self
+    }
+
+    /// The server binary it runs.
+    pub fn binary(&self) -> &Path {
+        self.server
+            .as_deref()
+            .unwrap_or_else(|| Path::new("redis-server"))
     }
 
     /// A TLS-only server uses `--port 0`: a plain PING cannot reach it.
@@ -136,19 +158,36 @@ impl RedisNode {
     /// # Panics
     /// As [`RedisNode::start`].
     pub fn start_spec(spec: NodeSpec) -> Self {
+        Self::try_start_spec(spec).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`RedisNode::start_spec`] for an owner that reports instead of panicking (loadgen's `main`).
+    ///
+    /// # Errors
+    /// [`StartError::Spawn`] if the binary cannot be run; [`StartError::NotUp`] if no free port
+    /// worked after 20 tries (a port found free can be taken before the server binds it).
+    pub fn try_start_spec(spec: NodeSpec) -> Result<Self, StartError> {
+        let mut last = String::new();
         for _ in 0..20 {
-            if let Some(node) = Self::try_start_on(free_port(), spec.clone()) {
-                return node;
+            let port = try_free_port()
+                .map_err(|e| StartError::NotUp(format!("no free loopback port: {e}")))?;
+            match Self::launch(port, spec.clone()) {
+                Ok(node) => return Ok(node),
+                Err(StartError::NotUp(why)) => last = why,
+                Err(e) => return Err(e),
             }
         }
-        panic!("could not start redis-server on a free port after 20 tries");
+        Err(StartError::NotUp(format!(
+            "{} did not come up on a free port after 20 tries; the last: {last}",
+            spec.binary().display()
+        )))
     }
 
     /// Starts a node that speaks only TLS on its port (`--port 0 --tls-port <port>`) with the given
     /// certificate arguments. [`RedisNode::cmd`] does not work on it (plain RESP).
     pub fn start_tls_only(cert_args: &[&str]) -> Self {
         for _ in 0..20 {
-            let port = free_port();
+            let port = crate::port::free_port();
             let mut spec = NodeSpec::with_args(&["--port", "0", "--tls-port", &port.to_string()]);
             spec.args.extend(cert_args.iter().map(|s| s.to_string()));
             if let Some(node) = Self::try_start_on(port, spec) {
@@ -163,6 +202,15 @@ impl RedisNode {
     /// # Panics
     /// If `redis-server` cannot be run at all.
     pub fn try_start_on(port: u16, spec: NodeSpec) -> Option<Self> {
+        match Self::launch(port, spec) {
+            Ok(node) => Some(node),
+            Err(StartError::NotUp(_)) => None,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Starts a node on `port` and waits up to 5 s until it answers.
+    fn launch(port: u16, spec: NodeSpec) -> Result<Self, StartError> {
         let own_dir = spec.dir.is_none().then(|| TempDir::new("node"));
         let dir = match (&spec.dir, &own_dir) {
             (Some(dir), _) => dir.clone(),
@@ -172,11 +220,7 @@ impl RedisNode {
         if let Err(e) = std::fs::create_dir_all(&dir) {
             panic!("node directory {}: {e}", dir.display());
         }
-        let mut cmd = Command::new(
-            spec.server
-                .as_deref()
-                .unwrap_or_else(|| Path::new("redis-server")),
-        );
+        let mut cmd = Command::new(spec.binary());
         // No persistence unless the spec asks: a restart comes back empty. The spec's arguments come
         // later, so they win.
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
@@ -188,30 +232,39 @@ impl RedisNode {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        if spec.own_group {
+            cmd.process_group(0);
+        }
         if spec.die_with_parent {
             die_with_parent(&mut cmd);
         }
-        let child = cmd.spawn().unwrap_or_else(|e| {
-            panic!(
-                "cannot run redis-server ({e}). Install it with `sudo apt-get install -y redis-server`, \
-                 or run through `scripts/with-redis`, which installs it when missing"
-            )
-        });
+        let child = cmd.spawn().map_err(|error| StartError::Spawn {
+            server: spec.binary().to_path_buf(),
+            error,
+        })?;
         let mut node = Self {
             port,
             spec,
             child: Some(child),
             own_dir,
         };
-        node.wait_ready(Duration::from_secs(5)).then_some(node)
+        node.wait_ready(Duration::from_secs(5))
+            .map_err(StartError::NotUp)?;
+        Ok(node)
     }
 
-    fn wait_ready(&mut self, within: Duration) -> bool {
+    /// Waits until the node answers; why not otherwise.
+    fn wait_ready(&mut self, within: Duration) -> Result<(), String> {
         let until = Instant::now() + within;
         while Instant::now() < until {
             match self.child.as_mut().map(Child::try_wait) {
                 Some(Ok(None)) => {}
-                _ => return false, // exited, e.g. the port was taken
+                // E.g. the port was taken.
+                Some(Ok(Some(status))) => {
+                    return Err(format!("port {}: exited at start ({status})", self.port))
+                }
+                Some(Err(e)) => return Err(format!("port {}: {e}", self.port)),
+                None => return Err(format!("port {}: not running", self.port)),
             }
             // PONG, or NOAUTH from a node that requires a password: either way it is up (a loading
             // server answers LOADING: not yet). A TLS-only node cannot answer a plain PING: a TCP
@@ -223,11 +276,14 @@ impl RedisNode {
                     .is_some_and(|r| r == "PONG" || r.starts_with("NOAUTH"))
             };
             if up {
-                return true;
+                return Ok(());
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        false
+        Err(format!(
+            "port {}: no answer to PING within {within:?}",
+            self.port
+        ))
     }
 
     /// `redis://127.0.0.1:port`.
@@ -343,19 +399,48 @@ impl Drop for RedisNode {
     }
 }
 
-/// Makes the child get SIGKILL when the thread that spawned it exits.
-fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: getpid before the fork; in the child only async-signal-safe calls (prctl, getppid, _exit).
-    let parent = unsafe { libc::getpid() };
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // The parent may have died between fork and prctl: then nobody would ever kill us.
-            if libc::getppid() != parent {
-                libc::_exit(1);
+/// Why a node did not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The server binary could not be run (`NotFound`: not installed, or no such path).
+    Spawn {
+        /// The binary.
+        server: PathBuf,
+        /// What running it said.
+        error: std::io::Error,
+    },
+    /// It ran but did not come up: it exited at start (e.g. its port was taken) or did not answer in
+    /// time.
+    NotUp(String),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Spawn { server, error } => {
+                write!(f, "cannot run {} ({error})", server.display())?;
+                if error.kind() == std::io::ErrorKind::NotFound
+                    && server == Path::new("redis-server")
+                {
+                    f.write_str(
+                        ". Install it with `sudo apt-get install -y redis-server`, or run through \
+                         `scripts/with-redis`, which installs it when missing",
+                    )?;
+                }
+                Ok(())
             }
-            Ok(())
-        });
+            Self::NotUp(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Spawn { error, .. } => Some(error),
+            Self::NotUp(_) => None,
+        }
     }
 }
 

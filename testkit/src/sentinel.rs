@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::dir::TempDir;
 use crate::node::{NodeSpec, RedisNode};
-use crate::{free_port, resp};
+use crate::port::free_port;
+use crate::resp;
 
 /// Starts a replica of `master` (with `extra` arguments too) and waits until its link is up.
 ///

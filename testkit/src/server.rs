@@ -140,8 +140,8 @@ pub fn probe(path: &Path) -> Build {
 /// exits complaining of the missing `tls-cert-file`; a build without TLS exits on the unknown
 /// directive (Redis 6.2 without TLS) or the missing connection type (Valkey).
 fn takes_tls(path: &Path) -> bool {
-    let port = crate::free_port().to_string();
-    let tls_port = crate::free_port().to_string();
+    let port = crate::port::free_port().to_string();
+    let tls_port = crate::port::free_port().to_string();
     Command::new(path)
         .args([
             "--port",

@@ -185,11 +185,7 @@ pub async fn run_processes(
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        // SAFETY: `die_with_parent` runs in the forked child before exec and only calls
-        // async-signal-safe functions; it touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(crate::nodes::spawn::die_with_parent);
-        }
+        testkit::die_with_parent(cmd.as_std_mut());
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start worker process {}: {e}", i + 1))?;
