@@ -42,6 +42,7 @@ mod hostile_fred;
 mod hostile_node;
 mod hostile_shard;
 mod lost_signal;
+mod memory_nodes;
 mod model;
 mod multi_resource;
 mod native;
