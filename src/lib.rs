@@ -35,6 +35,11 @@ mod watchdog;
 
 pub use algo::keys::KeyFormat;
 pub use algo::retry::Wait;
+pub use api::election::campaign::Campaign;
+pub use api::election::leader::Leader;
+pub use api::election::leadership::Leadership;
+pub use api::election::observe::Observe;
+pub use api::election::Election;
 pub use api::guard::LockGuard;
 pub use api::owner::LockOwner;
 pub use api::renewed::{RenewPolicy, RenewedLock};

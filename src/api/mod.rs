@@ -7,9 +7,12 @@
 //! - `renewed`: locks the watchdog keeps alive ([`crate::RenewedLock`], [`crate::RenewPolicy`]).
 //! - `scoped`: acquire, run, release ([`crate::LockContext`]), for every kind.
 //! - `owner`: reentrant holds scoped to an owner ([`crate::LockOwner`]).
+//! - `election/`: leader election over a renewed fenced lock ([`crate::Election`],
+//!   [`crate::Leadership`]): campaign, proclaim, resign, the leader and its changes.
 //! - `slots`: the slot semaphore, one of K exclusive locks on a majority: not a kind of its own,
 //!   a way of taking exclusive locks.
 
+pub(crate) mod election;
 pub(crate) mod guard;
 mod open;
 pub(crate) mod owner;

@@ -28,6 +28,7 @@ mod coalesce;
 mod common;
 mod default_wait;
 mod durable;
+mod election;
 mod exit_release;
 mod fair;
 mod fair_successor;
