@@ -117,7 +117,10 @@ pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
 
 /// The request `args` describe: its kind, TTL and wait.
 fn request<'a>(engine: &'a Redlock, args: &Acquire) -> LockRequest<'a> {
-    let request = engine.lock(&args.resource).ttl(args.ttl).wait(wait(args));
+    let request = engine
+        .lock(&args.resource)
+        .ttl(args.ttl)
+        .wait(wait(args.nonblock, args.wait));
     // At most one of them: clap's `kind` group.
     match args.permits {
         Some(k) => request.permits(k),
@@ -130,10 +133,10 @@ fn request<'a>(engine: &'a Redlock, args: &Acquire) -> LockRequest<'a> {
 }
 
 /// `-n` or `--wait 0`: one attempt; `--wait D`: up to D; neither: the library's default, until
-/// granted while another owner holds it (an outage ends the wait with its error).
-fn wait(args: &Acquire) -> Wait {
-    match args.wait {
-        _ if args.nonblock => Wait::Once,
+/// granted while another owner holds it (an outage ends the wait with its error). `elect`'s too.
+pub fn wait(nonblock: bool, wait: Option<Duration>) -> Wait {
+    match wait {
+        _ if nonblock => Wait::Once,
         Some(d) if d.is_zero() => Wait::Once,
         Some(d) => Wait::UpTo(d),
         None => Wait::UntilAcquired,
@@ -147,13 +150,13 @@ fn wait(args: &Acquire) -> Wait {
 /// One more round trip on the same connections — an inspect, queued after them, so answered after
 /// them — shows they have been served. Bounded: a node that does not answer has the library's
 /// re-sends and the keys' TTL.
-async fn settle(engine: &Redlock, opts: &Options, resource: &str) {
+pub async fn settle(engine: &Redlock, opts: &Options, resource: &str) {
     let bound = crate::connect::connect_timeout(opts).max(Duration::from_millis(100)) * 2;
     let _ = tokio::time::timeout(bound, engine.inspect(resource)).await;
 }
 
 /// A signal stopped the wait (`sig`: its number): exit 128 + N, as a shell would report it.
-fn interrupted(resource: &str, sig: i32) -> Failure {
+pub fn interrupted(resource: &str, sig: i32) -> Failure {
     Failure::new(
         SIGNALLED + sig as u8,
         format!(

@@ -76,5 +76,7 @@ async fn run(opts: &Options) -> Result<u8, Failure> {
             count,
         } => crate::watch::run(opts, resource, *every, *count).await,
         Command::Acquire(args) => crate::acquire::run(opts, args).await,
+        Command::Elect(args) => crate::elect::run(opts, args).await,
+        Command::Leader { name, watch } => crate::leader::run(opts, name, *watch).await,
     }
 }

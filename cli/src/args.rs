@@ -104,6 +104,53 @@ pub enum Command {
     /// after --kill-after; signals to redlock are passed on to the group.
     #[command(after_help = crate::exit::HELP)]
     Acquire(Acquire),
+    /// Run COMMAND only while leader of the election NAME (as `etcdctl elect`); resign when it ends.
+    ///
+    /// Campaigns (waits to be elected) unless -n or --wait bound it, publishing --value for
+    /// `redlock leader`. The command gets REDLOCK_ELECTION, REDLOCK_TERM (larger than every earlier
+    /// leader's: pass it to what the command writes, so a store can refuse a deposed leader's late
+    /// writes) and REDLOCK_LEADER_VALUE, and is handled as under `acquire`: its own process group,
+    /// signals passed on; if leadership is lost, the whole group gets SIGTERM, then SIGKILL after
+    /// --kill-after, and the exit code is 113.
+    #[command(after_help = crate::exit::HELP)]
+    Elect(Elect),
+    /// The leader of the election NAME as a majority of nodes shows it: its value and term. Exit 0
+    /// with a leader, 1 without, 3 when too few nodes answered to tell.
+    Leader {
+        /// The election.
+        name: String,
+        /// After the current leader, one line per change (a new leader, or a new value), until
+        /// Ctrl-C.
+        #[arg(long)]
+        watch: bool,
+    },
+}
+
+/// `elect`'s options.
+#[derive(clap::Args, Debug)]
+pub struct Elect {
+    /// The election.
+    pub name: String,
+    /// What the leader publishes while it leads (default: `HOST pid N`).
+    #[arg(long, value_name = "TEXT")]
+    pub value: Option<String>,
+    /// Leadership TTL: a leader that dies without resigning is replaced this long after its last
+    /// renewal at most. Renewed every third of it. At most --max-ttl.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "TIME")]
+    pub ttl: Duration,
+    /// Wait at most this long to be elected (default: as long as another leader holds it; nodes
+    /// failing REDLOCK_RETRY_COUNT retries in a row (10) end the wait; 0: one attempt).
+    #[arg(long, short = 'w', value_parser = parse_duration, value_name = "TIME")]
+    pub wait: Option<Duration>,
+    /// One attempt: exit 75 at once if another leader holds it.
+    #[arg(long, short = 'n', conflicts_with = "wait")]
+    pub nonblock: bool,
+    /// Grace between SIGTERM and SIGKILL for the command's group when leadership was lost.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "TIME")]
+    pub kill_after: Duration,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// `acquire`'s options.

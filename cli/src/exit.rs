@@ -29,16 +29,18 @@ pub const SIGNALLED: u8 = 128;
 /// The list for `--help` (a test checks it names every code above).
 pub const HELP: &str = "\
 Exit codes:
-  0    done; `inspect`: the resource is held
-  1    the operation failed; `inspect`: the resource is free
+  0    done; `inspect`: the resource is held; `leader`: there is a leader
+  1    the operation failed; `inspect`: the resource is free; `leader`: no leader
   2    bad usage (options, URLs, durations, a TTL above --max-ttl, ...)
-  3    unavailable: no node reachable; `acquire`: the nodes could not decide (down, slow,
-       quarantined); `inspect`: undecided
-  75   `acquire`: busy, another owner holds the lock (after -n, or all of --wait)
-  113  `acquire`: the lock was lost while the command ran; its process group got SIGTERM
-  128+N `acquire`: signal N (INT, TERM, HUP) stopped the wait; nothing was held
-  otherwise `acquire` exits with the command's own code (128+N if signal N ended it, 126 if it
-  could not be run, 127 if it was not found)";
+  3    unavailable: no node reachable; `acquire`, `elect`: the nodes could not decide (down, slow,
+       quarantined); `inspect`: undecided; `leader`: too few nodes answered to tell
+  75   `acquire`: busy, another owner holds the lock; `elect`: another leader holds it (after -n,
+       or all of --wait)
+  113  `acquire`, `elect`: the lock (leadership) was lost while the command ran; its process group
+       got SIGTERM
+  128+N `acquire`, `elect`: signal N (INT, TERM, HUP) stopped the wait; nothing was held
+  otherwise `acquire` and `elect` exit with the command's own code (128+N if signal N ended it,
+  126 if it could not be run, 127 if it was not found)";
 
 /// Why an invocation ended badly: its exit code and one line for stderr.
 #[derive(Debug)]

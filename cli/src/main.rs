@@ -9,6 +9,8 @@
 //! - `acquire`: `acquire RESOURCE -- COMMAND`: wait for the lock, hold it (renewed) while a command
 //!   runs; `command`: that command, in a process group of its own (signalled as one, stopped when the
 //!   lock is lost); `signals`: SIGINT, SIGTERM and SIGHUP as `acquire` handles them.
+//! - `elect`: `elect NAME -- COMMAND`: campaign, run the command while leader (as `acquire` runs
+//!   one under a lock), resign; `leader`: `leader NAME [--watch]`, the leader and its changes.
 //! - `release`: `release --force`, with its confirmation.
 //! - `watch`: `watch RESOURCE`, a refreshing view.
 //! - `show/`: what is printed — `table` (human tables, with their durations and escaping), `json`
@@ -19,7 +21,9 @@ mod app;
 mod args;
 mod command;
 mod connect;
+mod elect;
 mod exit;
+mod leader;
 mod release;
 mod show;
 mod signals;

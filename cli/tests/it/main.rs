@@ -1,6 +1,7 @@
 //! The `redlock` binary against real nodes, one test binary (linked once): each module a topic.
 
 mod acquire;
+mod elect;
 mod inspect;
 mod lost;
 mod no_scripting;

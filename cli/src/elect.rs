@@ -1,0 +1,110 @@
+//! `elect NAME [--value V] [--ttl T] [-n | --wait W] -- COMMAND...`: campaigns in the election NAME,
+//! runs the command while leader, resigns when it ends and exits with its code — `etcdctl elect`
+//! with a command, on the library's [`Election`](redlock_engine::Election).
+//!
+//! Everything but the election is `acquire`'s: the wait and its refusals (busy 75, unavailable 3,
+//! invalid 2; a signal while waiting exits 128 + N with nothing left on the nodes), the command in
+//! a process group of its own with signals passed on, and a lost leadership stopping the whole
+//! group (SIGTERM, SIGKILL after `--kill-after`, exit [`LOST`]). The command gets
+//! `REDLOCK_ELECTION`, `REDLOCK_TERM` and `REDLOCK_LEADER_VALUE`.
+
+use std::future::IntoFuture;
+
+use redlock_engine::{LockError, RenewPolicy};
+
+use crate::acquire::{interrupted, settle, wait};
+use crate::args::{Elect, Options};
+use crate::command::{self, exit_code};
+use crate::exit::{not_locked, Failure, LOST};
+use crate::signals::{self, Signals};
+
+pub async fn run(opts: &Options, args: &Elect) -> Result<u8, Failure> {
+    // Before anything is taken (see `acquire::run`).
+    let mut signals = Signals::install()?;
+    let engine = crate::connect::engine(opts, None).await?;
+    let value = args.value.clone().unwrap_or_else(default_value);
+    let election = engine
+        .election(&args.name)
+        .ttl(args.ttl)
+        .renewal(RenewPolicy::default());
+    let campaign = election
+        .campaign(&value)
+        .wait(wait(args.nonblock, args.wait))
+        .into_future();
+    let won = tokio::select! {
+        won = campaign => won.map_err(|e| not_elected(&args.name, &e)),
+        // `select!` has dropped the campaign by now: its clean-up is queued on the connections.
+        sig = signals.recv() => Err(interrupted(&args.name, sig)),
+    };
+    let leadership = match won {
+        Ok(leadership) => leadership,
+        Err(failure) => {
+            settle(&engine, opts, &args.name).await;
+            return Err(failure);
+        }
+    };
+    let env = [
+        ("REDLOCK_ELECTION", args.name.clone()),
+        ("REDLOCK_TERM", leadership.term().to_string()),
+        ("REDLOCK_LEADER_VALUE", value),
+    ];
+    if let Err(f) = signals.job_control() {
+        let _ = leadership.resign().await;
+        return Err(f);
+    }
+    let mut running = match command::spawn(&args.command, &env) {
+        Ok(running) => running,
+        Err(f) => {
+            let _ = leadership.resign().await;
+            return Err(f);
+        }
+    };
+    let status = loop {
+        tokio::select! {
+            status = running.wait() => break status,
+            why = leadership.lost() => {
+                let name = &args.name;
+                eprintln!(
+                    "redlock: leadership of {name:?} lost ({why}) while the command ran; sending \
+                     its process group SIGTERM"
+                );
+                let _ = running.stop(args.kill_after).await;
+                // Owner-checked: cleans up what is left of ours, never touches a new leader's.
+                let _ = leadership.resign().await;
+                return Err(Failure::new(
+                    LOST,
+                    format!("leadership of {name:?} lost; the command was stopped"),
+                ));
+            }
+            // As under `acquire`: the command's group is not the terminal's, pass every one on.
+            sig = signals.recv() => {
+                running.signal(sig);
+                if sig == libc::SIGTSTP {
+                    signals::stop_self();
+                }
+            }
+        }
+    };
+    let resigned = leadership.resign().await;
+    let status = status?;
+    if let Err(e) = resigned {
+        // The command finished as leader; the resignation failing is worth a word, not its code.
+        eprintln!("redlock: resigning after the command: {e}");
+    }
+    Ok(exit_code(status))
+}
+
+/// A campaign that ended without leadership: `acquire`'s codes (busy, unavailable, invalid), in
+/// the election's words.
+fn not_elected(name: &str, e: &LockError) -> Failure {
+    let code = not_locked(name, e).code;
+    Failure::new(code, format!("not elected leader of {name:?}: {e}"))
+}
+
+/// `HOST pid N`: who leads, for `redlock leader`.
+fn default_value() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    format!("{host} pid {}", std::process::id())
+}
