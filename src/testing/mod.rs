@@ -46,6 +46,8 @@ mod clock;
 mod commands;
 mod conn;
 mod db;
+#[cfg(test)]
+mod differential_tests;
 mod eval;
 mod generic;
 mod hashes;
