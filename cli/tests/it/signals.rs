@@ -12,6 +12,20 @@ fn zcards(n: &[crate::support::RedisNode], key: &str) -> Vec<String> {
     n.iter().map(|x| x.cmd_str(&["ZCARD", key])).collect()
 }
 
+/// `redlock acquire resource` running a shell that starts a worker (a `sleep` in the background)
+/// and waits for it. Returns redlock, the worker's pid once the shell has written it, and the pid
+/// files (dropping them kills what they name).
+fn with_a_worker(n: &[crate::support::RedisNode], resource: &str) -> (Bg, i32, Pids) {
+    let pids = Pids::new();
+    let script = format!(
+        "sleep 100 & echo $! > {}; wait",
+        pids.path("worker").display()
+    );
+    let child = Bg::spawn(acquire(n, resource).args(["--", "sh", "-c", &script]));
+    let worker = pids.read("worker");
+    (child, worker, pids)
+}
+
 #[test]
 fn a_signal_while_waiting_withdraws_a_fair_waiters_place() {
     let n = nodes(3);
@@ -88,13 +102,7 @@ fn ctrl_c_reaches_the_command_and_the_lock_is_released() {
 #[test]
 fn sigterm_reaches_everything_the_command_started() {
     let n = nodes(1);
-    let pids = Pids::new();
-    let script = format!(
-        "sleep 100 & echo $! > {}; wait",
-        pids.path("worker").display()
-    );
-    let child = Bg::spawn(acquire(&n, "term").args(["--", "sh", "-c", &script]));
-    let worker = pids.read("worker");
+    let (child, worker, _pids) = with_a_worker(&n, "term");
     assert!(alive(worker));
     child.signal(libc::SIGTERM);
     let status = child.wait();
@@ -121,13 +129,7 @@ fn state(pid: i32) -> char {
 #[test]
 fn ctrl_z_stops_the_command_and_redlock_and_fg_resumes_both() {
     let n = nodes(1);
-    let pids = Pids::new();
-    let script = format!(
-        "sleep 100 & echo $! > {}; wait",
-        pids.path("worker").display()
-    );
-    let child = Bg::spawn(acquire(&n, "tstp").args(["--", "sh", "-c", &script]));
-    let worker = pids.read("worker");
+    let (child, worker, _pids) = with_a_worker(&n, "tstp");
     child.signal(libc::SIGTSTP);
     assert!(
         eventually(Duration::from_secs(2), || state(worker) == 'T'

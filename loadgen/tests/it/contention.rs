@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{loadgen, port_closed, run_within, spawned_ports, stderr};
+use crate::common::{loadgen, run_ok, spawned_and_stopped};
 use serde_json::Value;
 
 /// The rows the scenario runs with its default engines, in run order: (layout, processes, lock, engine).
@@ -34,17 +34,8 @@ fn every_row_of_the_contention_scenario_measures_something() {
         .args(["--duration", "300ms", "--warmup", "100ms", "--ttl", "2s"])
         .arg("--json")
         .arg(&json);
-    let out = run_within(cmd, Duration::from_secs(240));
-    let err = stderr(&out);
-    assert!(out.status.success(), "loadgen failed: {err}");
-    let ports = spawned_ports(&err);
-    assert_eq!(ports.len(), 3, "{err}");
-    for port in ports {
-        assert!(
-            port_closed(port),
-            "redis-server on port {port} was left running"
-        );
-    }
+    let (out, err) = run_ok(cmd, Duration::from_secs(240));
+    spawned_and_stopped(&err, 3);
 
     // The table: one line per row, its first three columns layout, lock, engine; no ceiling.
     let table = String::from_utf8_lossy(&out.stdout);

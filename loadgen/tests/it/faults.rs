@@ -2,7 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{loadgen, port_closed, spawned_ports, stderr, wait_within, RedisNode};
+use crate::common::{
+    ended_by_dead_node, loadgen, spawned_and_stopped, stderr, wait_within, RedisNode,
+};
 
 #[test]
 fn node_dying_mid_run_ends_the_run() {
@@ -24,11 +26,7 @@ fn node_dying_mid_run_ends_the_run() {
     std::thread::sleep(Duration::from_millis(1500));
     let killed_at = Instant::now();
     nodes[1].kill9();
-    let out = wait_within(child, Duration::from_secs(15));
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(&urls[1]) && err.contains("mid-run"), "{err}");
+    ended_by_dead_node(child, &urls[1]);
     assert!(
         killed_at.elapsed() < Duration::from_secs(10),
         "took {:?} to notice",
@@ -69,12 +67,5 @@ fn ctrl_c_stops_the_spawned_nodes() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("loadgen: error: interrupted"), "{err}");
-    let ports = spawned_ports(&err);
-    assert_eq!(ports.len(), 2, "{err}");
-    for port in ports {
-        assert!(
-            port_closed(port),
-            "redis-server on port {port} was left running after Ctrl-C"
-        );
-    }
+    spawned_and_stopped(&err, 2);
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{loadgen, port_closed, run_within, spawned_ports, stderr};
+use crate::common::{loadgen, run_ok, spawned_and_stopped};
 use serde_json::Value;
 
 /// Runs loadgen with `args` on 3 spawned nodes; the JSON document and the table.
@@ -14,15 +14,8 @@ fn run(name: &str, args: &[&str]) -> (Value, String) {
         .args(args)
         .arg("--json")
         .arg(&json);
-    let out = run_within(cmd, Duration::from_secs(90));
-    let err = stderr(&out);
-    assert!(out.status.success(), "loadgen failed: {err}");
-    for port in spawned_ports(&err) {
-        assert!(
-            port_closed(port),
-            "redis-server on port {port} was left running"
-        );
-    }
+    let (out, err) = run_ok(cmd, Duration::from_secs(90));
+    spawned_and_stopped(&err, 3);
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
     for key in ["machine", "versions", "config", "runs", "ratios"] {

@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{loadgen, port_closed, run_within, spawned_ports, stderr, wait_within};
+use crate::common::{
+    ended_by_dead_node, loadgen, run_ok, spawned_and_stopped, spawned_ports, stderr, wait_within,
+};
 use serde_json::Value;
 
 /// Pids of live loadgen worker processes whose command line names `needle` (a node URL of this test).
@@ -31,9 +33,11 @@ fn alive(pid: u32) -> bool {
         .is_some_and(|state| state != 'Z' && state != 'X')
 }
 
-fn none_left(ports: &[u16]) {
+/// Checks that the run whose stderr is `err` started `count` nodes, and that neither a worker
+/// process nor a node is left running.
+fn none_left(err: &str, count: usize) {
     let until = Instant::now() + Duration::from_secs(3);
-    for &port in ports {
+    for port in spawned_ports(err) {
         let url = format!("127.0.0.1:{port}");
         loop {
             let left = workers_naming(&url);
@@ -46,11 +50,8 @@ fn none_left(ports: &[u16]) {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(
-            port_closed(port),
-            "redis-server on port {port} was left running"
-        );
     }
+    spawned_and_stopped(err, count);
 }
 
 #[test]
@@ -78,12 +79,8 @@ fn two_processes_merge_into_one_record() {
         ])
         .arg("--json")
         .arg(&json);
-    let out = run_within(cmd, Duration::from_secs(60));
-    let err = stderr(&out);
-    assert!(out.status.success(), "loadgen failed: {err}");
-    let ports = spawned_ports(&err);
-    assert_eq!(ports.len(), 3, "{err}");
-    none_left(&ports);
+    let (out, err) = run_ok(cmd, Duration::from_secs(60));
+    none_left(&err, 3);
 
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -186,9 +183,7 @@ fn sigterm_stops_every_worker_process_and_node() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("terminated (SIGTERM)"), "{err}");
-    let ports = spawned_ports(&err);
-    assert_eq!(ports.len(), 3, "{err}");
-    none_left(&ports);
+    none_left(&err, 3);
     let until = Instant::now() + Duration::from_secs(3);
     while workers.iter().any(|&w| alive(w)) {
         assert!(
@@ -211,11 +206,7 @@ fn node_dying_mid_run_ends_a_multi_process_run() {
     let child = cmd.spawn().unwrap();
     std::thread::sleep(Duration::from_millis(2000));
     nodes[1].kill9();
-    let out = wait_within(child, Duration::from_secs(15));
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(&urls[1]) && err.contains("mid-run"), "{err}");
+    ended_by_dead_node(child, &urls[1]);
     let until = Instant::now() + Duration::from_secs(3);
     while !workers_naming(&urls[0]).is_empty() {
         assert!(Instant::now() < until, "worker processes outlived loadgen");

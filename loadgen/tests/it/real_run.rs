@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{loadgen, port_closed, run_within, spawned_ports, stderr};
+use crate::common::{loadgen, run_ok, spawned_and_stopped};
 use serde_json::Value;
 
 #[test]
@@ -37,17 +37,8 @@ fn short_run_writes_the_contract_and_stops_its_nodes() {
     .arg(&json)
     .arg("--out")
     .arg(&dir);
-    let out = run_within(cmd, Duration::from_secs(40));
-    let err = stderr(&out);
-    assert!(out.status.success(), "loadgen failed: {err}");
-    let ports = spawned_ports(&err);
-    assert_eq!(ports.len(), 3, "{err}");
-    for port in ports {
-        assert!(
-            port_closed(port),
-            "redis-server on port {port} was left running"
-        );
-    }
+    let (out, err) = run_ok(cmd, Duration::from_secs(40));
+    spawned_and_stopped(&err, 3);
 
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(

