@@ -1,7 +1,5 @@
 //! [`MemoryNodes`]: a set of memory nodes for one test, and an engine on them.
 
-use std::time::Duration;
-
 use super::node::MemoryNode;
 use crate::builder::Builder;
 use crate::engine::Redlock;
@@ -63,11 +61,7 @@ impl MemoryNodes {
     /// are only just started, and a quarantine would keep them from voting for `max_ttl`. Set it
     /// back on for a test of the quarantine itself.
     pub fn builder(&self) -> Builder {
-        Redlock::builder()
-            .nodes(self.urls())
-            .quarantine(false)
-            // Connections to an in-process node open at once; a stopped one refuses at once.
-            .connect_timeout(Duration::from_secs(2))
+        Redlock::builder().nodes(self.urls()).quarantine(false)
     }
 
     /// An engine on these nodes, as [`builder`](Self::builder) makes it.
