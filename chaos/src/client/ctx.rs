@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redlock_engine::{Config, Redlock};
+use redlock_engine::Redlock;
 use tokio::sync::watch;
 
 use crate::clock::{mono_ns, wall_ns, InstantMap};
-use crate::record::Log;
+use crate::counter::Counter;
+use crate::record::{drift_ns, Log};
 
 use super::args::ClientArgs;
 
@@ -39,8 +40,6 @@ pub struct Ctx {
 impl Ctx {
     /// The shared context of a process whose engine is `redlock`, its log `log`, its locks' TTL `ttl`.
     pub fn new(args: ClientArgs, redlock: Redlock, log: Log, ttl: Duration) -> Self {
-        // The engine's rule: TTL x drift_factor + 2 ms, with the library's default factor.
-        let drift = ttl.mul_f64(Config::default().drift_factor) + Duration::from_millis(2);
         Self {
             redlock,
             log,
@@ -48,10 +47,22 @@ impl Ctx {
             stop: AtomicBool::new(false),
             stop_tx: watch::channel(false).0,
             ttl,
-            drift_ns: drift.as_nanos() as u64,
+            drift_ns: drift_ns(ttl),
             released_until: Mutex::default(),
             args,
         }
+    }
+
+    /// A task's own connection to the lost-update probe's storage node (`--storage`), if the process
+    /// has one.
+    pub async fn counter(&self) -> Result<Option<Counter>, String> {
+        let Some(port) = self.args.storage else {
+            return Ok(None);
+        };
+        Counter::connect(port)
+            .await
+            .map(Some)
+            .map_err(|e| format!("storage :{port}: {e}"))
     }
 
     /// Whether the process has been told to stop.

@@ -19,7 +19,6 @@ use std::time::Duration;
 use redlock_engine::LockError;
 
 use crate::clock::{mono_ns, with_polls};
-use crate::counter::Counter;
 use crate::fair_log::{FairCall, FairEnd};
 use crate::record::{LockKind, Outcome, Via};
 
@@ -30,14 +29,7 @@ use super::section::{hold, Held};
 /// Task `index` of the process, until the stop.
 pub async fn run(ctx: Arc<Ctx>, index: usize) -> Result<(), String> {
     let holder = format!("{}.{index}", ctx.args.id);
-    let mut counter = match ctx.args.storage {
-        Some(port) => Some(
-            Counter::connect(port)
-                .await
-                .map_err(|e| format!("storage :{port}: {e}"))?,
-        ),
-        None => None,
-    };
+    let mut counter = ctx.counter().await?;
     let resource = ctx.args.resources[0].clone();
     let nodes = ctx.args.nodes.len() as u32;
     let timeout_ms = ctx.args.acquire_timeout_ms.unwrap_or(0);

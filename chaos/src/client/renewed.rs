@@ -25,7 +25,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::clock::{mono_ns, with_polls};
-use crate::record::{Fenced, Grant, LockKind, Outcome, Seen, Via, Wrote};
+use crate::record::{Grant, Outcome, Via};
 use crate::renewal_log::{Loss, Renewal};
 
 use super::ctx::{Ctx, MAX_ROUNDS};
@@ -107,11 +107,9 @@ async fn hold(
     if let Some(e) = released.as_ref().err().filter(|_| !lost && rel_start <= vu) {
         ctx.log.error(holder, "release", mono_ns() - rel_start, e);
     }
+    // `RenewedLock` does not say how many attempts it took; with the local queue off (see
+    // `crate::client::run`) it always came from the nodes, never handed over: `Via::Nodes(1)`.
     ctx.log.grant(&Grant {
-        holder: holder.to_string(),
-        resource: resource.clone(),
-        ttl_ms: ctx.args.ttl_ms,
-        drift_ns: ctx.drift_ns,
         t0,
         fp,
         t1,
@@ -122,21 +120,13 @@ async fn hold(
         cs_end: end,
         // A holder that saw the loss stopped relying on the lock right then.
         rel_start: if lost { end } else { rel_start },
-        rel_fp: 0,
-        wrote: Wrote::NoCounter,
         ext: if renewals > 0 {
             Outcome::Ok
         } else {
             Outcome::None
         },
         rel: Outcome::of(&released),
-        token: None,
-        fenced: Fenced::None,
-        kind: LockKind::Exclusive,
-        // `RenewedLock` does not say how many attempts it took; with the local queue off (see
-        // `crate::client::run`) it always came from the nodes, never handed over.
-        via: Via::Nodes(1),
-        seen: Seen::None,
+        ..Grant::exclusive(holder, &resource, ctx.args.ttl_ms, ctx.drift_ns)
     });
     ctx.log.write(
         &Renewal {
@@ -183,28 +173,17 @@ async fn load(ctx: Arc<Ctx>, index: usize) -> Result<(), String> {
                     ctx.log.error(&holder, "release", mono_ns() - rel_start, e);
                 }
                 ctx.log.grant(&Grant {
-                    holder: holder.clone(),
-                    resource: resource.clone(),
-                    ttl_ms: ctx.args.ttl_ms,
-                    drift_ns: ctx.drift_ns,
                     t0,
                     fp,
                     t1,
                     vu0: vu,
                     vu,
-                    ext_fp: 0,
                     cs_start: t1,
                     cs_end: rel_start,
                     rel_start,
-                    rel_fp: 0,
-                    wrote: Wrote::NoCounter,
-                    ext: Outcome::None,
                     rel: Outcome::of(&released),
-                    token: None,
-                    fenced: Fenced::None,
-                    kind: LockKind::Exclusive,
                     via: Via::Nodes(attempts),
-                    seen: Seen::None,
+                    ..Grant::exclusive(&holder, resource, ctx.args.ttl_ms, ctx.drift_ns)
                 });
             }
             // Let the other tasks (and the watchdog) run between back-to-back refusals.

@@ -8,7 +8,6 @@ use std::time::Duration;
 use redlock_engine::{Lock, LockError};
 
 use crate::clock::{mono_ns, with_first_poll, with_polls};
-use crate::counter::Counter;
 use crate::record::{LockKind, Outcome, Via, RESOURCE_SEPARATOR};
 
 use super::args::LockMode;
@@ -18,14 +17,7 @@ use super::section::{hold, Held};
 /// Task `index` of the process, until the stop.
 pub async fn run(ctx: Arc<Ctx>, index: usize) -> Result<(), String> {
     let holder = format!("{}.{index}", ctx.args.id);
-    let mut counter = match ctx.args.storage {
-        Some(port) => Some(
-            Counter::connect(port)
-                .await
-                .map_err(|e| format!("storage :{port}: {e}"))?,
-        ),
-        None => None,
-    };
+    let mut counter = ctx.counter().await?;
     let (mut grants, mut from_nodes) = (0u64, 0u64);
     for _ in 0..MAX_ROUNDS {
         if ctx.stopping() {

@@ -1,6 +1,8 @@
 //! The `G` line: one grant, start to release ([`Grant`]), written with [`Grant::line`] and read back
 //! with [`Grant::parse`].
 
+use std::time::Duration;
+
 use super::fields::{Fenced, LockKind, Outcome, Seen, Via, Wrote};
 
 /// One grant, start to release.
@@ -33,10 +35,48 @@ pub struct Grant {
     pub seen: Seen,
 }
 
+/// A grant's `drift_ns` for a lock of `ttl`: the engine's rule, TTL x drift_factor + 2 ms, with the
+/// library's default factor.
+pub fn drift_ns(ttl: Duration) -> u64 {
+    let drift =
+        ttl.mul_f64(redlock_engine::Config::default().drift_factor) + Duration::from_millis(2);
+    drift.as_nanos() as u64
+}
+
 /// Separates the resources of a multi-resource grant in its `resource` field.
 pub const RESOURCE_SEPARATOR: char = '+';
 
 impl Grant {
+    /// A grant of a plain exclusive lock from the nodes (one attempt) to `holder` on `resource`,
+    /// as a critical section that neither extends, writes the counter nor fences logs it; its times
+    /// are 0 until the caller sets them.
+    pub fn exclusive(holder: &str, resource: &str, ttl_ms: u64, drift_ns: u64) -> Self {
+        Self {
+            holder: holder.to_string(),
+            resource: resource.to_string(),
+            ttl_ms,
+            drift_ns,
+            t0: 0,
+            fp: 0,
+            t1: 0,
+            vu0: 0,
+            vu: 0,
+            ext_fp: 0,
+            cs_start: 0,
+            cs_end: 0,
+            rel_start: 0,
+            rel_fp: 0,
+            wrote: Wrote::NoCounter,
+            ext: Outcome::None,
+            rel: Outcome::None,
+            token: None,
+            fenced: Fenced::None,
+            kind: LockKind::Exclusive,
+            via: Via::Nodes(1),
+            seen: Seen::None,
+        }
+    }
+
     /// The resources this grant holds: one, or several for a multi-resource lock.
     pub fn resources(&self) -> impl Iterator<Item = &str> {
         self.resource.split(RESOURCE_SEPARATOR)

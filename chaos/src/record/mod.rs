@@ -36,7 +36,7 @@ use std::sync::Mutex;
 use redlock_engine::LockError;
 
 pub use fields::{Fenced, LockKind, Outcome, Seen, Via, Wrote};
-pub use grant::{Grant, RESOURCE_SEPARATOR};
+pub use grant::{drift_ns, Grant, RESOURCE_SEPARATOR};
 
 /// One parsed line.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use crate::client::ClientArgs;
+use crate::client::{ClientArgs, LockMode};
 use crate::env::{Ctx, Env, TTL_MS};
 use testkit::proxy::Mode::{self, Delay, Pass};
 
@@ -49,6 +49,20 @@ pub fn client_args(env: &Env, id: &str, restart: Restart) -> ClientArgs {
     if restart == Restart::AtOnce {
         quarantined(&mut args);
     }
+    args
+}
+
+/// [`client_args`] for a client whose tasks take `resources` with `lock`.
+pub fn locking<R: Into<String>>(
+    env: &Env,
+    id: &str,
+    restart: Restart,
+    lock: LockMode,
+    resources: impl IntoIterator<Item = R>,
+) -> ClientArgs {
+    let mut args = client_args(env, id, restart);
+    args.lock = lock;
+    args.resources = resources.into_iter().map(Into::into).collect();
     args
 }
 

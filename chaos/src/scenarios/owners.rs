@@ -11,10 +11,10 @@ use redlock_engine::Redlock;
 use crate::clock::{mono_ns, InstantMap};
 use crate::counter::{counter_key, Counter};
 use crate::env::Env;
-use crate::record::{Fenced, Grant, LockKind, Log, Outcome, Seen, Via, Wrote};
+use crate::record::{drift_ns, Grant, Log, Outcome, Wrote};
 use testkit::RedisNode;
 
-use super::support::{wait, Acquired};
+use super::support::{acquire_within, wait, Acquired};
 
 /// The choreography's shared pieces: the resource, its TTL, the log and the storage counter.
 pub struct Owners {
@@ -54,6 +54,26 @@ impl Owners {
             log,
             counter,
         })
+    }
+
+    /// B tries `b` for up to `tries` while A is inside; if granted, B's whole critical section.
+    /// Returns whether B got the lock, and how, as the scenario's line says it.
+    pub async fn b_tries(
+        &mut self,
+        b: &Redlock,
+        nodes: &[RedisNode],
+        tries: Duration,
+    ) -> Result<(bool, String), String> {
+        match acquire_within(b, self.resource, self.ttl, tries).await {
+            Ok(acq) => {
+                let by_value = key_owners(nodes, self.resource);
+                let held = self.enter("B", acq).await?;
+                self.leave(b, held).await?;
+                let how = format!("granted (key {} by value: {by_value})", self.resource);
+                Ok((true, how))
+            }
+            Err(e) => Ok((false, format!("refused ({e})"))),
+        }
     }
 
     /// `holder` got the lock: its critical section begins with the counter's read.
@@ -96,33 +116,19 @@ impl Owners {
         let cs_end = mono_ns();
         let rel_start = mono_ns();
         let rel = Outcome::of(&redlock.release(lock).await);
-        let drift = self
-            .ttl
-            .mul_f64(redlock_engine::Config::default().drift_factor)
-            + Duration::from_millis(2);
+        let (ttl_ms, drift_ns) = (self.ttl.as_millis() as u64, drift_ns(self.ttl));
         self.log.grant(&Grant {
-            holder: holder.to_string(),
-            resource: self.resource.to_string(),
-            ttl_ms: self.ttl.as_millis() as u64,
-            drift_ns: drift.as_nanos() as u64,
             t0,
             fp,
             t1,
             vu0: vu,
             vu,
-            ext_fp: 0,
             cs_start,
             cs_end,
             rel_start,
-            rel_fp: 0,
             wrote,
-            ext: Outcome::None,
             rel,
-            token: None,
-            fenced: Fenced::None,
-            kind: LockKind::Exclusive,
-            via: Via::Nodes(1),
-            seen: Seen::None,
+            ..Grant::exclusive(holder, self.resource, ttl_ms, drift_ns)
         });
         Ok(())
     }

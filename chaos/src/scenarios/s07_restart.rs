@@ -94,18 +94,7 @@ pub async fn choreography(
     let census = key_owners(&env.nodes, resource);
 
     let b = engine_with(env.node_urls(), quarantine).await?;
-    let (b_granted, b_outcome) = match acquire_within(&b, resource, TTL, B_TRIES).await {
-        Ok(acq) => {
-            let by_value = key_owners(&env.nodes, resource);
-            let held_b = owners.enter("B", acq).await?;
-            owners.leave(&b, held_b).await?;
-            (
-                true,
-                format!("granted (key {resource} by value: {by_value})"),
-            )
-        }
-        Err(e) => (false, format!("refused ({e})")),
-    };
+    let (b_granted, b_outcome) = owners.b_tries(&b, &env.nodes, B_TRIES).await?;
     // A, which read before B, writes last: B's increment is overwritten.
     owners.leave(&a, held_a).await?;
     Ok(Restart {

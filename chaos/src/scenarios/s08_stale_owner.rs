@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use redlock_engine::Redlock;
+use redlock_engine::{Lock, Redlock};
 
 use crate::env::{Ctx, Env};
 use crate::record::Outcome;
@@ -80,26 +80,12 @@ async fn expired_round(
     resource: &str,
     t: &mut Tally,
 ) -> Result<(), String> {
-    let mut stale = acquire_within(a, resource, A_SHORT_TTL, WITHIN)
+    let stale = acquire_within(a, resource, A_SHORT_TTL, WITHIN)
         .await
         .map_err(|e| format!("A: {e}"))?
         .lock;
     wait(A_SHORT_TTL + Duration::from_millis(100)).await;
-    let fresh = acquire_within(b, resource, LONG_TTL, WITHIN)
-        .await
-        .map_err(|e| format!("B after A expired: {e}"))?
-        .lock;
-    let before = snapshot(env, resource);
-    count(
-        t,
-        Outcome::of(&a.extend(&mut stale, STALE_EXTEND_TTL).await),
-    );
-    count(t, Outcome::of(&a.release(stale).await));
-    check(env, resource, &before, t);
-    if b.release(fresh).await.is_ok() {
-        t.new_owner_release_ok += 1;
-    }
-    Ok(())
+    after_b_acquires(env, (a, stale), b, resource, "A expired", t).await
 }
 
 async fn vanished_round(
@@ -109,15 +95,28 @@ async fn vanished_round(
     resource: &str,
     t: &mut Tally,
 ) -> Result<(), String> {
-    let mut stale = acquire_within(a, resource, LONG_TTL, WITHIN)
+    let stale = acquire_within(a, resource, LONG_TTL, WITHIN)
         .await
         .map_err(|e| format!("A: {e}"))?
         .lock;
     let key = format!("redlock:{{{resource}}}");
     env.on_all_nodes(&[b"DEL", key.as_bytes()]);
+    after_b_acquires(env, (a, stale), b, resource, "A's keys vanished", t).await
+}
+
+/// B acquires `resource` (A's lock `stale` is gone: `why`); then A extends and releases its stale
+/// lock, which must leave B's key as it was on every node; then B releases.
+async fn after_b_acquires(
+    env: &Env,
+    (a, mut stale): (&Redlock, Lock),
+    b: &Redlock,
+    resource: &str,
+    why: &str,
+    t: &mut Tally,
+) -> Result<(), String> {
     let fresh = acquire_within(b, resource, LONG_TTL, WITHIN)
         .await
-        .map_err(|e| format!("B after A's keys vanished: {e}"))?
+        .map_err(|e| format!("B after {why}: {e}"))?
         .lock;
     let before = snapshot(env, resource);
     count(

@@ -16,7 +16,7 @@ use crate::env::{Ctx, Env};
 use crate::record::LockKind;
 
 use super::findings::Findings;
-use super::mixed_faults::{self, client_args, Restart};
+use super::mixed_faults::{self, client_args, locking, Restart};
 
 /// The ring of resources.
 const RING: [&str; 4] = ["m0", "m1", "m2", "m3"];
@@ -33,9 +33,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     mixed_faults::prepare(env).await?;
     let ring: Vec<String> = RING.iter().map(|r| r.to_string()).collect();
     for i in 0..PAIR_PROCS {
-        let mut args = client_args(env, &format!("c{i}"), restart);
-        args.resources = ring.clone();
-        args.lock = LockMode::Many;
+        let mut args = locking(env, &format!("c{i}"), restart, LockMode::Many, ring.clone());
         args.retries = RETRIES;
         env.spawn(&args, &[])?;
     }

@@ -16,7 +16,8 @@ use crate::env::{Ctx, Env};
 use crate::record::{LockKind, Via};
 
 use super::findings::Findings;
-use super::mixed_faults::{self, client_args, Restart};
+use super::mixed_faults::{self, locking, Restart};
+use super::support::most_at_once;
 
 const RESOURCES: [&str; 2] = ["w0", "w1"];
 const PROCS: usize = 4;
@@ -26,9 +27,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let restart = Restart::AtOnce;
     mixed_faults::prepare(env).await?;
     for i in 0..PROCS {
-        let mut args = client_args(env, &format!("c{i}"), restart);
-        args.resources = RESOURCES.iter().map(|r| r.to_string()).collect();
-        args.lock = LockMode::Rw;
+        let mut args = locking(env, &format!("c{i}"), restart, LockMode::Rw, RESOURCES);
         args.retries = super::s12_multi_resource::RETRIES;
         args.write_ratio = WRITE_RATIO;
         env.spawn(&args, &[])?;
@@ -85,19 +84,11 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
 
 /// The most reader grants of `resource` holding at one instant.
 fn most_readers_at_once(f: &Findings, resource: &str) -> usize {
-    let mut events: Vec<(u64, i64)> = f
-        .logs
-        .grants
-        .iter()
-        .filter(|g| g.kind == LockKind::Read && g.resource == resource && g.end() > g.t1)
-        .flat_map(|g| [(g.t1, 1), (g.end(), -1)])
-        .collect();
-    // At equal times the end comes first: touching intervals do not overlap.
-    events.sort_unstable();
-    let (mut now, mut most) = (0i64, 0i64);
-    for (_, step) in events {
-        now += step;
-        most = most.max(now);
-    }
-    most as usize
+    most_at_once(
+        f.logs
+            .grants
+            .iter()
+            .filter(|g| g.kind == LockKind::Read && g.resource == resource && g.end() > g.t1)
+            .map(|g| (g.t1, g.end())),
+    )
 }

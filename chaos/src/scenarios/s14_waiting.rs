@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use crate::client::LockMode;
 use crate::env::{Ctx, Env, TTL_MS};
-use crate::record::{Outcome, Via};
+use crate::record::Via;
 
 use super::findings::Findings;
-use super::mixed_faults::{self, client_args, Restart};
+use super::mixed_faults::{self, locking, Restart};
 
 const RESOURCE: &str = "q0";
 const PROCS: usize = 4;
@@ -32,9 +32,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let restart = Restart::AtOnce;
     mixed_faults::prepare(env).await?;
     for i in 0..PROCS {
-        let mut args = client_args(env, &format!("c{i}"), restart);
-        args.resources = vec![RESOURCE.to_string()];
-        args.lock = LockMode::Wait;
+        let mut args = locking(env, &format!("c{i}"), restart, LockMode::Wait, [RESOURCE]);
         args.retries = super::s12_multi_resource::RETRIES;
         if i == 0 {
             args.linger_every = LINGER_EVERY;
@@ -57,24 +55,13 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
             format!("{p} {n}")
         })
         .collect();
-    let failed: Vec<String> = [
-        Outcome::Contended,
-        Outcome::Quorum,
-        Outcome::Validity,
-        Outcome::Other,
-    ]
-    .into_iter()
-    .map(|o| {
-        let n = f.logs.attempts.iter().filter(|a| a.2 == o).count();
-        format!("{} {n}", o.code())
-    })
-    .collect();
+    let failed = f.gave_up();
     f.extra(format!(
         "grants from the nodes {from_nodes}, handed over locally {} (extended on take-over {extended}); \
          by process {}; acquire calls that gave up: {}",
         handoffs + extended,
         by_process.join(", "),
-        failed.join(", ")
+        failed
     ));
     f.expect(handoffs + extended > 0, "no local hand-off happened");
     f.expect(from_nodes > 0, "no grant came from the nodes");

@@ -30,7 +30,7 @@ use crate::renewal_log::{Loss, Renewal};
 
 use super::findings::Findings;
 use super::key_census::{self, Spread};
-use super::support::{mark, wait};
+use super::support::{mark, most_at_once, wait};
 
 /// Client processes holding renewed locks.
 const PROCS: usize = 3;
@@ -243,7 +243,7 @@ fn judge(f: &mut Findings, census: &Census, windows: [(&str, u64, u64); 3]) {
          renewed grants by window: {}; load grants \
          {load_grants}; attempts {}: contended {}, overloaded {}, quorum {}, validity {}, other {}",
         holds.len(),
-        most_at_once(holds),
+        most_at_once(holds.iter().map(|r| (r.t1, r.end))),
         lost.len(),
         cause(Loss::Expired),
         cause(Loss::Refused),
@@ -299,20 +299,4 @@ fn judge(f: &mut Findings, census: &Census, windows: [(&str, u64, u64); 3]) {
     for (name, n) in by_window {
         f.expect(n > 0, format!("no renewed grant in window `{name}`"));
     }
-}
-
-/// Most renewed locks held at the same instant, over every process.
-fn most_at_once(holds: &[Renewal]) -> usize {
-    let mut events: Vec<(u64, i64)> = holds
-        .iter()
-        .flat_map(|r| [(r.t1, 1), (r.end, -1)])
-        .collect();
-    // Ends before starts at the same instant: a hand-over is not two holds.
-    events.sort_unstable();
-    let (mut now, mut most) = (0i64, 0i64);
-    for (_, delta) in events {
-        now += delta;
-        most = most.max(now);
-    }
-    most as usize
 }

@@ -319,18 +319,7 @@ async fn forward_jump(env: &Env, offset: &OffsetFile, guard: bool) -> Result<Jum
     let before = key_owners(&env.nodes, RESOURCE);
     offset.step(STEP_MS); // the fault: node 2's keys, A's among them, expire at once
     let after = key_owners(&env.nodes, RESOURCE);
-    let (b_granted, b_outcome) = match acquire_within(&b, RESOURCE, TTL, B_TRIES).await {
-        Ok(acq) => {
-            let by_value = key_owners(&env.nodes, RESOURCE);
-            let held_b = owners.enter("B", acq).await?;
-            owners.leave(&b, held_b).await?;
-            (
-                true,
-                format!("granted (key {RESOURCE} by value: {by_value})"),
-            )
-        }
-        Err(e) => (false, format!("refused ({e})")),
-    };
+    let (b_granted, b_outcome) = owners.b_tries(&b, &env.nodes, B_TRIES).await?;
     // With the guard, A's engine has read node 2's clock by now (B tried for a second; an idle
     // connection reads it every 500 ms), so A's plain lock no longer claims to be valid.
     let a_valid = held_a.is_valid();

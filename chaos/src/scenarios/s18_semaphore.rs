@@ -25,10 +25,10 @@ use std::time::Duration;
 use crate::client::LockMode;
 use crate::crowding;
 use crate::env::{Ctx, Env};
-use crate::record::{LockKind, Outcome};
+use crate::record::LockKind;
 
 use super::findings::Findings;
-use super::mixed_faults::{self, client_args, Restart};
+use super::mixed_faults::{self, locking, Restart};
 
 /// The counting semaphore's resource and K.
 const PERMIT_RESOURCE: &str = "sem0";
@@ -69,9 +69,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     ];
     for (prefix, mode, resource, k) in kinds {
         for i in 0..PROCS {
-            let mut args = client_args(env, &format!("{prefix}{i}"), restart);
-            args.resources = vec![resource.to_string()];
-            args.lock = mode;
+            let mut args = locking(env, &format!("{prefix}{i}"), restart, mode, [resource]);
             args.permits = k;
             args.tasks = TASKS;
             args.retries = super::s12_multi_resource::RETRIES;
@@ -82,9 +80,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     }
     // The control: callers of one slot semaphore that disagree on K, which slots do not check.
     for (i, k) in [SLOTS, SLOTS + 1].into_iter().enumerate() {
-        let mut args = client_args(env, &format!("u{i}"), restart);
-        args.resources = vec![CONTROL.to_string()];
-        args.lock = LockMode::Slot;
+        let mut args = locking(env, &format!("u{i}"), restart, LockMode::Slot, [CONTROL]);
         args.permits = k;
         args.tasks = TASKS;
         args.retries = super::s12_multi_resource::RETRIES;
@@ -155,21 +151,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
             ),
         );
     }
-    let gave_up: Vec<String> = [
-        Outcome::Contended,
-        Outcome::Quorum,
-        Outcome::Validity,
-        Outcome::Other,
-    ]
-    .into_iter()
-    .map(|o| {
-        let n = f.logs.attempts.iter().filter(|a| a.2 == o).count();
-        format!("{} {n}", o.code())
-    })
-    .collect();
-    f.extra(format!(
-        "acquire calls that gave up: {}",
-        gave_up.join(", ")
-    ));
+    let gave_up = f.gave_up();
+    f.extra(format!("acquire calls that gave up: {gave_up}"));
     Ok(f)
 }

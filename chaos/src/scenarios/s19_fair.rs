@@ -28,7 +28,7 @@ use crate::fairness;
 use crate::record::Grant;
 
 use super::findings::Findings;
-use super::mixed_faults::{self, client_args, Restart, Window};
+use super::mixed_faults::{self, locking, Restart, Window};
 use super::support::{mark, wait};
 
 const RESOURCE: &str = "f0";
@@ -47,9 +47,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let restart = Restart::AtOnce;
     mixed_faults::prepare(env).await?;
     for i in 0..PROCS {
-        let mut args = client_args(env, &format!("c{i}"), restart);
-        args.resources = vec![RESOURCE.to_string()];
-        args.lock = LockMode::Fair;
+        let mut args = locking(env, &format!("c{i}"), restart, LockMode::Fair, [RESOURCE]);
         args.tasks = TASKS;
         args.acquire_timeout_ms = Some(WAIT_MS);
         if i == FROZEN {

@@ -93,3 +93,20 @@ pub async fn acquire_within(
 pub fn ms_between(from: u64, to: u64) -> f64 {
     (to as f64 - from as f64) / 1e6
 }
+
+/// The most of `spans` (start, end) open at one instant. A span that ends as another begins does
+/// not overlap it: a hand-over is not two holds.
+pub fn most_at_once(spans: impl IntoIterator<Item = (u64, u64)>) -> usize {
+    let mut events: Vec<(u64, i64)> = spans
+        .into_iter()
+        .flat_map(|(start, end)| [(start, 1), (end, -1)])
+        .collect();
+    // At equal times the end (-1) sorts first.
+    events.sort_unstable();
+    let (mut now, mut most) = (0i64, 0i64);
+    for (_, step) in events {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
