@@ -20,21 +20,16 @@
 
 mod support;
 
+use support::e2e::{connected, criterion, cycle, runtime, TTL};
+
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use redlock_engine::{Redlock, Transport, Wait};
 use tokio::runtime::Runtime;
 use tracing::Level;
 
-/// Lock TTL for every benchmark: long enough that no lock expires mid-measurement.
-const TTL: Duration = Duration::from_secs(10);
-/// Per-node reply deadline. The default (5 % of the TTL, capped to 50 ms) is a production policy; on the
-/// 2-core machines these benches run on, the Redis nodes, the bench and whatever else runs share the cores,
-/// and a scheduling stall past 50 ms would abort the whole run with `QuorumNotReached`. The deadline only
-/// arms a timer, so a longer one changes nothing measured while every reply arrives in time.
-const NODE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Concurrent lock cycles in `e2e_batch64`.
 const BATCH: usize = 64;
 
@@ -84,53 +79,12 @@ fn configs() -> impl Iterator<Item = &'static Config> {
     CONFIGS.iter().chain(FRED_CONFIGS)
 }
 
-/// The e2e targets share two cores with the Redis nodes: short measurements, few samples.
-fn criterion() -> Criterion {
-    Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-}
-
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
-
 /// An engine on the first `config.nodes` of `urls`, with every node connected.
 fn engine(rt: &Runtime, urls: &[String], config: &Config) -> Redlock {
-    rt.block_on(async {
-        let engine = Redlock::builder()
-            .nodes(urls[..config.nodes].to_vec())
-            .transport(config.transport)
-            .node_timeout(NODE_TIMEOUT)
-            // The bench's nodes are fresh: with quarantine on they would not vote for max_ttl.
-            .quarantine(false)
-            .build()
-            .await
-            .expect("engine builds");
-        assert_eq!(
-            engine.connected_nodes(),
-            config.nodes,
-            "{config}: every node must be connected before measuring"
-        );
-        engine
-    })
-}
-
-/// One lock cycle: acquire `resource`, release it. Panics on any error: an error here is a bug or a broken
-/// node, and its timing would be meaningless.
-async fn cycle(engine: &Redlock, resource: &[u8]) {
-    let lock = engine
-        .lock(resource)
-        .ttl(TTL)
-        .wait(Wait::Configured)
-        .await
-        .expect("acquire")
-        .into_lock();
-    engine.release(lock).await.expect("release");
+    let builder = Redlock::builder()
+        .nodes(urls[..config.nodes].to_vec())
+        .transport(config.transport);
+    connected(rt, builder, config.nodes, &config.to_string())
 }
 
 fn bench_acquire_release(c: &mut Criterion, rt: &Runtime, urls: &[String]) {

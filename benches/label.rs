@@ -7,50 +7,27 @@
 //!
 //! `cargo bench -p redlock-engine --bench label`
 
-use std::time::Duration;
+mod support;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use redlock_engine::{Redlock, Wait};
+use redlock_engine::Redlock;
 use tokio::runtime::Runtime;
 
-const TTL: Duration = Duration::from_secs(10);
-/// As in `benches/e2e.rs`: a deadline no scheduling stall on 2 shared cores reaches.
-const NODE_TIMEOUT: Duration = Duration::from_secs(1);
+use support::e2e::{connected, criterion, cycle, runtime};
+
 const BATCH: usize = 64;
 
 fn engine(rt: &Runtime, urls: &[String], label: Option<&str>) -> Redlock {
-    rt.block_on(async {
-        let engine = Redlock::builder()
-            .nodes(urls.to_vec())
-            .node_timeout(NODE_TIMEOUT)
-            .quarantine(false)
-            .holder_label(label.map(String::from))
-            .build()
-            .await
-            .expect("engine builds");
-        assert_eq!(engine.connected_nodes(), urls.len());
-        engine
-    })
-}
-
-async fn cycle(engine: &Redlock, resource: &[u8]) {
-    let lock = engine
-        .lock(resource)
-        .ttl(TTL)
-        .wait(Wait::Configured)
-        .await
-        .expect("acquire")
-        .into_lock();
-    engine.release(lock).await.expect("release");
+    let builder = Redlock::builder()
+        .nodes(urls.to_vec())
+        .holder_label(label.map(String::from));
+    connected(rt, builder, urls.len(), label.unwrap_or("plain"))
 }
 
 fn label(c: &mut Criterion) {
     let nodes = testkit::nodes(3);
     let urls = testkit::urls(&nodes);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = runtime();
     let plain = engine(&rt, &urls, None);
     let labeled = engine(&rt, &urls, Some("bench worker 7 on host-a: nightly export"));
     let order = [
@@ -82,10 +59,7 @@ fn label(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
+    config = criterion();
     targets = label
 }
 criterion_main!(benches);

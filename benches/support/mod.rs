@@ -1,10 +1,13 @@
-//! What the benches install to measure observability's cost (`benches/observe.rs`, `e2e_observe` in
+//! What the benches share: [`e2e`], the end-to-end benches' engine and lock cycle; and here, what the
+//! benches install to measure observability's cost (`benches/observe.rs`, `e2e_observe` in
 //! `benches/e2e.rs`): a minimal metrics recorder and a `tracing` subscriber that formats to `io::sink`.
 //! Both are installed scoped (`metrics::with_local_recorder`, `tracing::subscriber::with_default`):
 //! global ones can be set only once per process, and the "nothing installed" runs share the process.
 //!
 //! In a subdirectory so that cargo does not take it for a bench target of its own.
 #![allow(dead_code)]
+
+pub mod e2e;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
