@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use redlock_engine::{Lock, Redlock};
+use redlock_engine::Redlock;
 
 use crate::env::{Ctx, Env};
 use crate::record::Outcome;
@@ -43,8 +43,10 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let rounds = if ctx.short { 3 } else { 25 };
     let mut t = Tally::default();
     for i in 0..rounds {
-        expired_round(env, &a, &b, &format!("s8-expired-{i}"), &mut t).await?;
-        vanished_round(env, &a, &b, &format!("s8-vanished-{i}"), &mut t).await?;
+        let r = format!("s8-expired-{i}");
+        round(env, (&a, &b), &r, Loss::Expired, &mut t).await?;
+        let r = format!("s8-vanished-{i}");
+        round(env, (&a, &b), &r, Loss::Vanished, &mut t).await?;
     }
     wait(ctx.phase / 2).await;
     env.top_up(ctx).await;
@@ -73,47 +75,41 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     Ok(f)
 }
 
-async fn expired_round(
+/// How A loses its lock in a round (see the module doc).
+#[derive(Clone, Copy)]
+enum Loss {
+    Expired,
+    Vanished,
+}
+
+/// One round on `resource`: A acquires, loses its lock as `loss` says, B acquires; then A extends
+/// and releases its stale lock, which must leave B's key as it was on every node; then B releases.
+async fn round(
     env: &Env,
-    a: &Redlock,
-    b: &Redlock,
+    (a, b): (&Redlock, &Redlock),
     resource: &str,
+    loss: Loss,
     t: &mut Tally,
 ) -> Result<(), String> {
-    let stale = acquire_within(a, resource, A_SHORT_TTL, WITHIN)
+    let ttl = match loss {
+        Loss::Expired => A_SHORT_TTL,
+        Loss::Vanished => LONG_TTL,
+    };
+    let mut stale = acquire_within(a, resource, ttl, WITHIN)
         .await
         .map_err(|e| format!("A: {e}"))?
         .lock;
-    wait(A_SHORT_TTL + Duration::from_millis(100)).await;
-    after_b_acquires(env, (a, stale), b, resource, "A expired", t).await
-}
-
-async fn vanished_round(
-    env: &Env,
-    a: &Redlock,
-    b: &Redlock,
-    resource: &str,
-    t: &mut Tally,
-) -> Result<(), String> {
-    let stale = acquire_within(a, resource, LONG_TTL, WITHIN)
-        .await
-        .map_err(|e| format!("A: {e}"))?
-        .lock;
-    let key = format!("redlock:{{{resource}}}");
-    env.on_all_nodes(&[b"DEL", key.as_bytes()]);
-    after_b_acquires(env, (a, stale), b, resource, "A's keys vanished", t).await
-}
-
-/// B acquires `resource` (A's lock `stale` is gone: `why`); then A extends and releases its stale
-/// lock, which must leave B's key as it was on every node; then B releases.
-async fn after_b_acquires(
-    env: &Env,
-    (a, mut stale): (&Redlock, Lock),
-    b: &Redlock,
-    resource: &str,
-    why: &str,
-    t: &mut Tally,
-) -> Result<(), String> {
+    let why = match loss {
+        Loss::Expired => {
+            wait(A_SHORT_TTL + Duration::from_millis(100)).await;
+            "A expired"
+        }
+        Loss::Vanished => {
+            let key = format!("redlock:{{{resource}}}");
+            env.on_all_nodes(&[b"DEL", key.as_bytes()]);
+            "A's keys vanished"
+        }
+    };
     let fresh = acquire_within(b, resource, LONG_TTL, WITHIN)
         .await
         .map_err(|e| format!("B after {why}: {e}"))?
