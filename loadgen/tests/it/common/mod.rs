@@ -4,6 +4,7 @@
 
 use std::io::Read;
 use std::net::TcpStream;
+use std::path::Path;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -24,12 +25,19 @@ pub fn run_within(mut cmd: Command, limit: Duration) -> Output {
     wait_within(child, limit)
 }
 
-/// Runs `cmd` within `limit` (see [`run_within`]); it must succeed. Returns its output and stderr.
-pub fn run_ok(cmd: Command, limit: Duration) -> (Output, String) {
+/// Runs `cmd` within `limit` (see [`run_within`]); it must succeed. Returns its stdout (the table)
+/// and stderr.
+pub fn run_ok(cmd: Command, limit: Duration) -> (String, String) {
     let out = run_within(cmd, limit);
     let err = stderr(&out);
     assert!(out.status.success(), "loadgen failed: {err}");
-    (out, err)
+    (String::from_utf8_lossy(&out.stdout).into_owned(), err)
+}
+
+/// The JSON document a run wrote to `path` (`--json`).
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Waits for a run that was told to end by the death of its node `url` (just killed): it ends
