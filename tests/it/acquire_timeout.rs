@@ -1,7 +1,7 @@
 //! `Config::acquire_timeout` bounds every form that waits as configured, by time alone: with a
 //! timeout set, a busy lock is retried until then, however small `retry_count` is.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
@@ -13,17 +13,20 @@ const TIMEOUT: Duration = Duration::from_millis(1200);
 
 type Attempt<'a> = Pin<Box<dyn Future<Output = Result<(), LockError>> + Send + 'a>>;
 
-fn ok<T>(r: Result<T, LockError>) -> Result<(), LockError> {
-    r.map(drop)
+/// A named form of acquire and its outcome, without what it got: every outcome this file expects is
+/// a timeout, so nothing is held when it ends.
+fn form<'a, T, A>(name: &'a str, attempt: A) -> (&'a str, Attempt<'a>)
+where
+    A: IntoFuture<Output = Result<T, LockError>> + Send + 'a,
+    A::IntoFuture: Send,
+{
+    (name, Box::pin(async move { attempt.await.map(drop) }))
 }
 
 #[tokio::test]
 async fn every_configured_form_waits_until_the_acquire_timeout() {
     let cluster = nodes(3);
-    let base = Config {
-        nodes: urls(&cluster),
-        ..crate::common::fresh_config()
-    };
+    let base = crate::common::fresh_config(urls(&cluster));
     let holder = Redlock::new(base.clone()).await.unwrap();
     // One retry 10 ms apart: the retry count alone would give up after ~20 ms.
     let waiter = Redlock::new(Config {
@@ -63,113 +66,43 @@ async fn every_configured_form_waits_until_the_acquire_timeout() {
     for r in ["slot", "slot-short"] {
         held.push(holder.lock(r).slots(1).ttl(TTL).once().await.unwrap());
     }
-    held.push(
-        holder
-            .lock_many(["m1", "m2"])
-            .ttl(TTL)
-            .once()
-            .await
-            .unwrap(),
-    );
-    held.push(
-        holder
-            .lock_many(["m3", "m4"])
-            .ttl(TTL)
-            .once()
-            .await
-            .unwrap(),
-    );
+    for set in [["m1", "m2"], ["m3", "m4"]] {
+        held.push(holder.lock_many(set).ttl(TTL).once().await.unwrap());
+    }
 
     let w = &waiter;
     let owner = w.owner();
     let policy = RenewPolicy::default();
     let forms: Vec<(&str, Attempt<'_>)> = vec![
-        (
-            "lock",
-            Box::pin(async { ok(w.lock("plain").ttl(TTL).await) }),
-        ),
-        (
-            "acquire",
-            Box::pin(async { ok(w.acquire("short", TTL).await) }),
-        ),
-        (
-            "lock().fenced()",
-            Box::pin(async { ok(w.lock("fenced").fenced().ttl(TTL).await) }),
-        ),
-        (
-            "acquire_fenced",
-            Box::pin(async { ok(w.acquire_fenced("fenced-short", TTL).await) }),
-        ),
-        (
-            "lock().read()",
-            Box::pin(async { ok(w.lock("read").read().ttl(TTL).await) }),
-        ),
-        (
-            "acquire_read",
-            Box::pin(async { ok(w.acquire_read("read-short", TTL).await) }),
-        ),
-        (
-            "lock().write()",
-            Box::pin(async { ok(w.lock("write").write().ttl(TTL).await) }),
-        ),
-        (
-            "acquire_write",
-            Box::pin(async { ok(w.acquire_write("write-short", TTL).await) }),
-        ),
-        (
-            "lock().fair()",
-            Box::pin(async { ok(w.lock("fair").fair().ttl(TTL).await) }),
-        ),
-        (
-            "acquire_fair",
-            Box::pin(async { ok(w.acquire_fair("fair-short", TTL).await) }),
-        ),
-        (
-            "lock().permits(1)",
-            Box::pin(async { ok(w.lock("permit").permits(1).ttl(TTL).await) }),
-        ),
-        (
-            "acquire_permit",
-            Box::pin(async { ok(w.acquire_permit("permit-short", 1, TTL).await) }),
-        ),
-        (
+        form("lock", w.lock("plain").ttl(TTL)),
+        form("acquire", w.acquire("short", TTL)),
+        form("lock().fenced()", w.lock("fenced").fenced().ttl(TTL)),
+        form("acquire_fenced", w.acquire_fenced("fenced-short", TTL)),
+        form("lock().read()", w.lock("read").read().ttl(TTL)),
+        form("acquire_read", w.acquire_read("read-short", TTL)),
+        form("lock().write()", w.lock("write").write().ttl(TTL)),
+        form("acquire_write", w.acquire_write("write-short", TTL)),
+        form("lock().fair()", w.lock("fair").fair().ttl(TTL)),
+        form("acquire_fair", w.acquire_fair("fair-short", TTL)),
+        form("lock().permits(1)", w.lock("permit").permits(1).ttl(TTL)),
+        form("acquire_permit", w.acquire_permit("permit-short", 1, TTL)),
+        form(
             "with_permit",
-            Box::pin(async { w.with_permit("permit-scoped", 1, TTL, |_| async {}).await }),
+            w.with_permit("permit-scoped", 1, TTL, |_| async {}),
         ),
-        (
-            "lock().slots(1)",
-            Box::pin(async { ok(w.lock("slot").slots(1).ttl(TTL).await) }),
-        ),
-        (
-            "acquire_slot",
-            Box::pin(async { ok(w.acquire_slot("slot-short", 1, TTL).await) }),
-        ),
-        (
-            "lock_many",
-            Box::pin(async { ok(w.lock_many(["m1", "m2"]).ttl(TTL).await) }),
-        ),
-        (
-            "acquire_many",
-            Box::pin(async { ok(w.acquire_many(&[b"m3", b"m4"], TTL).await) }),
-        ),
-        (
-            "with_lock",
-            Box::pin(async { w.with_lock("scoped", TTL, |_| async {}).await }),
-        ),
-        (
-            "owner().acquire",
-            Box::pin(async { ok(owner.acquire("owner", TTL).await) }),
-        ),
-        (
+        form("lock().slots(1)", w.lock("slot").slots(1).ttl(TTL)),
+        form("acquire_slot", w.acquire_slot("slot-short", 1, TTL)),
+        form("lock_many", w.lock_many(["m1", "m2"]).ttl(TTL)),
+        form("acquire_many", w.acquire_many(&[b"m3", b"m4"], TTL)),
+        form("with_lock", w.with_lock("scoped", TTL, |_| async {})),
+        form("owner().acquire", owner.acquire("owner", TTL)),
+        form(
             "lock().renewed()",
-            Box::pin(async { ok(w.lock("renewed").ttl(TTL).renewed(policy.clone()).await) }),
+            w.lock("renewed").ttl(TTL).renewed(policy.clone()),
         ),
-        (
+        form(
             "acquire_renewed",
-            Box::pin(async {
-                ok(w.acquire_renewed("renewed-short", TTL, policy.clone())
-                    .await)
-            }),
+            w.acquire_renewed("renewed-short", TTL, policy.clone()),
         ),
     ];
     let began = Instant::now();
@@ -196,10 +129,7 @@ async fn every_configured_form_waits_until_the_acquire_timeout() {
 #[tokio::test]
 async fn a_lock_freed_before_the_acquire_timeout_is_taken() {
     let cluster = nodes(3);
-    let base = Config {
-        nodes: urls(&cluster),
-        ..crate::common::fresh_config()
-    };
+    let base = crate::common::fresh_config(urls(&cluster));
     let holder = Redlock::new(base.clone()).await.unwrap();
     let waiter = Redlock::new(Config {
         acquire_timeout: Some(Duration::from_secs(5)),

@@ -2,52 +2,21 @@
 
 use std::time::Duration;
 
-use crate::common::{transports, RedisNode};
+use crate::common::{acl, build, quick, transports, RedisNode};
 use redlock_engine::{LockError, NodeError, Redlock};
 
 const TTL: Duration = Duration::from_secs(5);
 
-/// The commands of the README's minimal ACL, without the pub/sub part (also `cluster_tls`'s).
-pub(crate) const LOCK_COMMANDS: [&str; 11] = [
-    "+set",
-    "+get",
-    "+del",
-    "+pexpire",
-    "+exists",
-    "+eval",
-    "+evalsha",
-    "+script|load",
-    "+info",
-    "+ping",
-    "+time",
-];
-
 async fn engine(url: String, transport: redlock_engine::Transport) -> Redlock {
-    crate::common::builder()
-        .nodes([url])
-        .transport(transport)
-        .retry(0, Duration::ZERO, Duration::ZERO)
-        .connect_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .unwrap()
+    build(quick([url], 0).transport(transport)).await
 }
 
 #[tokio::test]
 async fn password_and_acl_user_with_minimal_permissions() {
-    // One config line: `user locker on >pw ~redlock:* +set ...`; each word is its own argument.
-    let mut args = vec![
-        "--requirepass",
-        "s3cret",
-        "--user",
-        "locker",
-        "on",
-        ">pw",
-        "~redlock:*",
-    ];
-    args.extend(LOCK_COMMANDS);
-    // release notifications: releases publish on the key's name, waiters subscribe to it
-    args.extend(["&redlock:*", "+publish", "+subscribe", "+unsubscribe"]);
+    // One config line: `user locker on >pw ~redlock:* &redlock:* +set ...`; each word is its own
+    // argument.
+    let mut args = vec!["--requirepass", "s3cret", "--user", "locker", "on", ">pw"];
+    args.extend(acl::lock_user());
     let node = RedisNode::start_with(&args);
     for transport in transports() {
         for url in [
@@ -111,7 +80,7 @@ async fn database_number_in_the_url_is_selected() {
 async fn a_missing_acl_permission_is_a_clear_refusal_not_a_grant() {
     // `nokeys` may run everything a lock needs, but only on `other:*` keys.
     let mut args = vec!["--user", "nokeys", "on", ">pw", "~other:*"];
-    args.extend(LOCK_COMMANDS);
+    args.extend(acl::commands(acl::lock_user()));
     // `noscript` may write lock keys but not load or run the scripts that release them.
     args.extend([
         "--user",

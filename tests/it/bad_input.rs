@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, nodes, transports, urls};
+use crate::common::{engine, engine_with, nodes, transports, urls};
 use redlock_engine::{Config, LockError, Redlock};
 
 fn invalid_config(err: Result<Redlock, LockError>) -> String {
@@ -17,10 +17,7 @@ async fn bad_configurations_are_rejected_with_a_reason() {
     let cluster = nodes(1);
     let good = cluster[0].url();
     let with = |f: &dyn Fn(&mut Config)| {
-        let mut c = Config {
-            nodes: vec![good.clone()],
-            ..crate::common::fresh_config()
-        };
+        let mut c = crate::common::fresh_config(vec![good.clone()]);
         f(&mut c);
         c
     };
@@ -135,12 +132,7 @@ async fn bad_ttls_and_resources_are_rejected() {
 #[tokio::test]
 async fn a_ttl_not_above_the_node_timeout_is_rejected() {
     let cluster = nodes(1);
-    let e = crate::common::builder()
-        .nodes(urls(&cluster))
-        .node_timeout(Duration::from_millis(100))
-        .build()
-        .await
-        .unwrap();
+    let e = engine_with(&cluster, |b| b.node_timeout(Duration::from_millis(100))).await;
     let err = e
         .try_acquire(b"r", Duration::from_millis(100))
         .await
@@ -244,13 +236,12 @@ async fn a_node_its_transport_cannot_serve_is_a_node_error() {
     // fred takes database indexes up to 255 only: that node can never be served, so building fails
     // and names it, instead of an engine whose node fails every command.
     let config = Config {
-        nodes: vec![
-            "redis://127.0.0.1:1".into(),
-            "redis://127.0.0.1:2/300".into(),
-        ],
         transport: redlock_engine::Transport::Fred,
         connect_timeout: Duration::from_millis(50),
-        ..crate::common::fresh_config()
+        ..crate::common::fresh_config(vec![
+            "redis://127.0.0.1:1".into(),
+            "redis://127.0.0.1:2/300".into(),
+        ])
     };
     match Redlock::new(config).await {
         Err(err @ LockError::Node { index: 1, .. }) => {

@@ -3,15 +3,8 @@
 
 use std::time::Duration;
 
-use crate::common::{nodes, urls};
+use crate::common::{fresh_config, fresh_engine, nodes, urls};
 use redlock_engine::{Config, LockError, Redlock};
-
-fn config(urls: Vec<String>) -> Config {
-    Config {
-        nodes: urls,
-        ..crate::common::fresh_config()
-    }
-}
 
 fn within(d: Option<Duration>, low_ms: u64, high_ms: u64) -> bool {
     d.is_some_and(|d| d >= Duration::from_millis(low_ms) && d <= Duration::from_millis(high_ms))
@@ -22,11 +15,11 @@ async fn a_busy_error_names_the_holder_and_when_its_keys_run_out() {
     let cluster = nodes(3);
     let holder = Redlock::new(Config {
         holder_label: Some("worker-7".into()),
-        ..config(urls(&cluster))
+        ..fresh_config(urls(&cluster))
     })
     .await
     .unwrap();
-    let other = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let other = fresh_engine(urls(&cluster)).await;
     let _held = holder
         .lock("r")
         .ttl(Duration::from_secs(5))
@@ -61,8 +54,8 @@ async fn a_busy_error_names_the_holder_and_when_its_keys_run_out() {
 #[tokio::test]
 async fn readers_holding_off_a_writer_and_a_local_holder() {
     let cluster = nodes(3);
-    let redlock = Redlock::new(config(urls(&cluster))).await.unwrap();
-    let other = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let redlock = fresh_engine(urls(&cluster)).await;
+    let other = fresh_engine(urls(&cluster)).await;
     let _reader = redlock
         .lock("doc")
         .read()

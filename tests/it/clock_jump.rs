@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::common::{builder, RedisNode};
+use crate::common::{build, guarded, quick, skip_unless, RedisNode};
 use redlock_engine::{LockError, NodeError, Redlock, RenewPolicy};
 use testkit::clock::SteppableNode;
 
@@ -44,24 +44,12 @@ impl Nodes {
 }
 
 async fn engine(nodes: &Nodes, guard: bool) -> Redlock {
-    builder()
-        .nodes(nodes.urls())
-        .clock_guard(guard)
-        .retry(1, Duration::from_millis(5), Duration::from_millis(5))
-        .connect_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .expect("engine builds")
+    build(quick(nodes.urls(), 1).clock_guard(guard)).await
 }
 
 #[tokio::test]
 async fn a_node_whose_clock_jumps_forward_does_not_vote() {
-    if !testkit::server::skip_unless(
-        "clock_jump::a_node_whose_clock_jumps_forward_does_not_vote",
-        testkit::server::Needs::ImmediateClock,
-    ) {
-        return;
-    }
+    skip_unless!(ImmediateClock);
     for guard in [false, true] {
         let nodes = Nodes::start();
         let a = engine(&nodes, guard).await;
@@ -132,16 +120,7 @@ async fn a_backward_step_or_a_slow_skew_does_not_silence_a_node() {
 
 /// A single node under quarantine with a short maximum lifetime; `guard` as given.
 async fn quarantined_engine(url: String, guard: bool) -> Redlock {
-    builder()
-        .nodes([url])
-        .quarantine(true)
-        .max_ttl(MAX_TTL)
-        .clock_guard(guard)
-        .retry(0, Duration::ZERO, Duration::ZERO)
-        .connect_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .expect("engine builds")
+    build(guarded([url], MAX_TTL).clock_guard(guard)).await
 }
 
 const MAX_TTL: Duration = Duration::from_secs(3);
@@ -155,12 +134,7 @@ fn is_quarantined(result: &Result<redlock_engine::Lock, LockError>) -> bool {
 
 #[tokio::test]
 async fn a_node_whose_clock_is_behind_its_start_connects_and_waits_out_its_quarantine() {
-    if !testkit::server::skip_unless(
-        "clock_jump::a_node_whose_clock_is_behind_its_start_connects_and_waits_out_its_quarantine",
-        testkit::server::Needs::ImmediateClock,
-    ) {
-        return;
-    }
+    skip_unless!(ImmediateClock);
     let node = SteppableNode::start();
     node.step(-3_600_000);
     let info = node.cmd(&[b"INFO", b"server"]);

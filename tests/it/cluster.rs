@@ -6,7 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{builder, engine, eventually, nodes, until_outcome, urls};
+use crate::common::{
+    attempt, build, builder, engine, eventually, guarded, nodes, until_outcome, urls,
+};
 use redlock_engine::{LockError, Transport};
 use testkit::RedisCluster;
 
@@ -75,12 +77,11 @@ async fn every_kind(e: &redlock_engine::Redlock) {
         .await
         .unwrap();
     e.release(both).await.unwrap();
-    match e
-        .lock_many([&b"order:8:items"[..], b"order:9:payment"])
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
+    match attempt(
+        e.lock_many([&b"order:8:items"[..], b"order:9:payment"]),
+        TTL,
+    )
+    .await
     {
         Err(LockError::InvalidInput(why)) => assert!(why.contains("hash tag"), "{why}"),
         other => panic!("{other:?}"),
@@ -88,14 +89,7 @@ async fn every_kind(e: &redlock_engine::Redlock) {
     // Read-write: reader set and writer intent beside the lock key.
     let r1 = e.acquire_read(b"doc", TTL).await.unwrap();
     let r2 = e.acquire_read(b"doc", TTL).await.unwrap();
-    assert!(e
-        .lock(b"doc")
-        .write()
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .is_err());
+    assert!(attempt(e.lock(b"doc").write(), TTL).await.is_err());
     e.release(r1).await.unwrap();
     e.release(r2).await.unwrap();
     let w = e.acquire_write(b"doc", TTL).await.unwrap();
@@ -238,14 +232,7 @@ async fn a_dead_master_costs_only_its_slots_and_its_restart_is_quarantined() {
     );
 
     // Quarantine on (max_ttl 2 s): a restarted master keeps only its own slots out for max_ttl.
-    let guarded = builder()
-        .nodes(vec![cluster.url()])
-        .quarantine(true)
-        .max_ttl(Duration::from_secs(2))
-        .retry(0, Duration::from_millis(5), Duration::from_millis(5))
-        .build()
-        .await
-        .unwrap();
+    let guarded = build(guarded([cluster.url()], Duration::from_secs(2))).await;
     assert!(
         until_outcome(&guarded, b"victim", true, Duration::from_secs(10)).await,
         "votes once every master is older than max_ttl"

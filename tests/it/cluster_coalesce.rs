@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::common::{builder, calls};
+use crate::common::{builder, calls, migrate_every_key};
 use redlock_engine::{Lock, Redlock};
 use testkit::RedisCluster;
 
@@ -84,10 +84,7 @@ async fn a_group_with_keys_migrated_away_sends_those_alone_and_releases_all() {
         .collect();
     let mut locks = take(&e, moving.iter().cloned()).await;
     locks.extend(take(&e, staying.iter().cloned()).await);
-    tokio::task::block_in_place(|| {
-        cluster.begin_migration(slot, source, target);
-        while cluster.migrate_keys(slot, source, target, 16) > 0 {}
-    });
+    migrate_every_key(&cluster, slot, source, target);
     let (_, ask_before) = cluster.redirects_sent(source);
     // Shuffled so that groups mix keys the source holds with keys it sends on with `ASK`.
     let mut mixed = Vec::new();

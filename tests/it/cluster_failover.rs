@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::cluster_load::{resources_on, Load, Outcome};
-use crate::common::{builder, until_outcome};
+use crate::common::{self, build, until_outcome};
 use redlock_engine::Redlock;
 use testkit::RedisCluster;
 
@@ -16,27 +16,27 @@ const TTL: Duration = Duration::from_secs(1);
 const MAX_TTL: Duration = Duration::from_secs(2);
 
 async fn guarded(cluster: &RedisCluster) -> Redlock {
-    builder()
-        .nodes(vec![cluster.url()])
-        .quarantine(true)
-        .max_ttl(MAX_TTL)
-        .retry(0, Duration::from_millis(5), Duration::from_millis(5))
-        .connect_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .unwrap()
+    build(common::guarded([cluster.url()], MAX_TTL)).await
 }
 
-/// What a phase must show: the victim shard's resources not granted for about `MAX_TTL` after
+/// Ends a phase once the victim shard had time to vote again, and checks what it must show: no
+/// resource granted twice, the victim shard's resources not granted for about `MAX_TTL` after
 /// `promoted` (then granted again), the others granted without a long gap around it.
-fn check_phase(
-    out: &Outcome,
+async fn end_phase(
+    load: Load,
     what: &str,
     victim: &[String],
     others: &[String],
     event: Instant,
-    promoted: Instant,
-) {
+) -> Outcome {
+    let promoted = Instant::now();
+    tokio::time::sleep(MAX_TTL + Duration::from_secs(3)).await;
+    let out = load.stop().await;
+    assert!(
+        out.overlaps().is_empty(),
+        "{what}: granted twice: {:?}",
+        out.overlaps()
+    );
     let first = out
         .first_grant_after(victim, promoted)
         .unwrap_or_else(|| panic!("{what}: the victim shard never voted again"));
@@ -59,6 +59,7 @@ fn check_phase(
         theirs.is_empty(),
         "{what}: failures on the other shards: {theirs:?}"
     );
+    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,15 +87,7 @@ async fn a_failover_or_a_killed_master_suspends_only_its_shard() {
     let r = replica;
     let c = &cluster;
     tokio::task::block_in_place(|| c.failover(r, false));
-    let promoted = Instant::now();
-    tokio::time::sleep(MAX_TTL + Duration::from_secs(3)).await;
-    let out = load.stop().await;
-    assert!(
-        out.overlaps().is_empty(),
-        "granted twice: {:?}",
-        out.overlaps()
-    );
-    check_phase(&out, "CLUSTER FAILOVER", &victim, &others, event, promoted);
+    end_phase(load, "CLUSTER FAILOVER", &victim, &others, event).await;
 
     // Phase 2: kill -9 of shard 1's master; the cluster promotes its replica.
     let dying = cluster.owner_of(format!("redlock:{{{}}}", probes[1]).as_bytes());
@@ -110,15 +103,7 @@ async fn a_failover_or_a_killed_master_suspends_only_its_shard() {
     cluster.members[dying].kill9();
     let c = &cluster;
     tokio::task::block_in_place(|| c.wait_promoted(replica, Duration::from_secs(20)));
-    let promoted = Instant::now();
-    tokio::time::sleep(MAX_TTL + Duration::from_secs(3)).await;
-    let out = load.stop().await;
-    assert!(
-        out.overlaps().is_empty(),
-        "granted twice: {:?}",
-        out.overlaps()
-    );
-    check_phase(&out, "kill -9", &victim, &others, event, promoted);
+    let out = end_phase(load, "kill -9", &victim, &others, event).await;
     assert!(
         out.grants.len() > 100,
         "load ran: {} grants",

@@ -7,21 +7,14 @@
 use std::time::Duration;
 
 use crate::cluster_load::Load;
-use crate::common::{builder, until_outcome};
+use crate::common::{self, build, until_outcome};
 use redlock_engine::Redlock;
 use testkit::RedisCluster;
 
 const TTL: Duration = Duration::from_secs(1);
 
 async fn guarded(cluster: &RedisCluster) -> Redlock {
-    builder()
-        .nodes(vec![cluster.url()])
-        .quarantine(true)
-        .max_ttl(Duration::from_secs(2))
-        .retry(0, Duration::from_millis(5), Duration::from_millis(5))
-        .build()
-        .await
-        .unwrap()
+    build(common::guarded([cluster.url()], Duration::from_secs(2))).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::cluster::{on_member, woken_through};
-use crate::common::{builder, tls_material};
+use crate::common::{builder, migrate_every_key, skip_unless, tls_material};
 use redlock_engine::{Builder, LockError, NodeError, Redlock};
 use testkit::{RedisCluster, TlsFiles};
 
@@ -22,12 +22,7 @@ fn quick(b: Builder) -> Builder {
 
 #[tokio::test]
 async fn a_tls_cluster_locks_through_its_tls_ports() {
-    if !testkit::server::skip_unless(
-        "cluster_tls::a_tls_cluster_locks_through_its_tls_ports",
-        testkit::server::Needs::Tls,
-    ) {
-        return;
-    }
+    skip_unless!(Tls);
     let (_dir, ca, cert, key) = tls_material();
     let cluster = RedisCluster::start_tls(
         3,
@@ -108,9 +103,8 @@ fn refusal<T: std::fmt::Debug>(result: Result<T, LockError>) -> NodeError {
 
 /// The guide's lock user ("Minimal ACL"): its keys, its channels, the commands a lock needs.
 fn lock_user(extra: &[&'static str]) -> Vec<&'static str> {
-    let mut rules = vec!["on", ">pw", "~redlock:*", "&redlock:*"];
-    rules.extend(crate::auth::LOCK_COMMANDS);
-    rules.extend(["+publish", "+subscribe", "+unsubscribe"]);
+    let mut rules = vec!["on", ">pw"];
+    rules.extend(crate::common::acl::lock_user());
     rules.extend(extra);
     rules
 }
@@ -161,12 +155,7 @@ async fn basics_as(cluster: &RedisCluster, user: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_guides_cluster_acl_is_enough_through_a_slot_migration() {
-    if !testkit::server::skip_unless(
-        "cluster_tls::the_guides_cluster_acl_is_enough_through_a_slot_migration",
-        testkit::server::Needs::Acl7,
-    ) {
-        return;
-    }
+    skip_unless!(Acl7);
     let cluster = RedisCluster::start(3);
     cluster.acl_setuser("locker", &lock_user(&CLUSTER_RULES));
     basics_as(&cluster, "locker").await;
@@ -179,10 +168,7 @@ async fn the_guides_cluster_acl_is_enough_through_a_slot_migration() {
     let source = cluster.owner_of(b"redlock:{m}:held");
     let target = (source + 1) % 3;
     let mut held = a.acquire(b"{m}:held", TTL).await.unwrap();
-    tokio::task::block_in_place(|| {
-        cluster.begin_migration(slot, source, target);
-        while cluster.migrate_keys(slot, source, target, 10) > 0 {}
-    });
+    migrate_every_key(&cluster, slot, source, target);
     // The slot is migrating and its keys are on the target: every command is answered `ASK` and
     // sent there after `ASKING`.
     assert!(holds(&cluster, target, slot, "redlock:{m}:held"));
@@ -211,12 +197,7 @@ async fn the_guides_cluster_acl_is_enough_through_a_slot_migration() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_asking_a_migrating_slot_is_refused_with_noperm() {
-    if !testkit::server::skip_unless(
-        "cluster_tls::without_asking_a_migrating_slot_is_refused_with_noperm",
-        testkit::server::Needs::Acl7,
-    ) {
-        return;
-    }
+    skip_unless!(Acl7);
     let cluster = RedisCluster::start(3);
     cluster.acl_setuser("noasking", &lock_user(&["+cluster|shards"]));
     let a = engine_as(&cluster, "noasking").await;
@@ -224,10 +205,7 @@ async fn without_asking_a_migrating_slot_is_refused_with_noperm() {
     let source = cluster.owner_of(b"redlock:{m}:held");
     let target = (source + 1) % 3;
     let mut held = a.acquire(b"{m}:held", TTL).await.unwrap();
-    tokio::task::block_in_place(|| {
-        cluster.begin_migration(slot, source, target);
-        while cluster.migrate_keys(slot, source, target, 10) > 0 {}
-    });
+    migrate_every_key(&cluster, slot, source, target);
     // Every command for the slot is answered `ASK`; the target refuses the `ASKING` before it, so
     // it fails with that refusal (not followed back and forth to the hop bound), and runs nowhere.
     let noperm = |e: NodeError| {
@@ -254,12 +232,7 @@ async fn without_asking_a_migrating_slot_is_refused_with_noperm() {
 
 #[tokio::test]
 async fn without_cluster_shards_the_slot_map_is_refused_with_noperm() {
-    if !testkit::server::skip_unless(
-        "cluster_tls::without_cluster_shards_the_slot_map_is_refused_with_noperm",
-        testkit::server::Needs::Acl7,
-    ) {
-        return;
-    }
+    skip_unless!(Acl7);
     let cluster = RedisCluster::start(3);
     cluster.acl_setuser("nomap", &lock_user(&["+asking"]));
     cluster.acl_setuser("slots", &lock_user(&["+cluster|slots", "+asking"]));

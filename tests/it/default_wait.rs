@@ -16,11 +16,10 @@ type Shape = fn(LockRequest<'_>) -> LockRequest<'_>;
 
 fn config(urls: Vec<String>) -> Config {
     Config {
-        nodes: urls,
         retry_count: 3,
         retry_delay: Duration::from_millis(10),
         retry_jitter: Duration::from_millis(10),
-        ..crate::common::fresh_config()
+        ..crate::common::fresh_config(urls)
     }
 }
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::common::RedisNode;
+use crate::common::{build, guarded, RedisNode};
 use redlock_engine::{LockError, NodeError, Redlock};
 
 /// Long enough that a quarantined node could not vote during the test.
@@ -51,15 +51,7 @@ impl Drop for AofNode {
 }
 
 async fn engine(urls: Vec<String>) -> Redlock {
-    Redlock::builder()
-        .nodes(urls)
-        .quarantine(true)
-        .max_ttl(MAX_TTL)
-        .retry(0, Duration::ZERO, Duration::ZERO)
-        .connect_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .expect("engine builds")
+    build(guarded(urls, MAX_TTL)).await
 }
 
 fn durable_url(port: u16, auth: &str) -> String {

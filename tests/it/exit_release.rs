@@ -34,19 +34,24 @@ async fn engine() -> redlock_engine::Redlock {
         .unwrap()
 }
 
-#[test]
-#[ignore = "a child process of a_panic_while_holding_a_guard_leaves_no_key"]
-fn child_panics_holding_a_guard() {
+/// Runs `main` as a program's `#[tokio::main]` would: its runtime ends with it, and nothing after.
+fn as_a_program(main: impl std::future::Future<Output = ()>) {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
-        .block_on(async {
-            let redlock = engine().await;
-            let _guard = redlock.lock("job").ttl(TTL).once().await.unwrap();
-            println!("child: holding");
-            panic!("the critical section failed");
-        });
+        .block_on(main)
+}
+
+#[test]
+#[ignore = "a child process of a_panic_while_holding_a_guard_leaves_no_key"]
+fn child_panics_holding_a_guard() {
+    as_a_program(async {
+        let redlock = engine().await;
+        let _guard = redlock.lock("job").ttl(TTL).once().await.unwrap();
+        println!("child: holding");
+        panic!("the critical section failed");
+    });
 }
 
 #[tokio::test]
@@ -69,26 +74,22 @@ const GUARDS: usize = 10_000;
 #[test]
 #[ignore = "a child process of guards_dropped_at_the_end_of_main_leave_no_key"]
 fn child_drops_guards_at_the_end() {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let redlock = engine().await;
-            let mut guards = Vec::with_capacity(GUARDS);
-            for i in 0..GUARDS {
-                guards.push(
-                    redlock
-                        .lock(format!("item:{i}"))
-                        .ttl(TTL)
-                        .once()
-                        .await
-                        .unwrap(),
-                );
-            }
-            println!("child: holding {}", guards.len());
-            // Dropped here, then the engine, then the runtime ends: nothing awaits again.
-        });
+    as_a_program(async {
+        let redlock = engine().await;
+        let mut guards = Vec::with_capacity(GUARDS);
+        for i in 0..GUARDS {
+            guards.push(
+                redlock
+                    .lock(format!("item:{i}"))
+                    .ttl(TTL)
+                    .once()
+                    .await
+                    .unwrap(),
+            );
+        }
+        println!("child: holding {}", guards.len());
+        // Dropped here, then the engine, then the runtime ends: nothing awaits again.
+    });
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{dead_url, fair_queued as queued, nodes, urls, RedisNode};
+use crate::common::{dead_url, engine_with, fair_queued as queued, nodes, urls, RedisNode};
 use redlock_engine::{Config, LockError, Redlock, RenewPolicy};
 use tokio::time::Instant;
 
@@ -128,12 +128,7 @@ async fn a_cancelled_waiter_leaves_at_once_and_a_dead_ones_place_expires_within_
         "the cancelled waiter's entries were removed"
     );
     // Timed out: the same, with an error.
-    let short = crate::common::builder()
-        .nodes(urls(&cluster))
-        .acquire_timeout(Duration::from_millis(200))
-        .build()
-        .await
-        .unwrap();
+    let short = engine_with(&cluster, |b| b.acquire_timeout(Duration::from_millis(200))).await;
     assert!(matches!(
         short.acquire_fair("gone", TTL).await,
         Err(LockError::Timeout { .. })

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{nodes, transports, urls};
+use crate::common::{build, nodes, quick, transports, urls};
 use redlock_engine::{LockError, Redlock, Transport};
 use tokio::time::Instant;
 
@@ -13,15 +13,12 @@ const NODE_TIMEOUT: Duration = Duration::from_millis(50);
 const MARGIN: Duration = Duration::from_millis(250);
 
 async fn engine_with_timeout(urls: Vec<String>, transport: Transport) -> Redlock {
-    crate::common::builder()
-        .nodes(urls)
-        .transport(transport)
-        .node_timeout(NODE_TIMEOUT)
-        .retry(0, Duration::ZERO, Duration::ZERO)
-        .connect_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .unwrap()
+    build(
+        quick(urls, 0)
+            .transport(transport)
+            .node_timeout(NODE_TIMEOUT),
+    )
+    .await
 }
 
 #[tokio::test]

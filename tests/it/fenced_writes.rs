@@ -4,17 +4,8 @@
 
 use std::time::Duration;
 
-use crate::common::{nodes, urls, RedisNode};
-use redlock_engine::{Config, Redlock, Written};
-
-async fn engine(urls: Vec<String>) -> Redlock {
-    Redlock::new(Config {
-        nodes: urls,
-        ..crate::common::fresh_config()
-    })
-    .await
-    .unwrap()
-}
+use crate::common::{fresh_engine, nodes, urls, RedisNode};
+use redlock_engine::{Redlock, Written};
 
 /// Two holders one after the other: the first's lock runs out before it writes (a pause), the
 /// second takes the lock and writes. Returns both tokens.
@@ -38,7 +29,7 @@ async fn paused_then_next(redlock: &Redlock, resource: &str) -> (u64, u64) {
 #[tokio::test]
 async fn a_redis_store_refuses_the_paused_holders_late_write() {
     let cluster = nodes(3);
-    let redlock = engine(urls(&cluster)).await;
+    let redlock = fresh_engine(urls(&cluster)).await;
     let store_node = RedisNode::start();
     let store = redlock.fenced_store(&store_node.url()).await.unwrap();
     let (stale, fresh) = paused_then_next(&redlock, "ledger").await;
@@ -64,7 +55,7 @@ async fn a_redis_store_refuses_the_paused_holders_late_write() {
 #[tokio::test]
 async fn tokens_survive_json_and_the_sql_form_refuses_a_stale_write() {
     let cluster = nodes(3);
-    let redlock = engine(urls(&cluster)).await;
+    let redlock = fresh_engine(urls(&cluster)).await;
     let (stale, fresh) = paused_then_next(&redlock, "account:7").await;
     for token in [stale, fresh] {
         assert!(token < 1 << 53, "{token} is exact as a JSON number");

@@ -14,12 +14,11 @@ const LIST: &[u8] = b"redlock:{h}:wait";
 
 fn config(urls: Vec<String>, retry_delay: Duration) -> Config {
     Config {
-        nodes: urls,
         retry_count: 200,
         retry_delay,
         retry_jitter: Duration::ZERO,
         cross_process_handoff: true,
-        ..crate::common::fresh_config()
+        ..crate::common::fresh_config(urls)
     }
 }
 

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use crate::common::{nodes, RedisNode};
+use crate::common::{attempt, build, nodes, quick, RedisNode};
 use redlock_engine::{LockError, Redlock};
 use testkit::hostile::{bulk, rss, Action, Hostile};
 
@@ -66,14 +66,7 @@ async fn refused_naming(healthy: &RedisNode, bad: &Hostile, expect: &str) {
 
 /// An engine with a per-node deadline long enough for a reply dripped byte by byte on a busy machine.
 async fn engine(urls: Vec<String>) -> Redlock {
-    crate::common::builder()
-        .nodes(urls)
-        .node_timeout(Duration::from_secs(1))
-        .retry(3, Duration::from_millis(5), Duration::from_millis(5))
-        .connect_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .expect("engine builds")
+    build(quick(urls, 3).node_timeout(Duration::from_secs(1))).await
 }
 
 fn stream(header: &[u8], fill: &[u8]) -> Action {
@@ -207,27 +200,14 @@ async fn wrong_types_to_scripts_are_failures() {
         let bad = Hostile::on("EVALSHA", Action::Send(reply.to_vec()));
         let e = engine(vec![healthy[0].url(), bad.url()]).await;
         // Multi-resource acquire is a script: refused without the hostile node's vote.
-        match e
-            .lock_many([&b"m1"[..], b"m2"])
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-        {
+        match attempt(e.lock_many([&b"m1"[..], b"m2"]), TTL).await {
             Err(LockError::QuorumNotReached { failures, .. }) => {
                 assert!(failures[0].1.to_string().contains(phrase), "{failures:?}");
             }
             other => panic!("multi acquire: {other:?}"),
         }
         // Fenced acquire expects a bulk `+<counter>`: an integer or status is not one.
-        match e
-            .lock(b"f")
-            .fenced()
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-        {
+        match attempt(e.lock(b"f").fenced(), TTL).await {
             Err(LockError::QuorumNotReached { failures, .. }) => {
                 assert!(
                     failures[0].1.to_string().contains("fenced acquire"),

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{builder, nodes};
+use crate::common::{build, nodes, quick};
 use redlock_engine::{LockError, Redlock};
 use testkit::hostile::{normal, rss, verb, Action, Hostile};
 
@@ -43,14 +43,7 @@ fn fake_cluster(
 }
 
 async fn engine(urls: Vec<String>) -> Redlock {
-    builder()
-        .nodes(urls)
-        .node_timeout(Duration::from_secs(1))
-        .retry(0, Duration::from_millis(5), Duration::from_millis(5))
-        .connect_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .expect("engine builds")
+    build(quick(urls, 0).node_timeout(Duration::from_secs(1))).await
 }
 
 /// Two healthy masters beside the fake cluster grant and release; alone with one of them, the lock

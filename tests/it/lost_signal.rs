@@ -3,21 +3,27 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{dead_url, nodes, urls};
-use redlock_engine::{Config, LockError, Redlock};
+use crate::common::{dead_url, fresh_engine, nodes, urls, RedisNode};
+use redlock_engine::{LockError, LockGuard};
 
-fn config(urls: Vec<String>) -> Config {
-    Config {
-        nodes: urls,
-        ..crate::common::fresh_config()
-    }
+/// `guard.is_held()` asked while nodes 1 and 2 stop answering (SIGSTOP): an error, not a no.
+async fn no_answer_with_two_frozen(guard: &LockGuard, cluster: &[RedisNode]) {
+    cluster[1].freeze();
+    cluster[2].freeze();
+    let asked = guard.is_held().await;
+    cluster[1].thaw();
+    cluster[2].thaw();
+    assert!(
+        matches!(asked, Err(LockError::QuorumNotReached { .. })),
+        "{asked:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_check_finds_every_kind_held_then_gone_after_a_forced_release_or_an_eviction() {
     let cluster = nodes(3);
-    let redlock = Redlock::new(config(urls(&cluster))).await.unwrap();
-    let operator = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let redlock = fresh_engine(urls(&cluster)).await;
+    let operator = fresh_engine(urls(&cluster)).await;
     let guards = vec![
         ("plain", redlock.lock("plain").await.unwrap()),
         ("fenced", redlock.lock("fenced").fenced().await.unwrap()),
@@ -59,8 +65,8 @@ async fn a_check_finds_every_kind_held_then_gone_after_a_forced_release_or_an_ev
 #[tokio::test]
 async fn another_owner_after_the_ttl_is_seen_and_lost_completes_when_validity_ends() {
     let cluster = nodes(3);
-    let redlock = Redlock::new(config(urls(&cluster))).await.unwrap();
-    let other = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let redlock = fresh_engine(urls(&cluster)).await;
+    let other = fresh_engine(urls(&cluster)).await;
     let ttl = Duration::from_millis(400);
     let guard = redlock.lock("short").ttl(ttl).await.unwrap();
     let began = Instant::now();
@@ -81,7 +87,7 @@ async fn a_shutdown_ends_the_lost_signal_and_a_minority_down_does_not() {
     let cluster = nodes(2);
     let mut all = urls(&cluster);
     all.push(dead_url());
-    let redlock = Redlock::new(config(all)).await.unwrap();
+    let redlock = fresh_engine(all).await;
     let guard = redlock.lock("kept").await.unwrap();
     // Two of three answer: held.
     assert!(guard.is_held().await.unwrap());
@@ -97,18 +103,10 @@ async fn a_shutdown_ends_the_lost_signal_and_a_minority_down_does_not() {
 #[tokio::test]
 async fn too_few_answers_to_tell_is_an_error_not_a_no() {
     let cluster = nodes(3);
-    let redlock = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let redlock = fresh_engine(urls(&cluster)).await;
     let guard = redlock.lock("unsure").await.unwrap();
     // Two of three nodes stop answering (SIGSTOP): no quorum can answer either way.
-    cluster[1].freeze();
-    cluster[2].freeze();
-    let asked = guard.is_held().await;
-    cluster[1].thaw();
-    cluster[2].thaw();
-    assert!(
-        matches!(asked, Err(LockError::QuorumNotReached { .. })),
-        "{asked:?}"
-    );
+    no_answer_with_two_frozen(&guard, &cluster).await;
     assert!(
         guard.is_valid(),
         "an unanswered check does not lose the lock"
@@ -119,8 +117,8 @@ async fn too_few_answers_to_tell_is_an_error_not_a_no() {
 #[tokio::test]
 async fn a_renewed_lock_found_gone_is_lost_at_once() {
     let cluster = nodes(3);
-    let redlock = Redlock::new(config(urls(&cluster))).await.unwrap();
-    let operator = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let redlock = fresh_engine(urls(&cluster)).await;
+    let operator = fresh_engine(urls(&cluster)).await;
     let lock = redlock
         .lock("renewed")
         .renewed(redlock_engine::RenewPolicy::default())
@@ -140,7 +138,7 @@ async fn a_round_decided_early_by_failures_is_no_answer_not_a_no() {
     // Held on 5 nodes; then 2 lose the key, 1 is killed and 2 stop answering: the check's round is
     // lost at once (3 yes are out of reach), but the 2 silent nodes may still hold it.
     let mut cluster = nodes(5);
-    let redlock = Redlock::new(config(urls(&cluster))).await.unwrap();
+    let redlock = fresh_engine(urls(&cluster)).await;
     let guard = redlock.lock("early").await.unwrap();
     for node in &cluster[3..] {
         let keys = node.cmd_str(&["KEYS", "*early*"]);
@@ -149,14 +147,6 @@ async fn a_round_decided_early_by_failures_is_no_answer_not_a_no() {
         }
     }
     cluster[0].kill9();
-    cluster[1].freeze();
-    cluster[2].freeze();
-    let asked = guard.is_held().await;
-    cluster[1].thaw();
-    cluster[2].thaw();
-    assert!(
-        matches!(asked, Err(LockError::QuorumNotReached { .. })),
-        "{asked:?}"
-    );
+    no_answer_with_two_frozen(&guard, &cluster).await;
     assert!(guard.is_valid(), "not marked lost on no answer");
 }

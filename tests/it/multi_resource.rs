@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, nodes, transports, urls};
+use crate::common::{attempt, engine, engine_with, nodes, transports, urls};
 use redlock_engine::{LockError, Transport};
 
 const TTL: Duration = Duration::from_secs(5);
@@ -21,12 +21,8 @@ async fn all_or_none_on_every_node() {
             assert!(node.exists(b"redlock:{acct:1}") && node.exists(b"redlock:{acct:2}"));
         }
         // overlapping sets and singles are refused, and leave nothing behind
-        let err = e
-            .lock_many([b"acct:2", b"acct:3"])
-            .ttl(TTL)
-            .once()
+        let err = attempt(e.lock_many([b"acct:2", b"acct:3"]), TTL)
             .await
-            .map(redlock_engine::LockGuard::into_lock)
             .unwrap_err();
         assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
         assert!(e.try_acquire(b"acct:1", TTL).await.is_err());
@@ -59,13 +55,11 @@ async fn all_or_none_on_every_node() {
 async fn a_node_down_or_frozen_does_not_block_the_majority() {
     let mut cluster = nodes(5);
     for transport in transports() {
-        let e = crate::common::builder()
-            .nodes(urls(&cluster))
-            .transport(transport)
-            .node_timeout(Duration::from_millis(50))
-            .build()
-            .await
-            .unwrap();
+        let e = engine_with(&cluster, |b| {
+            b.transport(transport)
+                .node_timeout(Duration::from_millis(50))
+        })
+        .await;
         cluster[0].kill9();
         cluster[1].freeze();
         let started = std::time::Instant::now();

@@ -33,8 +33,7 @@ fn mixed() -> Vec<RedisNode> {
 }
 
 async fn engine(nodes: &[RedisNode], native: bool) -> Redlock {
-    let mut config = crate::common::fresh_config();
-    config.nodes = testkit::urls(nodes);
+    let mut config = crate::common::fresh_config(testkit::urls(nodes));
     config.native_commands = native;
     config.transport = Transport::Pipeline;
     config.retry_count = 0;

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::common::skip_unless;
 use redlock_engine::{LockError, NodeError, Redlock};
 use testkit::server::{self, Needs};
 use testkit::RedisNode;
@@ -35,12 +36,7 @@ async fn engine(nodes: &[RedisNode], label: Option<&str>) -> Redlock {
 
 #[tokio::test]
 async fn exclusive_locks_work_on_native_commands_and_script_kinds_are_refused_at_once() {
-    if !server::skip_unless(
-        "no_scripting::exclusive_locks_work_on_native_commands_and_script_kinds_are_refused_at_once",
-        Needs::Native,
-    ) {
-        return;
-    }
+    skip_unless!(Native);
     let nodes: Vec<RedisNode> = (0..3).map(|_| node()).collect();
     let e = engine(&nodes, None).await;
     assert_eq!(e.connected_nodes(), 3, "{:?}", e.nodes_status());

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{dead_url, engine, nodes, transports, urls};
+use crate::common::{attempt, dead_url, engine, engine_with, nodes, transports, urls};
 use redlock_engine::{LockError, LockKind, NodeError, QuarantineState, Verdict};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -21,10 +21,7 @@ async fn inspect_tells_free_from_held_and_ours_from_theirs() {
         let lock = a.acquire("inspected", TTL).await.unwrap();
         // The acquire returned at the majority; the last SET may still be on its way.
         assert!(
-            crate::common::eventually(Duration::from_secs(1), || n
-                .iter()
-                .all(|x| x.exists(b"redlock:{inspected}")))
-            .await
+            crate::common::everywhere(&n, b"redlock:{inspected}", Duration::from_secs(1)).await
         );
         let mine = a.inspect("inspected").await.unwrap();
         let theirs = b.inspect("inspected").await.unwrap();
@@ -96,14 +93,7 @@ async fn inspect_names_each_kind_with_its_keys() {
     let other = engine(urls(&n), transports()[0]).await;
     let r2 = other.acquire_read("k-rw", TTL).await.unwrap();
     // A writer that finds readers records its intent (and is refused).
-    assert!(other
-        .lock("k-rw")
-        .write()
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .is_err());
+    assert!(attempt(other.lock("k-rw").write(), TTL).await.is_err());
     let seen = e.inspect("k-rw").await.unwrap();
     assert_eq!(seen.verdict, Verdict::Held);
     let s = seen.nodes[0].state.clone().unwrap();
@@ -143,20 +133,16 @@ async fn inspect_names_each_kind_with_its_keys() {
 async fn the_holder_label_is_shown_only_for_the_holder_that_wrote_it() {
     let n = nodes(3);
     for transport in transports() {
-        let labeled = crate::common::builder()
-            .nodes(urls(&n))
-            .transport(transport)
-            .holder_label("deploy-42 on host-a".to_string())
-            .build()
-            .await
-            .unwrap();
+        let labeled = engine_with(&n, |b| {
+            b.transport(transport)
+                .holder_label("deploy-42 on host-a".to_string())
+        })
+        .await;
         let plain = engine(urls(&n), transport).await;
         let lock = labeled.acquire("labeled", TTL).await.unwrap();
         assert!(
-            crate::common::eventually(Duration::from_secs(1), || n
-                .iter()
-                .all(|x| x.exists(b"redlock:{labeled}:holder")))
-            .await
+            crate::common::everywhere(&n, b"redlock:{labeled}:holder", Duration::from_secs(1))
+                .await
         );
         let seen = plain.inspect("labeled").await.unwrap();
         for x in &seen.nodes {
@@ -211,14 +197,12 @@ async fn the_holder_label_is_shown_only_for_the_holder_that_wrote_it() {
 async fn a_renewed_labeled_lock_keeps_its_label_past_max_ttl() {
     let n = nodes(3);
     for transport in transports() {
-        let labeled = crate::common::builder()
-            .nodes(urls(&n))
-            .transport(transport)
-            .max_ttl(Duration::from_secs(2))
-            .holder_label("long job".to_string())
-            .build()
-            .await
-            .unwrap();
+        let labeled = engine_with(&n, |b| {
+            b.transport(transport)
+                .max_ttl(Duration::from_secs(2))
+                .holder_label("long job".to_string())
+        })
+        .await;
         let policy = redlock_engine::RenewPolicy::default().every(Duration::from_millis(300));
         let lock = labeled
             .acquire_renewed("long", Duration::from_secs(1), policy)
@@ -243,12 +227,7 @@ async fn a_renewed_labeled_lock_keeps_its_label_past_max_ttl() {
 #[tokio::test]
 async fn labeled_locks_work_every_way_an_exclusive_lock_is_held() {
     let n = nodes(3);
-    let e = crate::common::builder()
-        .nodes(urls(&n))
-        .holder_label("owner test".to_string())
-        .build()
-        .await
-        .unwrap();
+    let e = engine_with(&n, |b| b.holder_label("owner test".to_string())).await;
     let owner = e.owner();
     assert_eq!(owner.acquire("re", TTL).await.unwrap(), 1);
     assert_eq!(owner.acquire("re", TTL).await.unwrap(), 2, "re-entered");
@@ -293,10 +272,7 @@ async fn force_release_breaks_the_lock_but_keeps_the_fence_counter() {
         let first = holder.acquire_fenced("stuck", TTL).await.unwrap();
         let t1 = first.fencing_token().unwrap();
         assert!(
-            crate::common::eventually(Duration::from_secs(1), || n
-                .iter()
-                .all(|x| x.exists(b"redlock:{stuck}:fence")))
-            .await
+            crate::common::everywhere(&n, b"redlock:{stuck}:fence", Duration::from_secs(1)).await
         );
         let done = operator.force_release("stuck").await.unwrap();
         assert_eq!(done.answered, 3);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, nodes, transports, urls};
+use crate::common::{engine, engine_with, nodes, transports, urls};
 use redlock_engine::{KeyState, LockKind, Redlock, Verdict};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -23,12 +23,7 @@ async fn states(e: &Redlock, resource: &str) -> (Verdict, Vec<KeyState>) {
 async fn inspect_counts_the_fair_queue_and_the_semaphore_permits() {
     let n = nodes(3);
     let e = engine(urls(&n), transports()[0]).await;
-    let waiter = crate::common::builder()
-        .nodes(urls(&n))
-        .acquire_timeout(Duration::from_secs(20))
-        .build()
-        .await
-        .unwrap();
+    let waiter = engine_with(&n, |b| b.acquire_timeout(Duration::from_secs(20))).await;
 
     let holder = e.acquire_fair("fq", TTL).await.unwrap();
     let (verdict, s) = states(&e, "fq").await;

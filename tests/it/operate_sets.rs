@@ -3,26 +3,10 @@
 
 use std::time::Duration;
 
-use crate::common::{nodes, tls_material, transports, urls, RedisNode};
+use crate::common::{acl, nodes, skip_unless, tls_node, transports, urls, RedisNode};
 use redlock_engine::{Config, LockError, LockKind, Redlock, Verdict};
 
 const TTL: Duration = Duration::from_secs(10);
-
-/// The README's minimal ACL for a read-only inspecting user (after `~redlock:*`).
-const INSPECT_COMMANDS: [&str; 12] = [
-    "+eval",
-    "+evalsha",
-    "+script|load",
-    "+info",
-    "+ping",
-    "+time",
-    "+type",
-    "+get",
-    "+pttl",
-    "+zcount",
-    "+zrange",
-    "+zrangebyscore",
-];
 
 #[tokio::test]
 async fn inspect_and_force_release_reach_the_key_on_a_cluster() {
@@ -94,8 +78,8 @@ async fn inspect_reads_the_master_a_sentinel_names() {
 
 #[tokio::test]
 async fn a_read_only_user_can_inspect_and_nothing_more() {
-    let mut args = vec!["--user", "inspector", "on", ">pw", "~redlock:*"];
-    args.extend(INSPECT_COMMANDS);
+    let mut args = vec!["--user", "inspector", "on", ">pw"];
+    args.extend(acl::inspect_user());
     let n: Vec<RedisNode> = (0..3).map(|_| RedisNode::start_with(&args)).collect();
     let writer = crate::common::engine(urls(&n), transports()[0]).await;
     let lock = writer.acquire("watched", TTL).await.unwrap();
@@ -124,15 +108,11 @@ async fn a_read_only_user_can_inspect_and_nothing_more() {
 
 #[tokio::test]
 async fn an_operator_user_can_also_force_release_but_not_take_locks() {
-    if !testkit::server::skip_unless(
-        "operate_sets::an_operator_user_can_also_force_release_but_not_take_locks",
-        testkit::server::Needs::Acl7,
-    ) {
-        return;
-    }
-    let mut args = vec!["--user", "breaker", "on", ">pw", "~redlock:*", "&redlock:*"];
-    args.extend(INSPECT_COMMANDS);
-    args.extend(["+del", "+exists", "+publish"]);
+    skip_unless!(Acl7);
+    // The guide's operator: the inspecting user, plus what breaking a lock needs.
+    let mut args = vec!["--user", "breaker", "on", ">pw"];
+    args.extend(acl::inspect_user());
+    args.extend(["&redlock:*", "+del", "+exists", "+publish"]);
     let n: Vec<RedisNode> = (0..3).map(|_| RedisNode::start_with(&args)).collect();
     let writer = crate::common::engine(urls(&n), transports()[0]).await;
     let lock = writer.acquire_fenced("broken", TTL).await.unwrap();
@@ -158,29 +138,13 @@ async fn an_operator_user_can_also_force_release_but_not_take_locks() {
 
 #[tokio::test]
 async fn inspect_over_tls() {
-    if !testkit::server::skip_unless(
-        "operate_sets::inspect_over_tls",
-        testkit::server::Needs::Tls,
-    ) {
-        return;
-    }
-    let (_dir, ca, cert, key) = tls_material();
-    let node = RedisNode::start_tls_only(&[
-        "--tls-cert-file",
-        &cert.to_string_lossy(),
-        "--tls-key-file",
-        &key.to_string_lossy(),
-        "--tls-ca-cert-file",
-        &ca.to_string_lossy(),
-        "--tls-auth-clients",
-        "no",
-    ]);
+    skip_unless!(Tls);
+    let (node, ca, _dir) = tls_node();
     for transport in transports() {
         let e = Redlock::new(Config {
-            nodes: vec![format!("rediss://127.0.0.1:{}", node.port)],
             tls_ca_file: Some(ca.clone()),
             transport,
-            ..crate::common::fresh_config()
+            ..crate::common::fresh_config(vec![format!("rediss://127.0.0.1:{}", node.port)])
         })
         .await
         .unwrap();

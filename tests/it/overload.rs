@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{builder, nodes, urls, RedisNode};
+use crate::common::{builder, engine_with, nodes, urls, RedisNode};
 use redlock_engine::{LockError, RenewPolicy};
 use testkit::Proxy;
 
@@ -13,13 +13,10 @@ use testkit::Proxy;
 async fn a_burst_far_beyond_the_queue_limits_yields_no_false_error() {
     let cluster = nodes(3);
     // Connection queues of 256 requests, and 10,000 acquires started at once, each its own task.
-    let e = builder()
-        .nodes(urls(&cluster))
-        .max_pending(256)
-        .acquire_timeout(Duration::from_secs(120))
-        .build()
-        .await
-        .unwrap();
+    let e = engine_with(&cluster, |b| {
+        b.max_pending(256).acquire_timeout(Duration::from_secs(120))
+    })
+    .await;
     let failed = Arc::new(AtomicUsize::new(0));
     let tasks: Vec<_> = (0..10_000)
         .map(|i| {
@@ -160,12 +157,7 @@ async fn a_lock_whose_keys_are_gone_on_a_majority_is_reported_lost() {
 async fn a_release_that_did_not_land_is_sent_again() {
     let cluster = nodes(3);
     // An explicit node deadline: the test must not depend on the RTT this machine measures.
-    let e = builder()
-        .nodes(urls(&cluster))
-        .node_timeout(Duration::from_millis(100))
-        .build()
-        .await
-        .unwrap();
+    let e = engine_with(&cluster, |b| b.node_timeout(Duration::from_millis(100))).await;
     let lock = e.acquire(b"resend", Duration::from_secs(30)).await.unwrap();
     // Writes on two nodes are held back, so the release waits there ...
     for node in &cluster[..2] {
@@ -251,13 +243,10 @@ async fn rtt_estimates_and_deadlines_follow_a_slow_link() {
 #[tokio::test]
 async fn a_burst_in_one_join_all_on_distinct_keys_has_no_false_contention() {
     let cluster = nodes(3);
-    let e = builder()
-        .nodes(urls(&cluster))
-        .max_pending(256)
-        .acquire_timeout(Duration::from_secs(60))
-        .build()
-        .await
-        .unwrap();
+    let e = engine_with(&cluster, |b| {
+        b.max_pending(256).acquire_timeout(Duration::from_secs(60))
+    })
+    .await;
     let results = futures::future::join_all((0..5_000).map(|i| {
         let e = e.clone();
         async move {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, nodes, transports, urls};
+use crate::common::{attempt, engine, engine_with, nodes, transports, urls};
 use redlock_engine::{Config, LockError, Redlock};
 
 const TTL: Duration = Duration::from_secs(5);
@@ -16,24 +16,10 @@ async fn readers_share_writers_exclude() {
         let mut r2 = e.acquire_read(b"doc", TTL).await.unwrap();
         assert!(r1.is_read());
         // a writer is refused while readers hold it
-        let err = e
-            .lock(b"doc")
-            .write()
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .unwrap_err();
+        let err = attempt(e.lock(b"doc").write(), TTL).await.unwrap_err();
         assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
         // the refused try withdrew its intent: readers still get in
-        let r3 = e
-            .lock(b"doc")
-            .read()
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .unwrap();
+        let r3 = attempt(e.lock(b"doc").read(), TTL).await.unwrap();
         e.extend(&mut r2, Duration::from_secs(10)).await.unwrap();
         for lock in [r1, r2, r3] {
             e.release(lock).await.unwrap();
@@ -41,23 +27,11 @@ async fn readers_share_writers_exclude() {
         let mut w = e.acquire_write(b"doc", TTL).await.unwrap();
         assert!(!w.is_read());
         assert!(
-            e.lock(b"doc")
-                .read()
-                .ttl(TTL)
-                .once()
-                .await
-                .map(redlock_engine::LockGuard::into_lock)
-                .is_err(),
+            attempt(e.lock(b"doc").read(), TTL).await.is_err(),
             "no reader while a writer holds it"
         );
         assert!(
-            e.lock(b"doc")
-                .write()
-                .ttl(TTL)
-                .once()
-                .await
-                .map(redlock_engine::LockGuard::into_lock)
-                .is_err(),
+            attempt(e.lock(b"doc").write(), TTL).await.is_err(),
             "no second writer"
         );
         e.extend(&mut w, Duration::from_secs(10)).await.unwrap();
@@ -70,12 +44,10 @@ async fn readers_share_writers_exclude() {
 #[tokio::test]
 async fn a_waiting_writer_is_not_starved_by_new_readers() {
     let cluster = nodes(3);
-    let e = crate::common::builder()
-        .nodes(urls(&cluster))
-        .retry(200, Duration::from_millis(5), Duration::from_millis(5))
-        .build()
-        .await
-        .unwrap();
+    let e = engine_with(&cluster, |b| {
+        b.retry(200, Duration::from_millis(5), Duration::from_millis(5))
+    })
+    .await;
     // Readers keep arriving, each holding 50 ms, overlapping: without writer preference the resource is
     // never free of readers.
     let readers = {
@@ -84,14 +56,7 @@ async fn a_waiting_writer_is_not_starved_by_new_readers() {
             let mut held = std::collections::VecDeque::new();
             let mut refused = 0;
             for _ in 0..200 {
-                match e
-                    .lock(b"busy")
-                    .read()
-                    .ttl(TTL)
-                    .once()
-                    .await
-                    .map(redlock_engine::LockGuard::into_lock)
-                {
+                match attempt(e.lock(b"busy").read(), TTL).await {
                     Ok(lock) => held.push_back(lock),
                     Err(_) => refused += 1,
                 }
@@ -127,48 +92,19 @@ async fn a_waiting_writer_is_not_starved_by_new_readers() {
 async fn a_reader_limit_is_enforced_and_zero_is_rejected() {
     let cluster = nodes(1);
     let config = |max_readers| Config {
-        nodes: urls(&cluster),
         max_readers,
-        ..crate::common::fresh_config()
+        ..crate::common::fresh_config(urls(&cluster))
     };
     assert!(matches!(
         Redlock::new(config(0)).await,
         Err(LockError::InvalidConfig(_))
     ));
     let e = Redlock::new(config(2)).await.unwrap();
-    let a = e
-        .lock(b"limited")
-        .read()
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap();
-    let b = e
-        .lock(b"limited")
-        .read()
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap();
-    assert!(e
-        .lock(b"limited")
-        .read()
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .is_err());
+    let a = attempt(e.lock(b"limited").read(), TTL).await.unwrap();
+    let b = attempt(e.lock(b"limited").read(), TTL).await.unwrap();
+    assert!(attempt(e.lock(b"limited").read(), TTL).await.is_err());
     e.release(a).await.unwrap();
-    let c = e
-        .lock(b"limited")
-        .read()
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap();
+    let c = attempt(e.lock(b"limited").read(), TTL).await.unwrap();
     e.release(b).await.unwrap();
     e.release(c).await.unwrap();
 }
@@ -176,12 +112,7 @@ async fn a_reader_limit_is_enforced_and_zero_is_rejected() {
 #[tokio::test]
 async fn expired_readers_do_not_block_a_writer_and_a_frozen_node_does_not_block_anyone() {
     let cluster = nodes(5);
-    let e = crate::common::builder()
-        .nodes(urls(&cluster))
-        .node_timeout(Duration::from_millis(50))
-        .build()
-        .await
-        .unwrap();
+    let e = engine_with(&cluster, |b| b.node_timeout(Duration::from_millis(50))).await;
     cluster[4].freeze();
     let crashed_reader = e
         .acquire_read(b"rw", Duration::from_millis(200))
@@ -189,13 +120,8 @@ async fn expired_readers_do_not_block_a_writer_and_a_frozen_node_does_not_block_
         .unwrap();
     std::mem::forget(crashed_reader); // never released: must expire on its own
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let w = e
-        .lock(b"rw")
-        .write()
-        .ttl(TTL)
-        .once()
+    let w = attempt(e.lock(b"rw").write(), TTL)
         .await
-        .map(redlock_engine::LockGuard::into_lock)
         .expect("expired reader entries do not count");
     let mut lock = w;
     e.extend(&mut lock, TTL).await.unwrap();
@@ -207,13 +133,11 @@ async fn expired_readers_do_not_block_a_writer_and_a_frozen_node_does_not_block_
 async fn a_cancelled_writer_withdraws_its_intent() {
     let cluster = nodes(3);
     for transport in transports() {
-        let e = crate::common::builder()
-            .nodes(urls(&cluster))
-            .transport(transport)
-            .retry(1000, Duration::from_millis(5), Duration::from_millis(5))
-            .build()
-            .await
-            .unwrap();
+        let e = engine_with(&cluster, |b| {
+            b.transport(transport)
+                .retry(1000, Duration::from_millis(5), Duration::from_millis(5))
+        })
+        .await;
         let reader = e.acquire_read(b"cancel", TTL).await.unwrap();
         let writer = tokio::spawn({
             let e = e.clone();
@@ -221,37 +145,27 @@ async fn a_cancelled_writer_withdraws_its_intent() {
         });
         // The writer's intent holds new readers back...
         assert!(
-            crate::common::eventually(Duration::from_secs(2), || cluster
-                .iter()
-                .all(|n| n.exists(b"redlock:{cancel}:rw:intent")))
+            crate::common::everywhere(
+                &cluster,
+                b"redlock:{cancel}:rw:intent",
+                Duration::from_secs(2)
+            )
             .await
         );
-        assert!(e
-            .lock(b"cancel")
-            .read()
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .is_err());
+        assert!(attempt(e.lock(b"cancel").read(), TTL).await.is_err());
         // ...until its caller gives up on it, not until the intent's TTL (5 s) runs out.
         writer.abort();
         assert!(writer.await.unwrap_err().is_cancelled());
         assert!(
-            crate::common::eventually(Duration::from_secs(1), || cluster
-                .iter()
-                .all(|n| !n.exists(b"redlock:{cancel}:rw:intent")))
+            crate::common::nowhere(
+                &cluster,
+                b"redlock:{cancel}:rw:intent",
+                Duration::from_secs(1)
+            )
             .await,
             "{transport:?}: intent withdrawn"
         );
-        let second = e
-            .lock(b"cancel")
-            .read()
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .unwrap();
+        let second = attempt(e.lock(b"cancel").read(), TTL).await.unwrap();
         e.release(second).await.unwrap();
         e.release(reader).await.unwrap();
     }

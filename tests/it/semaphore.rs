@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{dead_url, engine, nodes, transports, urls, RedisNode};
+use crate::common::{attempt, dead_url, engine, nodes, transports, urls, RedisNode};
 use redlock_engine::{Config, LockError, NodeError, Redlock, RenewPolicy, Transport, MAX_PERMITS};
 use tokio::time::Instant;
 
@@ -23,31 +23,10 @@ async fn k_permits_are_granted_the_next_is_refused_and_a_release_lets_it_in() {
     for transport in transports() {
         let e = engine(urls(&cluster), transport).await;
         let res = format!("basic-{transport:?}");
-        let a = e
-            .lock(&res)
-            .permits(2)
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .unwrap();
-        let mut b = e
-            .lock(&res)
-            .permits(2)
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .unwrap();
+        let a = attempt(e.lock(&res).permits(2), TTL).await.unwrap();
+        let mut b = attempt(e.lock(&res).permits(2), TTL).await.unwrap();
         assert!(a.is_valid() && a.remaining() <= TTL);
-        let err = e
-            .lock(&res)
-            .permits(2)
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .unwrap_err();
+        let err = attempt(e.lock(&res).permits(2), TTL).await.unwrap_err();
         assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
         // The refused attempt left nothing behind on any node.
         assert!(
@@ -59,14 +38,7 @@ async fn k_permits_are_granted_the_next_is_refused_and_a_release_lets_it_in() {
         e.extend(&mut b, Duration::from_secs(10)).await.unwrap();
         assert!(b.remaining() > TTL);
         e.release(a).await.unwrap();
-        let c = e
-            .lock(&res)
-            .permits(2)
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .unwrap();
+        let c = attempt(e.lock(&res).permits(2), TTL).await.unwrap();
         e.release(b).await.unwrap();
         e.release(c).await.unwrap();
         // The last permit out removes the marker: the resource is free for any count, and as a lock.
@@ -83,14 +55,7 @@ async fn bad_counts_are_refused_and_callers_that_disagree_on_k_are_detected() {
     let cluster = nodes(3);
     let e = engine(urls(&cluster), Transport::Pipeline).await;
     for bad in [0, MAX_PERMITS + 1, u32::MAX] {
-        let err = e
-            .lock("k")
-            .permits(bad)
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .unwrap_err();
+        let err = attempt(e.lock("k").permits(bad), TTL).await.unwrap_err();
         assert!(matches!(err, LockError::InvalidInput(_)), "{bad}: {err:?}");
         let err = e.acquire_permit("k", bad, TTL).await.unwrap_err();
         assert!(matches!(err, LockError::InvalidInput(_)), "{bad}: {err:?}");
@@ -120,44 +85,20 @@ async fn bad_counts_are_refused_and_callers_that_disagree_on_k_are_detected() {
         "no lock over permits"
     );
     let lock = e.try_acquire("x", TTL).await.unwrap();
-    let err = e
-        .lock("x")
-        .permits(2)
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap_err();
+    let err = attempt(e.lock("x").permits(2), TTL).await.unwrap_err();
     assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
     e.release(lock).await.unwrap();
     // Once the last permit is gone, a new count is fine.
     e.release(held).await.unwrap();
-    let p = e
-        .lock("k")
-        .permits(3)
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap();
+    let p = attempt(e.lock("k").permits(3), TTL).await.unwrap();
     e.release(p).await.unwrap();
     // A resource name that is not usable is InvalidInput, as for every kind.
     assert!(matches!(
-        e.lock("")
-            .permits(2)
-            .ttl(TTL)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock),
+        attempt(e.lock("").permits(2), TTL).await,
         Err(LockError::InvalidInput(_))
     ));
     assert!(matches!(
-        e.lock("k")
-            .permits(2)
-            .ttl(Duration::ZERO)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock),
+        attempt(e.lock("k").permits(2), Duration::ZERO).await,
         Err(LockError::InvalidInput(_))
     ));
 }
@@ -180,14 +121,7 @@ async fn granted_iff_the_permit_quorum_is_up_on_every_subset_of_five() {
             let e = engine(urls, Transport::Pipeline).await;
             let up = 5 - mask.count_ones() as usize;
             let res = format!("subset-{k}-{mask}");
-            match e
-                .lock(&res)
-                .permits(k)
-                .ttl(TTL)
-                .once()
-                .await
-                .map(redlock_engine::LockGuard::into_lock)
-            {
+            match attempt(e.lock(&res).permits(k), TTL).await {
                 Ok(p) => {
                     assert!(up >= needed, "K={k} mask {mask:05b}: granted with {up} up");
                     e.release(p).await.unwrap();
@@ -238,14 +172,7 @@ async fn a_third_holder_is_refused_on_every_spread_of_two() {
                     node.cmd(&[b"PEXPIRE", set.as_bytes(), b"60000"]);
                 }
             }
-            let err = e
-                .lock(&res)
-                .permits(2)
-                .ttl(TTL)
-                .once()
-                .await
-                .map(redlock_engine::LockGuard::into_lock)
-                .unwrap_err();
+            let err = attempt(e.lock(&res).permits(2), TTL).await.unwrap_err();
             assert!(
                 matches!(err, LockError::Contended { .. }),
                 "{a:05b} {b:05b}: {err:?}"
@@ -376,14 +303,7 @@ async fn never_more_than_k_holders_with_a_node_frozen() {
     let mut granted = None;
     while started.elapsed() < frozen_for {
         let t = Instant::now();
-        if let Ok(p) = probe
-            .lock("frozen")
-            .permits(2)
-            .ttl(Duration::from_millis(500))
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-        {
+        if let Ok(p) = attempt(probe.lock("frozen").permits(2), Duration::from_millis(500)).await {
             granted = Some(t.elapsed());
             let _ = probe.release(p).await;
             break;
@@ -492,13 +412,7 @@ async fn permits_renew_run_scoped_and_a_dead_holders_permit_expires() {
     tokio::time::sleep(Duration::from_millis(1400)).await;
     assert!(!renewed.is_lost() && renewed.renewals() >= 2);
     assert!(
-        e.lock("renew")
-            .permits(1)
-            .ttl(ttl)
-            .once()
-            .await
-            .map(redlock_engine::LockGuard::into_lock)
-            .is_err(),
+        attempt(e.lock("renew").permits(1), ttl).await.is_err(),
         "still held"
     );
     renewed.release().await.unwrap();
@@ -528,22 +442,10 @@ async fn permits_renew_run_scoped_and_a_dead_holders_permit_expires() {
     assert!(matches!(lost, Err(LockError::Lost)), "{lost:?}");
     // A holder that dies (never releases) frees its permit at its TTL.
     std::mem::forget(e.acquire_permit("dead", 1, ttl).await.unwrap());
-    assert!(e
-        .lock("dead")
-        .permits(1)
-        .ttl(ttl)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .is_err());
+    assert!(attempt(e.lock("dead").permits(1), ttl).await.is_err());
     tokio::time::sleep(ttl + Duration::from_millis(50)).await;
-    let p = e
-        .lock("dead")
-        .permits(1)
-        .ttl(ttl)
-        .once()
+    let p = attempt(e.lock("dead").permits(1), ttl)
         .await
-        .map(redlock_engine::LockGuard::into_lock)
         .expect("the dead holder's permit expired");
     // Release after expiry says so.
     tokio::time::sleep(ttl + Duration::from_millis(50)).await;
@@ -554,32 +456,11 @@ async fn permits_renew_run_scoped_and_a_dead_holders_permit_expires() {
 async fn slot_semaphores_keep_k_with_a_majority_and_refuse_bad_counts() {
     let cluster = nodes(5);
     let e = engine(urls(&cluster), Transport::Pipeline).await;
-    let a = e
-        .lock("slots")
-        .slots(2)
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap();
-    let b = e
-        .lock("slots")
-        .slots(2)
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap();
+    let a = attempt(e.lock("slots").slots(2), TTL).await.unwrap();
+    let b = attempt(e.lock("slots").slots(2), TTL).await.unwrap();
     assert_ne!(a.resource(), b.resource());
     assert!(a.resource().starts_with(b"{slots}:slot:"));
-    let err = e
-        .lock("slots")
-        .slots(2)
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap_err();
+    let err = attempt(e.lock("slots").slots(2), TTL).await.unwrap_err();
     assert!(matches!(err, LockError::Contended { .. }), "{err:?}");
     e.release(a).await.unwrap();
     let c = e.acquire_slot("slots", 2, TTL).await.unwrap();
@@ -587,12 +468,7 @@ async fn slot_semaphores_keep_k_with_a_majority_and_refuse_bad_counts() {
     e.release(c).await.unwrap();
     for bad in [0, 65] {
         assert!(matches!(
-            e.lock("slots")
-                .slots(bad)
-                .ttl(TTL)
-                .once()
-                .await
-                .map(redlock_engine::LockGuard::into_lock),
+            attempt(e.lock("slots").slots(bad), TTL).await,
             Err(LockError::InvalidInput(_))
         ));
     }
@@ -601,22 +477,8 @@ async fn slot_semaphores_keep_k_with_a_majority_and_refuse_bad_counts() {
     list[0] = dead_url();
     list[1] = dead_url();
     let half = engine(list, Transport::Pipeline).await;
-    assert!(half
-        .lock("avail")
-        .permits(4)
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .is_err());
-    let slot = half
-        .lock("avail")
-        .slots(4)
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap();
+    assert!(attempt(half.lock("avail").permits(4), TTL).await.is_err());
+    let slot = attempt(half.lock("avail").slots(4), TTL).await.unwrap();
     half.release(slot).await.unwrap();
     // Never more than K under contention.
     let es = engines(urls(&cluster), 3).await;

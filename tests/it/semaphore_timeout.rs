@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{builder, nodes, urls};
+use crate::common::{attempt, engine_with, nodes, urls};
 use redlock_engine::Transport;
 use tokio::time::Instant;
 
@@ -15,21 +15,12 @@ const TIMEOUT: Duration = Duration::from_millis(1500);
 async fn a_task_queued_at_the_gate_times_out_within_one_acquire_timeout() {
     let cluster = nodes(3);
     let holder = crate::common::engine(urls(&cluster), Transport::Pipeline).await;
-    let permit = holder
-        .lock("gated")
-        .permits(1)
-        .ttl(TTL)
-        .once()
-        .await
-        .map(redlock_engine::LockGuard::into_lock)
-        .unwrap();
-    let e = builder()
-        .nodes(urls(&cluster))
-        .retry(1000, Duration::from_millis(20), Duration::from_millis(20))
-        .acquire_timeout(TIMEOUT)
-        .build()
-        .await
-        .unwrap();
+    let permit = attempt(holder.lock("gated").permits(1), TTL).await.unwrap();
+    let e = engine_with(&cluster, |b| {
+        b.retry(1000, Duration::from_millis(20), Duration::from_millis(20))
+            .acquire_timeout(TIMEOUT)
+    })
+    .await;
     // K = 1: the first task attempts until its timeout; the second, started a little later, waits
     // at the gate until then and gets the turn with some of its own timeout left.
     let timed = |e: &redlock_engine::Redlock, after: Duration| {

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{builder, nodes, until_outcome, urls};
+use crate::common::{build, guarded, nodes, until_outcome, urls};
 use redlock_engine::Redlock;
 use testkit::SentinelSet;
 
@@ -63,13 +63,5 @@ async fn a_failover_is_followed_and_the_promoted_replica_waits_out_max_ttl() {
 }
 
 async fn quarantined_engine(urls: Vec<String>) -> Redlock {
-    builder()
-        .nodes(urls)
-        .quarantine(true)
-        .max_ttl(Duration::from_secs(2))
-        .retry(0, Duration::from_millis(5), Duration::from_millis(5))
-        .connect_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .unwrap()
+    build(guarded(urls, Duration::from_secs(2))).await
 }

@@ -3,41 +3,19 @@
 
 use std::time::Duration;
 
-use crate::common::{tls_material, transports, RedisNode};
+use crate::common::{skip_unless, tls_node, transports};
 use redlock_engine::{Config, LockError, NodeError, Redlock};
-
-fn tls_node() -> (RedisNode, u16, std::path::PathBuf, std::path::PathBuf) {
-    let (dir, ca, cert, key) = tls_material();
-    // TLS only: no plain-text port at all.
-    let node = RedisNode::start_tls_only(&[
-        "--tls-cert-file",
-        &cert.to_string_lossy(),
-        "--tls-key-file",
-        &key.to_string_lossy(),
-        "--tls-ca-cert-file",
-        &ca.to_string_lossy(),
-        "--tls-auth-clients",
-        "no",
-    ]);
-    let port = node.port;
-    (node, port, ca, dir)
-}
 
 #[tokio::test]
 async fn locks_over_tls_with_the_test_ca() {
-    if !testkit::server::skip_unless(
-        "tls::locks_over_tls_with_the_test_ca",
-        testkit::server::Needs::Tls,
-    ) {
-        return;
-    }
-    let (_node, port, ca, _dir) = tls_node();
+    skip_unless!(Tls);
+    let (node, ca, _dir) = tls_node();
+    let port = node.port;
     for transport in transports() {
         let e = Redlock::new(Config {
-            nodes: vec![format!("rediss://127.0.0.1:{port}")],
             tls_ca_file: Some(ca.clone()),
             transport,
-            ..crate::common::fresh_config()
+            ..crate::common::fresh_config(vec![format!("rediss://127.0.0.1:{port}")])
         })
         .await
         .unwrap();
@@ -53,20 +31,15 @@ async fn locks_over_tls_with_the_test_ca() {
 
 #[tokio::test]
 async fn an_untrusted_certificate_fails_the_node_not_the_caller() {
-    if !testkit::server::skip_unless(
-        "tls::an_untrusted_certificate_fails_the_node_not_the_caller",
-        testkit::server::Needs::Tls,
-    ) {
-        return;
-    }
-    let (_node, port, _ca, _dir) = tls_node();
+    skip_unless!(Tls);
+    let (node, _ca, _dir) = tls_node();
+    let port = node.port;
     for transport in transports() {
         // The default root set does not trust the test CA.
         let e = Redlock::new(Config {
-            nodes: vec![format!("rediss://127.0.0.1:{port}")],
             retry_count: 0,
             transport,
-            ..crate::common::fresh_config()
+            ..crate::common::fresh_config(vec![format!("rediss://127.0.0.1:{port}")])
         })
         .await
         .unwrap();
@@ -88,9 +61,8 @@ async fn an_untrusted_certificate_fails_the_node_not_the_caller() {
 #[tokio::test]
 async fn a_bad_ca_file_is_a_configuration_error() {
     let missing = Redlock::new(Config {
-        nodes: vec!["rediss://127.0.0.1:1".into()],
         tls_ca_file: Some("/nonexistent/ca.pem".into()),
-        ..crate::common::fresh_config()
+        ..crate::common::fresh_config(vec!["rediss://127.0.0.1:1".into()])
     })
     .await;
     assert!(

@@ -11,11 +11,10 @@ const TTL: Duration = Duration::from_secs(5);
 
 fn config(nodes: &[RedisNode]) -> Config {
     Config {
-        nodes: urls(nodes),
         retry_count: 50,
         retry_delay: Duration::from_millis(20),
         retry_jitter: Duration::from_millis(20),
-        ..crate::common::fresh_config()
+        ..crate::common::fresh_config(urls(nodes))
     }
 }
 

@@ -15,8 +15,34 @@ mod signals;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use metrics::{SharedString, Unit};
+use metrics_util::debugging::DebugValue;
+use metrics_util::CompositeKey;
+
 /// Held by each test for its whole run: one subscriber and recorder at a time in this process.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Every metric as one snapshot read it (`Snapshotter::snapshot` reads and resets them all at once).
+type Metrics = [(CompositeKey, Option<Unit>, Option<SharedString>, DebugValue)];
+
+/// A metric's value in `snapshot`: a counter's count, a gauge's value or a histogram's number of
+/// samples, summed over the label sets that have `labels`.
+fn metric(snapshot: &Metrics, name: &str, labels: &[(&str, &str)]) -> f64 {
+    snapshot
+        .iter()
+        .filter(|(key, ..)| {
+            key.key().name() == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| key.key().labels().any(|l| l.key() == *k && l.value() == *v))
+        })
+        .map(|(.., value)| match value {
+            DebugValue::Counter(c) => *c as f64,
+            DebugValue::Gauge(g) => g.into_inner(),
+            DebugValue::Histogram(h) => h.len() as f64,
+        })
+        .sum()
+}
 
 /// What a test's `tracing` subscriber wrote: a `Write` sink it can read back.
 #[derive(Clone, Default)]
@@ -33,6 +59,18 @@ impl Write for Captured {
 }
 
 impl Captured {
+    /// A subscriber that writes events up to `level` to a new sink, this thread's default until the
+    /// guard drops. Returns the sink and the guard.
+    pub(crate) fn install(level: tracing::Level) -> (Self, tracing::subscriber::DefaultGuard) {
+        let logs = Captured::default();
+        let sink = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_writer(move || sink.clone())
+            .finish();
+        (logs, tracing::subscriber::set_default(subscriber))
+    }
+
     /// Everything written so far.
     pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()

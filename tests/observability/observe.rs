@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::common::{dead_url, nodes, urls};
 use crate::Captured;
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::DebuggingRecorder;
 
 #[tokio::test]
 async fn rounds_are_counted_and_traced_without_the_lock_value() {
@@ -18,13 +18,7 @@ async fn rounds_are_counted_and_traced_without_the_lock_value() {
     // handles when it is built (below, on this thread: `#[tokio::test]` is a current-thread runtime),
     // so its rounds record here wherever they run.
     let _recorder = metrics::set_default_local_recorder(&recorder);
-    let logs = Captured::default();
-    let sink = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_writer(move || sink.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _subscriber) = Captured::install(tracing::Level::DEBUG);
 
     let cluster = nodes(2);
     let mut node_urls = urls(&cluster);
@@ -43,22 +37,7 @@ async fn rounds_are_counted_and_traced_without_the_lock_value() {
     e.release(lock).await.unwrap();
 
     let snapshot = snapshotter.snapshot().into_vec();
-    let count = |name: &str, labels: &[(&str, &str)]| -> u64 {
-        snapshot
-            .iter()
-            .filter(|(key, ..)| {
-                key.key().name() == name
-                    && labels
-                        .iter()
-                        .all(|(k, v)| key.key().labels().any(|l| l.key() == *k && l.value() == *v))
-            })
-            .map(|(.., value)| match value {
-                DebugValue::Counter(c) => *c,
-                DebugValue::Histogram(h) => h.len() as u64,
-                DebugValue::Gauge(_) => 0,
-            })
-            .sum()
-    };
+    let count = |name: &str, labels: &[(&str, &str)]| crate::metric(&snapshot, name, labels) as u64;
     assert_eq!(
         count(
             "redlock_rounds_total",

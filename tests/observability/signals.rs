@@ -9,24 +9,9 @@ use crate::Captured;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use redlock_engine::RenewPolicy;
 
-/// A metric's value now: a counter's count or a gauge's value (summed over matching label sets).
+/// A metric's value now (see [`crate::metric`]), counted since the last snapshot.
 fn value(snapshotter: &Snapshotter, name: &str, labels: &[(&str, &str)]) -> f64 {
-    snapshotter
-        .snapshot()
-        .into_vec()
-        .iter()
-        .filter(|(key, ..)| {
-            key.key().name() == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| key.key().labels().any(|l| l.key() == *k && l.value() == *v))
-        })
-        .map(|(.., value)| match value {
-            DebugValue::Counter(c) => *c as f64,
-            DebugValue::Gauge(g) => g.into_inner(),
-            DebugValue::Histogram(h) => h.len() as f64,
-        })
-        .sum()
+    crate::metric(&snapshotter.snapshot().into_vec(), name, labels)
 }
 
 async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
@@ -39,13 +24,7 @@ async fn lost_locks_and_node_outages_are_signalled() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let _recorder = metrics::set_default_local_recorder(&recorder);
-    let logs = Captured::default();
-    let sink = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_writer(move || sink.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _subscriber) = Captured::install(tracing::Level::INFO);
 
     let mut cluster = nodes(3);
     let e = builder().nodes(urls(&cluster)).build().await.unwrap();

@@ -3,11 +3,18 @@
 //! workspace's test kit (`testkit/`), re-exported here for the tests' short paths.
 #![allow(dead_code)]
 
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use redlock_engine::{Redlock, Transport};
-pub use testkit::{dead_url, free_port, nodes, urls, RedisNode};
+use redlock_engine::{
+    Builder, Config, Lock, LockError, LockGuard, LockRequest, Redlock, Transport,
+};
+pub use testkit::{dead_url, free_port, nodes, urls, RedisCluster, RedisNode};
+
+pub mod acl;
+mod skip;
+pub(crate) use skip::{skip_unless, this_test};
 
 /// Every transport the core suite runs against.
 pub fn transports() -> Vec<Transport> {
@@ -24,24 +31,71 @@ pub fn builder() -> redlock_engine::Builder {
     Redlock::builder().quarantine(false)
 }
 
-/// The default configuration for nodes this test just started (quarantine off, see [`builder`]).
-pub fn fresh_config() -> redlock_engine::Config {
-    redlock_engine::Config {
+/// The default configuration on `urls`, nodes this test just started (quarantine off, see
+/// [`builder`]).
+pub fn fresh_config(urls: Vec<String>) -> Config {
+    Config {
+        nodes: urls,
         quarantine: false,
         ..Default::default()
     }
 }
 
-/// An engine on `urls` with short retry pauses, for tests.
-pub async fn engine(urls: Vec<String>, transport: Transport) -> Redlock {
-    builder()
-        .nodes(urls)
-        .transport(transport)
-        .retry(3, Duration::from_millis(5), Duration::from_millis(5))
-        .connect_timeout(Duration::from_millis(500))
-        .build()
+/// An engine with the default configuration on `urls` (see [`fresh_config`]).
+pub async fn fresh_engine(urls: Vec<String>) -> Redlock {
+    Redlock::new(fresh_config(urls))
         .await
         .expect("engine builds")
+}
+
+/// A builder for `urls` (quarantine off, see [`builder`]) that retries a busy lock `retries` times
+/// 5 ms apart and gives up a connect after 500 ms: a test's failures come back quickly.
+pub fn quick(urls: impl IntoIterator<Item = String>, retries: u32) -> Builder {
+    builder()
+        .nodes(urls)
+        .retry(retries, Duration::from_millis(5), Duration::from_millis(5))
+        .connect_timeout(Duration::from_millis(500))
+}
+
+/// A [`quick`] builder with one round per call and the crashed-node quarantine on: a node younger
+/// than `max_ttl` (restarted, failed over) does not vote.
+pub fn guarded(urls: impl IntoIterator<Item = String>, max_ttl: Duration) -> Builder {
+    quick(urls, 0).quarantine(true).max_ttl(max_ttl)
+}
+
+/// The engine `builder` builds.
+///
+/// # Panics
+/// If it does not build: the test's setup is wrong.
+pub async fn build(builder: Builder) -> Redlock {
+    builder.build().await.expect("engine builds")
+}
+
+/// An engine on `urls` with short retry pauses, for tests.
+pub async fn engine(urls: Vec<String>, transport: Transport) -> Redlock {
+    build(quick(urls, 3).transport(transport)).await
+}
+
+/// An engine on `nodes` (quarantine off, see [`builder`]) with what `tune` sets on the builder.
+pub async fn engine_with(nodes: &[RedisNode], tune: impl FnOnce(Builder) -> Builder) -> Redlock {
+    build(tune(builder().nodes(urls(nodes)))).await
+}
+
+/// One attempt at `request` for `ttl`, as a bare [`Lock`]: the test releases it with
+/// `Redlock::release` (or leaves it held), not a guard dropped at the end of a statement.
+pub async fn attempt(request: LockRequest<'_>, ttl: Duration) -> Result<Lock, LockError> {
+    request.ttl(ttl).once().await.map(LockGuard::into_lock)
+}
+
+/// Whether every node of `nodes` has `key` within `within` (a write that returned at the majority
+/// may still be on its way to the others).
+pub async fn everywhere(nodes: &[RedisNode], key: &[u8], within: Duration) -> bool {
+    eventually(within, || nodes.iter().all(|n| n.exists(key))).await
+}
+
+/// Whether no node of `nodes` has `key` within `within`.
+pub async fn nowhere(nodes: &[RedisNode], key: &[u8], within: Duration) -> bool {
+    eventually(within, || nodes.iter().all(|n| !n.exists(key))).await
 }
 
 /// Polls `check` every 10 ms until it holds or `within` passes.
@@ -82,6 +136,15 @@ pub async fn until_outcome(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     false
+}
+
+/// Starts moving `slot` from master `source` to master `target` and moves every key it has: the slot
+/// is left migrating, its keys on the target. Call from a multi-threaded runtime: the kit blocks.
+pub fn migrate_every_key(cluster: &RedisCluster, slot: u16, source: usize, target: usize) {
+    tokio::task::block_in_place(|| {
+        cluster.begin_migration(slot, source, target);
+        while cluster.migrate_keys(slot, source, target, 16) > 0 {}
+    });
 }
 
 /// A throwaway CA and a server certificate for 127.0.0.1, made with `openssl` in a temp directory.
@@ -159,6 +222,23 @@ pub fn tls_material() -> (
         dir.join("server.crt"),
         dir.join("server.key"),
     )
+}
+
+/// A TLS-only node (no plain-text port at all) serving a certificate of a throwaway CA (see
+/// [`tls_material`]). Returns (node, CA file, directory: the node's files, kept while it runs).
+pub fn tls_node() -> (RedisNode, PathBuf, PathBuf) {
+    let (dir, ca, cert, key) = tls_material();
+    let node = RedisNode::start_tls_only(&[
+        "--tls-cert-file",
+        &cert.to_string_lossy(),
+        "--tls-key-file",
+        &key.to_string_lossy(),
+        "--tls-ca-cert-file",
+        &ca.to_string_lossy(),
+        "--tls-auth-clients",
+        "no",
+    ]);
+    (node, ca, dir)
 }
 
 /// Calls of `command` (lower case) this node has served so far (`INFO commandstats`; 0 if never).

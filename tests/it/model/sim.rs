@@ -55,8 +55,12 @@ impl<E> Queue<E> {
         });
     }
 
-    /// The earliest event and its time.
-    pub fn pop(&mut self) -> Option<(u64, E)> {
+    /// The earliest event and its time, if it is due by `until`: a run ends at the first event past
+    /// its end (left queued).
+    pub fn pop_until(&mut self, until: u64) -> Option<(u64, E)> {
+        if self.heap.peek()?.at > until {
+            return None;
+        }
         self.heap.pop().map(|e| (e.at, e.ev))
     }
 }

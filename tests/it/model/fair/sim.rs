@@ -308,10 +308,7 @@ impl Sim {
     }
 
     pub fn run(&mut self) {
-        while let Some((at, ev)) = self.events.pop() {
-            if at > END {
-                break;
-            }
+        while let Some((at, ev)) = self.events.pop_until(END) {
             self.now = at;
             match ev {
                 Ev::AtNode {

@@ -53,6 +53,15 @@ fn value(v: u64) -> Vec<u8> {
     format!("v{v}").into_bytes()
 }
 
+/// `EVAL script` on `node` with `keys` and `args`; its reply.
+fn eval(node: &RedisNode, script: &str, keys: &[&[u8]], args: &[&[u8]]) -> String {
+    let count = keys.len().to_string();
+    let mut cmd: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), count.as_bytes()];
+    cmd.extend(keys);
+    cmd.extend(args);
+    node.cmd(&cmd)
+}
+
 /// `msg` through its script; the model's answer as the script's reply means it.
 fn on_server(node: &RedisNode, scripts: &Scripts, msg: &Msg) -> Option<Answer> {
     let counter = |digits: &str| -> u64 {
@@ -62,15 +71,12 @@ fn on_server(node: &RedisNode, scripts: &Scripts, msg: &Msg) -> Option<Answer> {
     };
     match *msg {
         Msg::Acquire { value: v } => {
-            let reply = node.cmd(&[
-                b"EVAL",
-                scripts.acquire.as_bytes(),
-                b"2",
-                LOCK,
-                FENCE,
-                &value(v)[..],
-                SERVER_TTL_MS,
-            ]);
+            let reply = eval(
+                node,
+                scripts.acquire,
+                &[LOCK, FENCE],
+                &[&value(v), SERVER_TTL_MS],
+            );
             let (sign, digits) = reply.split_at(1);
             Some(Answer::Acquired {
                 yes: sign == "+",
@@ -79,15 +85,12 @@ fn on_server(node: &RedisNode, scripts: &Scripts, msg: &Msg) -> Option<Answer> {
         }
         Msg::Commit { value: v, token } => {
             let token = token.to_string();
-            let reply = node.cmd(&[
-                b"EVAL",
-                scripts.commit.as_bytes(),
-                b"2",
-                LOCK,
-                FENCE,
-                &value(v)[..],
-                token.as_bytes(),
-            ]);
+            let reply = eval(
+                node,
+                scripts.commit,
+                &[LOCK, FENCE],
+                &[&value(v), token.as_bytes()],
+            );
             let (ok, conflict) = match reply.as_str() {
                 "1" => (true, None),
                 "0" | "-1" => (false, None),
@@ -97,13 +100,7 @@ fn on_server(node: &RedisNode, scripts: &Scripts, msg: &Msg) -> Option<Answer> {
             Some(Answer::Committed { ok, conflict })
         }
         Msg::Release { value: v } => {
-            node.cmd(&[
-                b"EVAL",
-                scripts.release.as_bytes(),
-                b"1",
-                LOCK,
-                &value(v)[..],
-            ]);
+            eval(node, scripts.release, &[LOCK], &[&value(v)]);
             None
         }
     }

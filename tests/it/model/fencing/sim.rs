@@ -61,9 +61,14 @@ impl Sim {
         self.events.push(at, kind);
     }
 
-    /// Sends `msg` to every node; each copy may be lost or delayed (up to a whole TTL: a paused or slow
-    /// network), and so may its answer.
+    /// Sends `msg` to every node now (see [`Self::broadcast_at`]).
     pub fn broadcast(&mut self, client: usize, round: u64, make: impl Fn() -> Msg) {
+        self.broadcast_at(self.now, client, round, make);
+    }
+
+    /// Sends `msg` to every node at `at`; each copy may be lost or delayed (up to a whole TTL: a
+    /// paused or slow network), and so may its answer.
+    pub fn broadcast_at(&mut self, at: u64, client: usize, round: u64, make: impl Fn() -> Msg) {
         for node in 0..self.nodes.len() {
             if self.rng.chance(10) {
                 continue; // lost
@@ -74,7 +79,7 @@ impl Sim {
                 self.rng.below(4)
             };
             self.push(
-                self.now + delay,
+                at + delay,
                 EventKind::AtNode {
                     node,
                     client,
@@ -112,25 +117,7 @@ impl Sim {
             0
         };
         let at = self.now + pause;
-        for node in 0..self.nodes.len() {
-            if self.rng.chance(10) {
-                continue;
-            }
-            let delay = if self.rng.chance(10) {
-                self.rng.below(TTL)
-            } else {
-                self.rng.below(4)
-            };
-            self.push(
-                at + delay,
-                EventKind::AtNode {
-                    node,
-                    client: c,
-                    round,
-                    msg: Msg::Commit { value, token },
-                },
-            );
-        }
+        self.broadcast_at(at, c, round, || Msg::Commit { value, token });
         self.push(
             (at + TIMEOUT).min(valid_until.max(self.now)),
             EventKind::Wake { client: c, round },
@@ -252,10 +239,7 @@ impl Sim {
         for c in 0..self.clients.len() {
             self.start_acquire(c);
         }
-        while let Some((at, kind)) = self.events.pop() {
-            if at > until {
-                break;
-            }
+        while let Some((at, kind)) = self.events.pop_until(until) {
             self.now = at;
             match kind {
                 EventKind::AtNode {
