@@ -50,12 +50,7 @@ pub async fn run(
                 if lock != LockKind::Exclusive && !engine.takes_lock_kinds() {
                     continue;
                 }
-                let modes = if engine.has_waiting() {
-                    plan.waiting.iter().copied().map(Some).collect()
-                } else {
-                    vec![None]
-                };
-                for waiting in modes {
+                for waiting in engine.waiting_modes(&plan.waiting) {
                     run_no += 1;
                     let tag = format!("k{run_no:02}");
                     let spec = RunSpec {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::cli::{NodeSource, Plan, RuntimeKind};
 use crate::engines::ceiling::{self, Ceiling};
 use crate::engines::rslock::RslockClient;
-use crate::engines::{EngineKind, RetrySpec, Waiting};
+use crate::engines::{EngineKind, RetrySpec};
 use crate::machine::{Machine, Versions};
 use crate::measure::{measure, status_line, RunSpec};
 use crate::nodes::addr::NodeUrl;
@@ -54,12 +54,7 @@ pub async fn execute(
                 }
                 runs.push(record);
             } else {
-                let modes: Vec<Option<Waiting>> = if engine.has_waiting() {
-                    plan.waiting.iter().copied().map(Some).collect()
-                } else {
-                    vec![None]
-                };
-                for waiting in modes {
+                for waiting in engine.waiting_modes(&plan.waiting) {
                     run_no += 1;
                     let tag = format!("{run_no:02}");
                     let spec = RunSpec {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
+use serde::Serialize;
 
 use crate::overtakes::Grant;
 
@@ -80,8 +81,9 @@ impl WorkerStats {
     }
 }
 
-/// Latency percentiles in microseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Latency percentiles in microseconds; the JSON report writes them as they are (`acquire_us`,
+/// `release_us`: `p50`, `p90`, `p99`, `p999`, `max`, `mean`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Percentiles {
     /// Median.
     pub p50: f64,

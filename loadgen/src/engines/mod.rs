@@ -13,6 +13,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use redlock_engine::Transport;
 
 pub mod cause;
 pub mod ceiling;
@@ -40,6 +41,25 @@ impl EngineKind {
     /// Whether `--waiting` applies: this project's engine, whose waiting features it switches.
     pub fn has_waiting(self) -> bool {
         matches!(self, Self::Redlock | Self::RedlockFred)
+    }
+
+    /// The `--waiting` modes its runs go through: each of `asked` for this project's engine; one run,
+    /// with none, for the others.
+    pub fn waiting_modes(self, asked: &[Waiting]) -> Vec<Option<Waiting>> {
+        if self.has_waiting() {
+            asked.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
+        }
+    }
+
+    /// The transport of this project's engine (`None` for the others).
+    pub fn transport(self) -> Option<Transport> {
+        match self {
+            Self::Redlock => Some(Transport::Pipeline),
+            Self::RedlockFred => Some(Transport::Fred),
+            Self::Rslock | Self::Raw | Self::Ceiling => None,
+        }
     }
 
     /// Whether it takes every `--lock` kind (the fair lock, permits, slots): this project's engine. The

@@ -48,12 +48,7 @@ pub async fn run(
     let mut records = Records::default();
     let mut run_no = 0;
     for &engine in engines {
-        let modes: Vec<Option<Waiting>> = if engine.has_waiting() {
-            waiting.iter().copied().map(Some).collect()
-        } else {
-            vec![None]
-        };
-        for mode in modes {
+        for mode in engine.waiting_modes(waiting) {
             run_no += 1;
             let tag = format!("o{run_no:02}");
             match spec.kind {

@@ -223,13 +223,7 @@ pub fn render(rows: &[ContentionRow]) -> String {
         );
     }
     for g in goals {
-        let verdict = g.verdict();
-        let measured = g.measured.map_or_else(|| "-".into(), |m| format!("{m:.2}"));
-        let _ = writeln!(
-            out,
-            "  ({}) {:<32} {} {:<5} measured {:>7}  {}",
-            g.scenario, g.what, g.op, g.target, measured, verdict
-        );
+        let _ = writeln!(out, "{}", g.line(32, 7));
     }
     out
 }

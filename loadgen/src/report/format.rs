@@ -3,7 +3,7 @@
 
 use crate::workload::Scenario;
 
-use super::record::Report;
+use super::record::{Report, RunRecord};
 
 /// `" in 4 processes"` when the scenario's runs were split among processes, else empty.
 pub fn in_processes(report: &Report, scenario: &Scenario) -> String {
@@ -19,6 +19,29 @@ pub fn in_processes(report: &Report, scenario: &Scenario) -> String {
     } else {
         String::new()
     }
+}
+
+/// The figures of a run's row that the table and the Markdown both show, in their column order:
+/// engine, cycles/s, acquire p50, p90, p99, p99.9 and max, release p50 and p99, attempts per
+/// acquire, fairness; `none` where a run has no such figure.
+pub fn run_figures(run: &RunRecord, none: &str) -> [String; 11] {
+    let (a, r) = (run.acquire_pct(), run.release_pct());
+    let lat = |p: Option<f64>| p.map_or_else(|| none.to_string(), micros);
+    [
+        run.label(),
+        group(run.cycles_per_s),
+        lat(a.map(|p| p.p50)),
+        lat(a.map(|p| p.p90)),
+        lat(a.map(|p| p.p99)),
+        lat(a.map(|p| p.p999)),
+        lat(a.map(|p| p.max)),
+        lat(r.map(|p| p.p50)),
+        lat(r.map(|p| p.p99)),
+        run.attempts_per_acquire
+            .map_or_else(|| none.to_string(), |v| format!("{v:.2}")),
+        run.fairness
+            .map_or_else(|| none.to_string(), |v| format!("{v:.3}")),
+    ]
 }
 
 /// `1234567.8` as `1 234 568`-style text with thin grouping (`1,234,568`).

@@ -150,9 +150,9 @@ pub struct Run {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub native_cycles_per_s: Option<Option<f64>>,
     /// Acquire latency, first attempt to success (null for the ceiling).
-    pub acquire_us: Option<Latency>,
+    pub acquire_us: Option<Percentiles>,
     /// Release latency (null for the ceiling).
-    pub release_us: Option<Latency>,
+    pub release_us: Option<Percentiles>,
     /// Mean attempts per acquire call (null for the ceiling).
     pub attempts_per_acquire: Option<f64>,
     /// Failed acquire calls by cause (the engine's error variant name).
@@ -184,36 +184,6 @@ pub struct Run {
     /// redis-benchmark figures (ceiling only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<CeilingOut>,
-}
-
-/// Latency percentiles in µs.
-#[derive(Debug, Serialize)]
-pub struct Latency {
-    /// Median.
-    pub p50: f64,
-    /// 90th.
-    pub p90: f64,
-    /// 99th.
-    pub p99: f64,
-    /// 99.9th.
-    pub p999: f64,
-    /// Largest.
-    pub max: f64,
-    /// Mean.
-    pub mean: f64,
-}
-
-impl From<Percentiles> for Latency {
-    fn from(p: Percentiles) -> Self {
-        Self {
-            p50: p.p50,
-            p90: p.p90,
-            p99: p.p99,
-            p999: p.p999,
-            max: p.max,
-            mean: p.mean,
-        }
-    }
 }
 
 /// The ceiling's inputs.
@@ -368,8 +338,8 @@ pub fn run_out(r: &RunRecord, hold_us: u64) -> Run {
         elapsed_s: r.elapsed.as_secs_f64(),
         cycles_per_s: r.cycles_per_s,
         native_cycles_per_s: r.ceiling.as_ref().map(|c| c.native.map(|n| n.cycles_per_s)),
-        acquire_us: r.acquire_pct().map(Latency::from),
-        release_us: r.release_pct().map(Latency::from),
+        acquire_us: r.acquire_pct(),
+        release_us: r.release_pct(),
         attempts_per_acquire: r.attempts_per_acquire,
         failed_acquires: r.failed_acquires.clone(),
         failed_releases: r.failed_releases.clone(),

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::format::{group, in_processes, micros, times};
+use super::format::{group, in_processes, run_figures, times};
 use super::ratios::{goals, ratios};
 use super::record::Report;
 
@@ -60,8 +60,6 @@ pub fn render(report: &Report, svg: &str) -> String {
         );
         let _ = writeln!(md, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
         for run in report.runs.iter().filter(|r| r.scenario.id == scenario.id) {
-            let (a, r) = (run.acquire_pct(), run.release_pct());
-            let lat = |p: Option<f64>| p.map_or_else(|| "–".into(), micros);
             let failed: Vec<String> = run
                 .failed_acquires
                 .iter()
@@ -72,30 +70,17 @@ pub fn render(report: &Report, svg: &str) -> String {
                         .map(|(k, v)| format!("release {k}: {v}")),
                 )
                 .collect();
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                run.label(),
-                group(run.cycles_per_s),
-                lat(a.map(|p| p.p50)),
-                lat(a.map(|p| p.p90)),
-                lat(a.map(|p| p.p99)),
-                lat(a.map(|p| p.p999)),
-                lat(a.map(|p| p.max)),
-                lat(r.map(|p| p.p50)),
-                lat(r.map(|p| p.p99)),
-                run.attempts_per_acquire
-                    .map_or_else(|| "–".into(), |v| format!("{v:.2}")),
-                run.fairness
-                    .map_or_else(|| "–".into(), |v| format!("{v:.3}")),
+            let mut cells = run_figures(run, "–").to_vec();
+            cells.push(
                 run.overtakes
                     .map_or_else(|| "–".into(), |o| o.max.to_string()),
-                if failed.is_empty() {
-                    "–".into()
-                } else {
-                    failed.join(", ")
-                },
             );
+            cells.push(if failed.is_empty() {
+                "–".into()
+            } else {
+                failed.join(", ")
+            });
+            let _ = writeln!(md, "| {} |", cells.join(" | "));
             if let Some(native) = run.ceiling.as_ref().and_then(|c| c.native) {
                 let _ = writeln!(
                     md,

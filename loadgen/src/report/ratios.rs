@@ -158,6 +158,23 @@ impl Goal {
             None => "not measured",
         }
     }
+
+    /// The goal as a text report's line, `what` in a column `what_width` wide and the measured
+    /// value in one `measured_width` wide: `  (s1) cycles/s redlock/rslock >= 2.3   measured 2.41  met`.
+    pub fn line(&self, what_width: usize, measured_width: usize) -> String {
+        let measured = self
+            .measured
+            .map_or_else(|| "-".into(), |m| format!("{m:.2}"));
+        format!(
+            "  ({}) {:<what_width$} {} {:<5} measured {:>measured_width$}  {}",
+            self.scenario,
+            self.what,
+            self.op,
+            self.target,
+            measured,
+            self.verdict()
+        )
+    }
 }
 
 /// The heading of every report's targets.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::format::{group, in_processes, micros, times};
+use super::format::{group, in_processes, run_figures, times};
 use super::ratios::{goals, ratios};
 use super::record::{Report, RunRecord};
 
@@ -94,13 +94,7 @@ pub fn render(report: &Report) -> String {
     if !goals.is_empty() {
         let _ = writeln!(out, "\n{}:", super::ratios::TARGETS_HEADING);
         for g in goals {
-            let verdict = g.verdict();
-            let measured = g.measured.map_or_else(|| "-".into(), |m| format!("{m:.2}"));
-            let _ = writeln!(
-                out,
-                "  ({}) {:<28} {} {:<5} measured {:>6}  {}",
-                g.scenario, g.what, g.op, g.target, measured, verdict
-            );
+            let _ = writeln!(out, "{}", g.line(28, 6));
         }
     }
     out.push_str(&super::contention::render(&report.contention));
@@ -119,8 +113,7 @@ pub fn render(report: &Report) -> String {
 
 fn row(run: &RunRecord) -> String {
     let dash = || "-".to_string();
-    let (a, r) = (run.acquire_pct(), run.release_pct());
-    let lat = |p: Option<f64>| p.map_or_else(dash, micros);
+    let f = run_figures(run, "-");
     let failed: Vec<String> = run
         .failed_acquires
         .iter()
@@ -134,18 +127,17 @@ fn row(run: &RunRecord) -> String {
     let failed = [failed, failed_rel].concat();
     format!(
         "{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>13}  {}",
-        run.label(),
-        group(run.cycles_per_s),
-        lat(a.map(|p| p.p50)),
-        lat(a.map(|p| p.p90)),
-        lat(a.map(|p| p.p99)),
-        lat(a.map(|p| p.p999)),
-        lat(a.map(|p| p.max)),
-        lat(r.map(|p| p.p50)),
-        lat(r.map(|p| p.p99)),
-        run.attempts_per_acquire
-            .map_or_else(dash, |v| format!("{v:.2}")),
-        run.fairness.map_or_else(dash, |v| format!("{v:.3}")),
+        f[0],
+        f[1],
+        f[2],
+        f[3],
+        f[4],
+        f[5],
+        f[6],
+        f[7],
+        f[8],
+        f[9],
+        f[10],
         // Max over the grants, then the mean per grant.
         run.overtakes
             .map_or_else(dash, |o| format!("{}/{:.2}", o.max, o.per_grant)),

@@ -6,15 +6,15 @@
 //! phase: CPU and renewals are deltas over it), release all (same bound).
 //!
 //! - this file: the run over every held count of an engine;
+//! - [`hold`]: the measured phase both engines run (the hold, its losses sampled each second);
 //! - [`record`]: the record both engines fill ([`HeldRecord`], one place for the hold's rates);
 //! - [`redlock`]: the redlock engines, renewed by their watchdog;
 //! - [`rslock`]: rslock, which has no watchdog: a renewal loop per lock around `LockManager::extend`.
 
+pub mod hold;
 pub mod record;
 pub mod redlock;
 pub mod rslock;
-
-use redlock_engine::Transport;
 
 use crate::engines::redlock::build;
 use crate::engines::{EngineKind, RetrySpec, Waiting};
@@ -37,11 +37,9 @@ pub async fn run(
     tag: &str,
 ) -> Result<Vec<HeldRecord>, String> {
     let label = crate::run::label(kind, waiting);
-    let transport = match kind {
-        EngineKind::Redlock => Transport::Pipeline,
-        EngineKind::RedlockFred => Transport::Fred,
-        EngineKind::Ceiling => return Ok(Vec::new()),
-        EngineKind::Rslock => {
+    let transport = match (kind, kind.transport()) {
+        (_, Some(transport)) => transport,
+        (EngineKind::Rslock, _) => {
             let mut out = Vec::new();
             for (i, &count) in spec.held.iter().enumerate() {
                 let record = HeldRecord::empty(kind, label.clone(), count, spec);
@@ -57,7 +55,7 @@ pub async fn run(
             }
             return Ok(out);
         }
-        EngineKind::Raw => {
+        (EngineKind::Raw, _) => {
             return Ok(spec
                 .held
                 .iter()
@@ -67,6 +65,8 @@ pub async fn run(
                 })
                 .collect())
         }
+        // The ceiling (this project's engine always has a transport).
+        _ => return Ok(Vec::new()),
     };
     let w = ctx.workload;
     let retry = RetrySpec {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use redlock_engine::{RenewPolicy, RenewedLock, Wait};
 use tokio::sync::Semaphore;
@@ -15,6 +15,7 @@ use crate::nodes::addr::NodeUrl;
 use crate::overload::args::Spec;
 use crate::overload::cpu::{process_cpu, server_counters_async};
 
+use super::hold::hold;
 use super::record::HeldRecord;
 
 /// One held run.
@@ -81,17 +82,10 @@ impl Held<'_> {
         let renewals_before: u64 = locks.iter().map(|l| u64::from(l.renewals())).sum();
         let cpu_before = process_cpu();
         r.loadavg[0] = loadavg();
-        let hold_start = Instant::now();
-        let mut ticker = tokio::time::interval(Duration::from_secs(1));
-        ticker.tick().await;
-        while hold_start.elapsed() < spec.hold_for {
-            let left = spec.hold_for.saturating_sub(hold_start.elapsed());
-            tokio::select! {
-                _ = ticker.tick() => r.lost_timeline.push(sample(&locks, &mut ever_lost)),
-                _ = tokio::time::sleep(left) => {}
-            }
-        }
-        let hold = hold_start.elapsed();
+        let hold = hold(spec.hold_for, &mut r.lost_timeline, || {
+            sample(&locks, &mut ever_lost)
+        })
+        .await;
         let cpu = process_cpu().saturating_sub(cpu_before);
         // Servers first: a renewal the servers ran but whose reply is not in yet is counted on neither
         // side; the other order would count its EVALSHA without the renewal.

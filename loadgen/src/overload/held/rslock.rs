@@ -19,6 +19,7 @@ use crate::overload::args::Spec;
 use crate::overload::cpu::{process_cpu, server_counters_async};
 use crate::run::RunContext;
 
+use super::hold::hold;
 use super::record::HeldRecord;
 
 /// Shared by the renewal tasks.
@@ -85,17 +86,10 @@ pub async fn run(
     let renewals_before = counts.renewals.load(Ordering::Relaxed);
     let cpu_before = process_cpu();
     r.loadavg[0] = loadavg();
-    let hold_start = Instant::now();
-    let mut ticker = tokio::time::interval(Duration::from_secs(1));
-    ticker.tick().await;
-    while hold_start.elapsed() < spec.hold_for {
-        let left = spec.hold_for.saturating_sub(hold_start.elapsed());
-        tokio::select! {
-            _ = ticker.tick() => r.lost_timeline.push(counts.lost.load(Ordering::Relaxed)),
-            _ = tokio::time::sleep(left) => {}
-        }
-    }
-    let hold = hold_start.elapsed();
+    let hold = hold(spec.hold_for, &mut r.lost_timeline, || {
+        counts.lost.load(Ordering::Relaxed)
+    })
+    .await;
     let cpu = process_cpu().saturating_sub(cpu_before);
     let servers = server_counters_async(nodes.to_vec())
         .await?
