@@ -141,21 +141,31 @@ impl Election {
     /// published). One read round; changes nothing.
     ///
     /// # Errors
-    /// [`LockError::InvalidInput`] for a bad name; [`LockError::QuorumNotReached`] when too few
-    /// nodes answered to tell.
+    /// [`LockError::InvalidInput`] for a bad name or a TTL below 1 ms;
+    /// [`LockError::QuorumNotReached`] when too few nodes answered to tell; [`LockError::Closed`]
+    /// after a shutdown.
     pub async fn leader(&self) -> Result<Option<Leader>, LockError> {
         let core = self.engine.core();
         let keys = ElectionKeys::of(core, &self.name)?;
-        leader::read(core, &keys, self.ttl).await
+        leader::read(core, &keys, self.read_ttl()?).await
     }
 
     /// Every leader change from now on, in term order (see [`Observe`]): the current leader first
     /// (if any), then each new leader or proclaimed value.
     ///
     /// # Errors
-    /// [`LockError::InvalidInput`] for a bad name.
+    /// [`LockError::InvalidInput`] for a bad name or a TTL below 1 ms; [`LockError::Closed`] after a
+    /// shutdown.
     pub fn observe(&self) -> Result<Observe, LockError> {
         let keys = ElectionKeys::of(self.engine.core(), &self.name)?;
-        Ok(observe::observe(self.engine.clone(), keys, self.ttl))
+        let ttl = self.read_ttl()?;
+        Ok(observe::observe(self.engine.clone(), keys, ttl))
+    }
+
+    /// The TTL a reader fits its rounds to: the election's, within `max_ttl` (a reader takes
+    /// nothing, so an election built with the default TTL reads on an engine with a lower cap).
+    fn read_ttl(&self) -> Result<Duration, LockError> {
+        let core = self.engine.core();
+        core.check_ttl(self.ttl.min(core.settings().max_ttl))
     }
 }

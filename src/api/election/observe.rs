@@ -2,7 +2,7 @@
 //! the leader record's channel (published by every write of a record and every resignation, on
 //! each node) or the subscription becoming active triggers a read of the majority's leader; a slow
 //! timer re-reads in case messages were missed (a subscriber connection that reconnected, a node
-//! restarted). A leader is reported when its `(term, revision)` is above the last one reported:
+//! restarted), and a read that could not tell is followed by another soon. A leader is reported when its `(term, revision)` is above the last one reported:
 //! never a lower term, whatever order reads come back in.
 
 use std::fmt;
@@ -70,6 +70,11 @@ fn fallback(ttl: Duration) -> Duration {
     ttl.clamp(Duration::from_secs(1), Duration::from_secs(30))
 }
 
+/// The first pause after a read that could not tell (too few nodes counted: down, quarantined),
+/// doubling up to [`fallback`]: the message that announced a change may have come during that
+/// read, and no other comes while the leader stays.
+const UNTOLD_FIRST: Duration = Duration::from_millis(100);
+
 /// The leaders of the election at `keys`, read with rounds fitted to `ttl`.
 pub(super) fn observe(engine: Redlock, keys: ElectionKeys, ttl: Duration) -> Observe {
     let watch = Watch {
@@ -88,6 +93,7 @@ async fn next(mut watch: Watch) -> Option<(Leader, Watch)> {
     let core = watch.engine.core().clone();
     // Without notifications (`Config::notify_releases` off) the timer alone drives the reads.
     let quiet = Arc::new(Notify::new());
+    let mut untold: Option<Duration> = None;
     loop {
         if core.is_closed() {
             return None;
@@ -102,19 +108,22 @@ async fn next(mut watch: Watch) -> Option<(Leader, Watch)> {
         // Armed before the read: a message that comes in while it runs triggers another.
         let mut message = pin!(notify.notified());
         message.as_mut().enable();
+        let slow = fallback(watch.ttl);
         match read(&core, &watch.keys, watch.ttl).await {
             Ok(Some(leader)) if watch.last.is_none_or(|last| leader.order() > last) => {
                 watch.last = Some(leader.order());
                 return Some((leader, watch));
             }
             Err(LockError::Closed) => return None,
-            // No leader, the one reported already, an older one, or nodes that cannot tell now:
-            // wait for the next change.
-            _ => {}
+            // Nodes that cannot tell now: ask again soon, then less and less often.
+            Err(_) => untold = Some(untold.map_or(UNTOLD_FIRST, |d| (d * 2).min(slow))),
+            // No leader, the one reported already, or an older one: wait for the next change.
+            Ok(_) => untold = None,
         }
         tokio::select! {
-            _ = message => {}
-            _ = tokio::time::sleep(fallback(watch.ttl)) => {}
+            // News: if the nodes still cannot tell, ask again soon.
+            _ = message => untold = None,
+            _ = tokio::time::sleep(untold.unwrap_or(slow)) => {}
         }
     }
 }
