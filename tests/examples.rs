@@ -67,6 +67,15 @@ const CASES: &[Case] = &[
         "periodic_job",
         &["killed (kill -9) mid-job", "took over", "never two at once"],
     ),
+    case(
+        "leader",
+        &[
+            "killed (kill -9) while leading",
+            "took over",
+            "stale write rejected",
+            "every replica saw the terms in order",
+        ],
+    ),
     // One second per run, 8 workers: a check that it works, not the measurement.
     Case {
         args: &["1", "8"],
