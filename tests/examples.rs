@@ -56,6 +56,15 @@ const CASES: &[Case] = &[
         &["new reader held back", "writer: got catalog"],
     ),
     case("fair", &["served in order [0, 1, 2, 3]"]),
+    // Runs on memory nodes of its own (feature `testing`), not on the test's nodes.
+    case(
+        "lost_lock_test",
+        &[
+            "lock expired on nodes 0 and 1",
+            "job stopped after step 2: lock lost",
+            "nothing left on the nodes",
+        ],
+    ),
     case(
         "inspect",
         &[
@@ -117,8 +126,17 @@ fn examples() -> &'static HashMap<String, PathBuf> {
         if !cfg!(debug_assertions) {
             cargo.arg("--release");
         }
-        if cfg!(feature = "fred") {
-            cargo.args(["--features", "fred"]); // as this test was built: no second library build
+        // The features this test was built with that examples need: no second library build for
+        // fred, and the memory nodes' example only exists with `testing`.
+        let features: Vec<&str> = [
+            ("fred", cfg!(feature = "fred")),
+            ("testing", cfg!(feature = "testing")),
+        ]
+        .into_iter()
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect();
+        if !features.is_empty() {
+            cargo.args(["--features", &features.join(",")]);
         }
         let out = cargo.stderr(Stdio::inherit()).output().expect("run cargo");
         assert!(out.status.success(), "cargo build --examples failed");
