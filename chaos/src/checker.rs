@@ -35,6 +35,10 @@
 //!   holders at once ([`crate::crowding`]; semaphore holds share among themselves in the overlap
 //!   check, never with an exclusive hold).
 //!
+//! - **leaders** (scenario 20): one term's leadership is a grant of the election's lock, so its
+//!   tenures count as grants and two valid leaders at once as overlaps ([`crate::leaders`], which
+//!   also counts terms going back and terms shared by two leaders).
+//!
 //! Lost updates need the storage node, so the scenario runner computes them from [`Summary::completed`].
 
 use std::collections::BTreeMap;
@@ -80,6 +84,8 @@ pub struct Summary {
     pub handoffs: usize,
     /// Semaphore grants against their K ([`crate::crowding`]).
     pub crowding: crate::crowding::Crowding,
+    /// Leaders' tenures ([`crate::leaders`]): counted in `grants`, two at once in `overlaps`.
+    pub leaders: crate::leaders::Leaders,
 }
 
 /// Checks every grant of `logs`.
@@ -131,6 +137,9 @@ pub fn summarize(logs: &Logs) -> Summary {
         }
     }
     s.crowding = crate::crowding::check(&logs.grants);
+    s.leaders = crate::leaders::check(&logs.leads);
+    s.grants += s.leaders.tenures.len();
+    s.overlaps += s.leaders.two_at_once;
     let (accepted, stale) = stale_accepted(&logs.grants);
     s.fenced_accepted = accepted;
     s.stale_accepted = stale;

@@ -35,7 +35,7 @@ pub struct Ctx {
     pub expect_quarantine: bool,
     /// libfaketime's path, or why scenario 10 cannot run.
     pub faketime: Result<PathBuf, String>,
-    /// The node clock shim's path, or why scenario 16 cannot run.
+    /// The node clock shim's path, or why scenario 16 cannot run (and scenario 20 steps no clock).
     pub clockshim: Result<PathBuf, testkit::clock::ShimError>,
     /// This binary, re-executed as `chaos client`.
     pub exe: PathBuf,
@@ -57,6 +57,8 @@ pub struct Env {
     /// One proxy per lock node, once [`Env::start_proxies`] ran.
     pub proxies: Vec<Proxy>,
     clients: Vec<Proc>,
+    /// Clients killed on purpose ([`Env::kill_client`]): [`Env::finish`] does not wait for them.
+    killed: Vec<usize>,
     stop_file: PathBuf,
     exe: PathBuf,
     max_secs: u64,
@@ -74,6 +76,7 @@ impl Env {
             storage: start_node(),
             proxies: Vec::new(),
             clients: Vec::new(),
+            killed: Vec::new(),
             exe: ctx.exe.clone(),
             // The clients' own hard stop: well past anything a scenario waits for.
             max_secs: ctx.target_cap.as_secs() + 120,
@@ -167,6 +170,13 @@ impl Env {
         &self.clients[index]
     }
 
+    /// `kill -9` of client process number `index`, a crash: nothing of it runs afterwards, and
+    /// [`Env::finish`] does not count it as a client that failed to stop.
+    pub fn kill_client(&mut self, index: usize) {
+        self.clients[index].kill();
+        self.killed.push(index);
+    }
+
     /// Grants logged so far by the clients whose id `counts`.
     pub fn grants_so_far(&self, counts: impl Fn(&str) -> bool) -> usize {
         let Ok(dir) = std::fs::read_dir(&self.dir) else {
@@ -211,7 +221,10 @@ impl Env {
         let mut problems = Vec::new();
         // A client finishes its current round first: at most one critical section plus a release.
         let grace = Duration::from_millis(TTL_MS) + Duration::from_secs(5);
-        for client in &mut self.clients {
+        for (i, client) in self.clients.iter_mut().enumerate() {
+            if self.killed.contains(&i) {
+                continue;
+            }
             match client.wait_or_kill(grace).await {
                 Some(status) if status.success() => {}
                 Some(status) => problems.push(format!("{} exited with {status}", client.name())),
@@ -219,6 +232,7 @@ impl Env {
             }
         }
         self.clients.clear();
+        self.killed.clear();
         if !problems.is_empty() {
             return Err(format!(
                 "{} (stderr in {})",

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::election_log::{Lead, Observed};
 use crate::fair_log::FairCall;
 use crate::record::{Grant, Outcome, Record};
 use crate::renewal_log::Renewal;
@@ -21,6 +22,10 @@ pub struct Logs {
     pub renewals: Vec<Renewal>,
     /// Fair acquire calls (scenario 19).
     pub fair: Vec<FairCall>,
+    /// Leaders' claims (scenario 20).
+    pub leads: Vec<Lead>,
+    /// Leaders as observers saw them (scenario 20).
+    pub observed: Vec<Observed>,
 }
 
 impl Logs {
@@ -58,6 +63,14 @@ impl Logs {
             }
             if let Some(c) = FairCall::parse(line) {
                 self.fair.push(c);
+                continue;
+            }
+            if let Some(l) = Lead::parse(line) {
+                self.leads.push(l);
+                continue;
+            }
+            if let Some(o) = Observed::parse(line) {
+                self.observed.push(o);
                 continue;
             }
             match Record::parse(line) {

@@ -13,16 +13,19 @@
 //! - `client`: the client process — its options (`client/args`), shared context (`client/ctx`), the
 //!   acquire loop of each lock kind (`client/worker`), their critical section on the counter and its
 //!   mirror, and the release (`client/section`), the renewed-lock holders with the load beside
-//!   them (`client/renewed`, scenario 15), and the fair-lock waiters (`client/fair`, scenario 19)
-//!   with the tap on the engine's round events (`client/round_tap`).
+//!   them (`client/renewed`, scenario 15), the fair-lock waiters (`client/fair`, scenario 19)
+//!   with the tap on the engine's round events (`client/round_tap`), and an election's candidates
+//!   and observers (`client/elect`, scenario 20).
 //! - `checker`: overlaps (per resource, readers and semaphore holders may share), overruns, validity
 //!   lies, torn reads, latency percentiles from the logs; `checker_tests.rs`: its rules on synthetic
 //!   logs. `crowding`: never more than K semaphore holders at once (`crowding_tests.rs`);
-//!   `fairness`: no overtaking among fair-lock waiters (`fairness_tests.rs`).
+//!   `fairness`: no overtaking among fair-lock waiters (`fairness_tests.rs`); `leaders`: one valid
+//!   leader at a time, terms going up, observers agreeing (`leaders_tests.rs`).
 //! - `logs`: every record of a scenario, read back from its log files.
 //! - `record`: the log format shared by writers and the checker — the line types and the writer, the
 //!   coded fields (`record/fields`), the `G` line (`record/grant`); `renewal_log`: its `R` line;
-//!   `fair_log`: its `F` line (a fair acquire call and its rounds).
+//!   `fair_log`: its `F` line (a fair acquire call and its rounds); `election_log`: its `L` and `O`
+//!   lines (a leader's claims, an observer's leaders).
 //! - `procs`: process guards for the clients (and the leak check). The redis-server nodes (how each is
 //!   started: `NodeSpec`, e.g. with an AOF or under the clock shim), the fault-injecting TCP proxy, the
 //!   one-shot RESP client and the clock shim's build and offset file come from the workspace's test kit
@@ -40,10 +43,12 @@ mod client;
 mod clock;
 mod counter;
 mod crowding;
+mod election_log;
 mod env;
 mod fair_log;
 mod fairness;
 mod faketime;
+mod leaders;
 mod logs;
 mod procs;
 mod record;

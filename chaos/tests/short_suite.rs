@@ -44,6 +44,8 @@ fn the_short_suite_passes() {
     // the mixed faults.
     assert!(text.contains("scenario 18-semaphore-faults: grants"));
     assert!(text.contains("scenario 19-fair-lock-faults: grants"));
+    // Leader election under the leader's kill -9 and SIGSTOP, an empty restart and a clock step.
+    assert!(text.contains("scenario 20-election-faults: grants"));
 }
 
 #[test]

@@ -16,7 +16,8 @@ pub struct ClientArgs {
     #[arg(long)]
     pub storage: Option<u16>,
     /// Resources to lock, comma-separated; each round picks one at random (`--lock many`: a pair of
-    /// neighbours, `i` and `i + 1`, wrapping around).
+    /// neighbours, `i` and `i + 1`, wrapping around; `--lock elect|observe`: the first is the
+    /// election's name).
     #[arg(long, value_delimiter = ',', required = true)]
     pub resources: Vec<String>,
     /// Which lock each round takes.
@@ -176,6 +177,11 @@ pub enum LockMode {
     Slot,
     /// `acquire_fair`: the fair lock, every call and its rounds logged ([`crate::client::fair`]).
     Fair,
+    /// A candidate of the election named by the first resource: campaigns, and while leader logs
+    /// its claims ([`crate::client::elect`]).
+    Elect,
+    /// An observer of that election: logs every leader its `observe()` stream gives.
+    Observe,
 }
 
 impl LockMode {
@@ -189,6 +195,8 @@ impl LockMode {
             Self::Permit => "permit",
             Self::Slot => "slot",
             Self::Fair => "fair",
+            Self::Elect => "elect",
+            Self::Observe => "observe",
         }
     }
 }

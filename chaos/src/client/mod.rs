@@ -15,7 +15,8 @@
 //! or the waiting calls — `acquire_many` on a pair of resources, `acquire_read`/`acquire_write`,
 //! `acquire` with the local queue and release notifications, a semaphore's `acquire_permit` or
 //! `acquire_slot`, or `acquire_fair`. Their critical sections are in
-//! [`section`].
+//! [`section`]. `--lock elect` and `--lock observe` are no lock: a candidate and an observer of an
+//! election ([`elect`]).
 
 //!
 //! - this file: the process — the engine from the options, the tasks of the lock mode, the exit code;
@@ -25,10 +26,13 @@
 //! - [`section`]: their critical section on the counter (and its mirror), and the release;
 //! - [`renewed`]: `--lock renewed` (scenario 15): renewed-lock holders and the load beside them;
 //! - [`fair`]: `--lock fair` (scenario 19): fair-lock waiters, each call logged with its rounds, which
-//!   [`round_tap`] reads off the engine's tracing events.
+//!   [`round_tap`] reads off the engine's tracing events;
+//! - [`elect`]: `--lock elect` and `--lock observe` (scenario 20): an election's candidate, whose
+//!   leader logs its claims, and its observer.
 
 mod args;
 mod ctx;
+mod elect;
 mod fair;
 mod renewed;
 mod round_tap;
@@ -108,6 +112,9 @@ async fn run(args: ClientArgs) -> Result<(), String> {
         LockMode::Fair => (0..ctx.args.tasks)
             .map(|i| tokio::spawn(fair::run(ctx.clone(), i)))
             .collect(),
+        // One candidate or observer per process: a process is what the faults kill and freeze.
+        LockMode::Elect => vec![tokio::spawn(elect::candidate(ctx.clone()))],
+        LockMode::Observe => vec![tokio::spawn(elect::observer(ctx.clone()))],
         _ => (0..ctx.args.tasks)
             .map(|i| tokio::spawn(worker::run(ctx.clone(), i)))
             .collect(),

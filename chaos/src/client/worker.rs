@@ -133,9 +133,13 @@ async fn acquire(ctx: &Ctx, fenced: bool) -> Call {
             let (result, polls) = with_polls(ctx.redlock.acquire_slot(r, k, ttl)).await;
             Call::new(LockKind::Slot(k), one, result, polls.before_last)
         }
-        // `Renewed` and `Fair` run their own tasks ([`super::renewed`], [`super::fair`]); this loop
-        // never sees them.
-        LockMode::Wait | LockMode::Renewed | LockMode::Fair => {
+        // `Renewed`, `Fair`, `Elect` and `Observe` run their own tasks ([`super::renewed`],
+        // [`super::fair`], [`super::elect`]); this loop never sees them.
+        LockMode::Wait
+        | LockMode::Renewed
+        | LockMode::Fair
+        | LockMode::Elect
+        | LockMode::Observe => {
             let (result, polls) = with_polls(ctx.redlock.acquire(r, ttl)).await;
             Call::new(LockKind::Exclusive, one, result, polls.before_last)
         }

@@ -4,7 +4,8 @@
 //! and 17 (issue 16: a node's wall clock stepped, with the engine's clock guard off and on; scenario
 //! 7's restart on nodes with `appendfsync always`), scenarios 18 and 19 (issue 17, under the faults of
 //! `mixed_faults`: the counting and slot semaphores, never more than K holders at once; the fair lock,
-//! no waiter overtaken, with an unordered control that must be), one file each, and the runner that
+//! no waiter overtaken, with an unordered control that must be), scenario 20 (leader election under
+//! the leader's kill -9 and SIGSTOP, an empty restart and a clock step), one file each, and the runner that
 //! turns a scenario's logs into its summary line and verdict. Shared by all: `findings` (what a
 //! scenario returns). Shared by several: `owners` (the choreographed owners A and B of scenarios 7, 16
 //! and 17), `support`, `mixed_faults`, `key_census`.
@@ -17,7 +18,9 @@
 //! inside the model on its guard-on half; its guard-off half, which must show an overlap, runs on
 //! processes of its own and is judged by the scenario itself. Scenario 18's control, which must show
 //! K+1 holders, is taken out of the logs before the runner sees them; scenario 19's fairness is judged
-//! by the scenario.)
+//! by the scenario. Scenario 20's leaderships are grants to the runner, two valid at once an overlap,
+//! and a term going back or shared a failure inside the model; its observers are judged by the
+//! scenario.)
 
 mod findings;
 mod key_census;
@@ -42,6 +45,7 @@ mod s16_node_clock_jump;
 mod s17_durable_restart;
 mod s18_semaphore;
 mod s19_fair;
+mod s20_election;
 mod support;
 
 use crate::checker;
@@ -67,7 +71,7 @@ pub struct Scenario {
 }
 
 /// Every scenario, in order.
-pub const ALL: [Scenario; 19] = [
+pub const ALL: [Scenario; 20] = [
     scenario(1, "1-no-fault"),
     scenario(2, "2-kill-nodes"),
     scenario(3, "3-majority-loss"),
@@ -91,6 +95,7 @@ pub const ALL: [Scenario; 19] = [
     scenario(17, "17-durable-restart-fsync-always"),
     scenario(18, "18-semaphore-faults"),
     scenario(19, "19-fair-lock-faults"),
+    scenario(20, "20-election-faults"),
 ];
 
 const fn scenario(number: u8, name: &'static str) -> Scenario {
@@ -188,6 +193,7 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
         17 => s17_durable_restart::run(&mut env, &ctx).await?,
         18 => s18_semaphore::run(&mut env, &ctx).await?,
         19 => s19_fair::run(&mut env, &ctx).await?,
+        20 => s20_election::run(&mut env, &ctx).await?,
         n => return Err(format!("no scenario {n}")),
     };
     let s = checker::summarize(&f.logs);
@@ -223,6 +229,10 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
             f.expect(
                 s.crowding.crowded == 0,
                 "more than K holders of a semaphore at once inside the model",
+            );
+            f.expect(
+                s.leaders.terms_back == 0 && s.leaders.shared_terms == 0,
+                "a leader's term was not above every earlier leader's inside the model",
             );
         }
         Model::RestartWithoutPersistence if ctx.expect_quarantine => {
@@ -270,6 +280,15 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
             s.crowding.crowded, s.crowding.most, s.crowding.most_k, s.crowding.grants
         ));
     }
+    if !s.leaders.tenures.is_empty() {
+        line.push_str(&format!(
+            ", leaderships {} (two valid at once {}, terms going back {}, terms shared {})",
+            s.leaders.tenures.len(),
+            s.leaders.two_at_once,
+            s.leaders.terms_back,
+            s.leaders.shared_terms
+        ));
+    }
     for extra in &f.extras {
         line.push_str(", ");
         line.push_str(extra);
@@ -282,6 +301,7 @@ async fn execute(ctx: Ctx, sc: Scenario) -> Result<Verdict, String> {
             .iter()
             .map(|e| format!("K+1 holders: {e}")),
     );
+    notes.extend(s.leaders.examples.iter().map(|e| format!("leaders: {e}")));
     if s.overruns_written > 0 {
         notes.push(format!(
             "{} overruns had written the counter (validity checked just before the write, which then ended late)",

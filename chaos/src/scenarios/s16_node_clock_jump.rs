@@ -46,8 +46,8 @@ use super::support::{acquire_within, config, engine_from, mark, wait};
 
 /// The scenario's name in the summary and its log directory.
 pub const NAME: &str = "16-node-clock-jump";
-/// The node under the clock shim.
-const STEPPED: usize = 2;
+/// The node under the clock shim (scenario 20 steps it too).
+pub(super) const STEPPED: usize = 2;
 const RESOURCE: &str = "x16";
 /// As scenario 7's: the whole interleaving fits in both validities.
 const TTL: Duration = Duration::from_secs(3);
@@ -277,7 +277,7 @@ fn spawn_clients(env: &mut Env, guard: bool) -> Result<(), String> {
 }
 
 /// Restarts node [`STEPPED`] under the shim `so` (before any client starts), with offset 0.
-fn put_under_shim(env: &mut Env, so: &Path) -> Result<OffsetFile, String> {
+pub(super) fn put_under_shim(env: &mut Env, so: &Path) -> Result<OffsetFile, String> {
     let offset = OffsetFile::create(env.dir.join("clock-offset"))?;
     env.nodes[STEPPED].restart_as(offset.node_spec(so).tied());
     Ok(offset)
