@@ -13,7 +13,7 @@
 //! `REDLOCK_NODES` for the lock nodes). It runs itself as the replicas (`leader replica N`).
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -104,14 +104,10 @@ async fn replica(n: usize) -> Result<(), Box<dyn std::error::Error>> {
 /// Starts replica `n`; its output comes to `tx` as `(n, what it said)`.
 fn start(n: usize, nodes: &Nodes, store: &str, tx: mpsc::Sender<(usize, String)>) -> Child {
     let (urls, servers) = nodes;
-    let quarantine = if servers.quarantine() { "on" } else { "off" };
-    let mut child = Command::new(std::env::current_exe().expect("own path"))
-        .args(["replica", &n.to_string()])
-        .env("REDLOCK_NODES", urls.join(","))
-        .env("REDLOCK_QUARANTINE", quarantine)
+    let mut child = support::replicas::replica_command(n, urls, servers)
+        .expect("own path")
         .env("LEADER_STORE", store)
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .spawn()
         .expect("a replica starts");
     let out = child.stdout.take().unwrap();
@@ -125,12 +121,8 @@ fn start(n: usize, nodes: &Nodes, store: &str, tx: mpsc::Sender<(usize, String)>
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    if let (Some("replica"), Some(n)) = (args.next().as_deref(), args.next()) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        return rt.block_on(replica(n.parse()?));
+    if let Some(done) = support::replicas::run_if_replica(replica) {
+        return done;
     }
 
     // Three replicas on the same nodes, and a store of the example's own.

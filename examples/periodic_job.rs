@@ -7,7 +7,6 @@
 //! It runs itself as the replicas (`periodic_job replica N`).
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -50,26 +49,16 @@ async fn replica(n: usize) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    if let (Some("replica"), Some(n)) = (args.next().as_deref(), args.next()) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        return rt.block_on(replica(n.parse()?));
+    if let Some(done) = support::replicas::run_if_replica(replica) {
+        return done;
     }
 
     // 1. Three replicas on the same nodes, their output read line by line.
     let (urls, servers) = support::nodes()?;
-    let quarantine = if servers.quarantine() { "on" } else { "off" };
     let (tx, lines) = mpsc::channel();
     let mut replicas = Vec::new();
     for n in 0..3 {
-        let mut child = Command::new(std::env::current_exe()?)
-            .args(["replica", &n.to_string()])
-            .env("REDLOCK_NODES", urls.join(","))
-            .env("REDLOCK_QUARANTINE", quarantine)
-            .stdout(Stdio::piped())
-            .spawn()?;
+        let mut child = support::replicas::replica_command(n, &urls, &servers)?.spawn()?;
         let (out, tx) = (child.stdout.take().unwrap(), tx.clone());
         std::thread::spawn(move || {
             BufReader::new(out)

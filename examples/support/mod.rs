@@ -8,6 +8,9 @@
 //! for them too. Never set it for real nodes.
 #![allow(dead_code)]
 
+/// Examples that run themselves as their replica processes.
+pub mod replicas;
+
 use testkit::{NodeSpec, RedisNode};
 
 /// The node URLs to use and the servers started for them (stopped when dropped).
