@@ -64,10 +64,60 @@ fn run_child(plan: &Plan) -> Result<(), Failure> {
     result.map_err(failure(1))
 }
 
+/// One candidate or observer process of an election run (see [`crate::election::child`]).
+fn run_election_child(plan: &Plan, spec: &crate::election::args::Spec) -> Result<(), Failure> {
+    let (NodeSource::Existing(urls), Some((role, name))) = (&plan.nodes, &spec.child) else {
+        return Err(("--election-child takes --nodes".into(), 2));
+    };
+    let runtime = runtime(plan.runtime)?;
+    let result = runtime.block_on(crate::election::child::child(
+        urls,
+        &plan.workload,
+        spec.ttl,
+        *role,
+        name,
+    ));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result.map_err(failure(1))
+}
+
+/// Runs the election scenario on `urls`: its own table and JSON document.
+fn run_election(
+    plan: &Plan,
+    spec: &crate::election::args::Spec,
+    urls: &[String],
+) -> Result<(), Failure> {
+    let (nodes, servers) = crate::nodes::preflight(urls).map_err(failure(1))?;
+    let runtime = runtime(plan.runtime)?;
+    let result = runtime.block_on(async {
+        tokio::select! {
+            r = crate::election::run(plan, spec, urls, &nodes, servers) => r.map_err(failure(1)),
+            why = interrupted() => Err((why, 130)),
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    let record = result?;
+    if !plan.quiet {
+        print!("{}", crate::election::report::render(&record));
+    }
+    if let Some(path) = &plan.json {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| (format!("cannot create {}: {e}", parent.display()), 1))?;
+        }
+        std::fs::write(path, crate::election::report::json(&record))
+            .map_err(|e| (format!("cannot write {}: {e}", path.display()), 1))?;
+    }
+    Ok(())
+}
+
 /// Runs a validated plan.
 pub fn run(plan: Plan) -> Result<(), Failure> {
     if plan.child.is_some() {
         return run_child(&plan);
+    }
+    if let Some(spec) = plan.election.as_ref().filter(|s| s.child.is_some()) {
+        return run_election_child(&plan, spec);
     }
     // Spawned here, on the main thread, before any runtime exists (see `SpawnedNodes::start`).
     let spawned = match &plan.nodes {
@@ -99,6 +149,11 @@ pub fn run(plan: Plan) -> Result<(), Failure> {
         (_, Some(s)) => s.urls(),
         (_, None) => unreachable!("spawned nodes exist when the plan spawns"),
     };
+    if let Some(spec) = &plan.election {
+        let result = run_election(&plan, spec, &urls);
+        drop(spawned); // stop the nodes (the run's processes are gone by now)
+        return result;
+    }
     let (nodes, servers) = crate::nodes::preflight(&urls).map_err(failure(1))?;
     let mut engines = plan.engines.clone();
     let mut notes = Vec::new();

@@ -19,6 +19,9 @@
 //! - [`contention`]: `--scenario contention` (issue 29): 64 workers on 4 keys in 1, 4 and 16
 //!   processes, the exclusive and the fair lock, one row each ([`report::ContentionRow`]); their
 //!   ratios and table are [`report::contention`], their JSON part in [`report::json`].
+//! - [`election`]: `--scenario election`: leader failover after `kill -9` (candidate and observer
+//!   processes: loadgen re-executed), observers' delay, the servers' CPU for holding elections vs
+//!   renewed locks; its own table and JSON document.
 //! - [`procs`]: `--processes P`: one run spread over P loadgen processes, their records merged.
 //! - [`stats`]: per-worker histograms, merged; percentiles; Jain's fairness; [`overtakes`]: each
 //!   grant's (start, grant) instants on the machine's monotonic clock, and the max overtakes.
@@ -28,6 +31,7 @@
 pub mod app;
 pub mod cli;
 pub mod contention;
+pub mod election;
 pub mod engines;
 pub mod machine;
 pub mod measure;

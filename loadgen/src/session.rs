@@ -238,7 +238,8 @@ fn standard_notes(plan: &Plan, engines: &[EngineKind]) -> Vec<String> {
     notes
 }
 
-fn command_line() -> String {
+/// The command line as the reports quote it (`loadgen --scenario …`).
+pub fn command_line() -> String {
     let args: Vec<String> = std::env::args()
         .skip(1)
         .map(|a| {

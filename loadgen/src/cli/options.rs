@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+use crate::election::args::ElectionArgs;
 use crate::engines::{EngineKind, Waiting};
 use crate::overload::args::{Kind, OverloadArgs};
 use crate::units::{parse_count, parse_duration, parse_hold, Hold};
@@ -35,6 +36,9 @@ pub struct Options {
     /// `contention`: 64 workers on 4 keys in 1 process, 4 x 16 and 16 x 4, each with the exclusive and
     /// the fair lock, redlock and rslock by default (rslock beside the exclusive lock), one table;
     /// it sets the processes and the lock of each row, so it refuses --processes and --lock.
+    /// `election`: leader election — failover after `kill -9` of the leader (--trials), observers'
+    /// delay (--observers), and the servers' CPU for --elections elections held vs as many renewed
+    /// locks and idle nodes; its own table and JSON.
     #[arg(long, value_enum)]
     pub scenario: Option<ScenarioKind>,
     /// Concurrent workers (tokio tasks). Default (custom): 64.
@@ -131,6 +135,9 @@ pub struct Options {
     /// Options of the overload scenarios.
     #[command(flatten)]
     pub overload: OverloadArgs,
+    /// Options of the election scenario.
+    #[command(flatten)]
+    pub election: ElectionArgs,
 }
 
 /// `--scenario`.
@@ -148,6 +155,8 @@ pub enum ScenarioKind {
     Overload,
     /// The exclusive and the fair lock across processes, 1 x 64, 4 x 16 and 16 x 4 workers.
     Contention,
+    /// Leader election: failover after kill -9, observers' delay, the cost of holding leadership.
+    Election,
 }
 
 impl ScenarioKind {
@@ -157,7 +166,7 @@ impl ScenarioKind {
             Self::Burst => Some(Kind::Burst),
             Self::Held => Some(Kind::Held),
             Self::Overload => Some(Kind::Overload),
-            Self::Standard | Self::Custom | Self::Contention => None,
+            Self::Standard | Self::Custom | Self::Contention | Self::Election => None,
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::election::args::Spec as ElectionSpec;
 use crate::engines::{EngineKind, Waiting};
 use crate::overload::args::Spec;
 use crate::workload::{Scenario, Stop, Workload, CONTENTION_LAYOUTS};
@@ -53,6 +54,8 @@ pub struct Plan {
     pub overload: Option<Spec>,
     /// `--scenario contention`: run its rows ([`crate::contention`]) instead of `scenarios`.
     pub contention: bool,
+    /// `--scenario election`: its options ([`crate::election`]); it runs instead of everything else.
+    pub election: Option<ElectionSpec>,
 }
 
 /// Most loadgen processes per run.
@@ -95,7 +98,8 @@ impl Options {
         };
         let kind = self.scenario.and_then(ScenarioKind::overload);
         let contention = self.scenario == Some(ScenarioKind::Contention);
-        let default_engines = self.engines.is_none() && kind.is_none();
+        let election = self.election_plan(&nodes)?;
+        let default_engines = self.engines.is_none() && kind.is_none() && election.is_none();
         let defaults = if kind.is_some() || contention {
             vec![EngineKind::Redlock, EngineKind::Rslock]
         } else {
@@ -132,6 +136,12 @@ impl Options {
             (Some(ScenarioKind::Standard), false) | (None, false) => Scenario::standard(),
             (Some(ScenarioKind::Contention), _) => {
                 self.contention_fits(custom, &engines)?;
+                Vec::new()
+            }
+            (Some(ScenarioKind::Election), _) => {
+                if custom || self.processes.is_some() || self.engines.is_some() || self.lock.is_some() {
+                    return Err("--scenario election runs its own processes on the redlock engine: drop --concurrency/--keys, --processes, --engine and --lock".into());
+                }
                 Vec::new()
             }
             (Some(_), _) | (None, true) => {
@@ -242,7 +252,24 @@ impl Options {
             child: self.tag.clone().filter(|_| self.worker_process),
             overload,
             contention,
+            election,
         })
+    }
+
+    /// `--scenario election`'s options, checked (`None` for another scenario); a child process of
+    /// its (`--election-child`) needs `--nodes`.
+    fn election_plan(&self, nodes: &NodeSource) -> Result<Option<ElectionSpec>, String> {
+        if self.scenario != Some(ScenarioKind::Election) {
+            if self.election.election_child.is_some() {
+                return Err("--election-child is internal to --scenario election".into());
+            }
+            return Ok(None);
+        }
+        let spec = self.election.plan()?;
+        if spec.child.is_some() && !matches!(nodes, NodeSource::Existing(_)) {
+            return Err("--election-child is internal: it takes --nodes".into());
+        }
+        Ok(Some(spec))
     }
 
     /// `--scenario contention` sets each row's workers, keys, processes and lock itself: the options

@@ -4,6 +4,7 @@
 mod bad_input;
 mod common;
 mod contention;
+mod election;
 mod faults;
 mod overload;
 mod processes;

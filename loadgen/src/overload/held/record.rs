@@ -93,7 +93,7 @@ impl HeldRecord {
     }
 
     /// A record with no figures yet.
-    pub(super) fn empty(kind: EngineKind, label: String, held: usize, spec: &Spec) -> Self {
+    pub fn empty(kind: EngineKind, label: String, held: usize, spec: &Spec) -> Self {
         Self {
             engine: kind.name(),
             label,

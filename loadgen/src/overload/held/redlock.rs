@@ -18,17 +18,23 @@ use crate::overload::cpu::{process_cpu, server_counters_async};
 use super::hold::hold;
 use super::record::HeldRecord;
 
-/// One held run.
-pub(super) struct Held<'a> {
-    pub(super) engine: redlock_engine::Redlock,
-    pub(super) nodes: &'a [NodeUrl],
-    pub(super) spec: &'a Spec,
-    pub(super) count: usize,
-    pub(super) tag: String,
+/// One held run (also the election scenario's renewed locks, held beside its elections' cost).
+pub struct Held<'a> {
+    /// The engine that takes and renews the locks.
+    pub engine: redlock_engine::Redlock,
+    /// The nodes whose CPU is read.
+    pub nodes: &'a [NodeUrl],
+    /// TTL, renewal interval, hold time, acquires in flight.
+    pub spec: &'a Spec,
+    /// Locks held.
+    pub count: usize,
+    /// Makes the run's keys its own.
+    pub tag: String,
 }
 
 impl Held<'_> {
-    pub(super) async fn run(self, mut r: HeldRecord) -> Result<HeldRecord, String> {
+    /// Acquires every lock, holds them for `spec.hold_for` (the measured phase), releases them.
+    pub async fn run(self, mut r: HeldRecord) -> Result<HeldRecord, String> {
         let spec = self.spec;
         let gate = Arc::new(Semaphore::new(spec.acquire_concurrency));
         let started = Instant::now();
