@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redlock_engine::testing::MemoryNodes;
-use redlock_engine::{ErrorClass, LockError, QuarantineState};
+use redlock_engine::{ErrorClass, LockError, LockGuard, QuarantineState, Redlock};
 
 /// Retries `attempt` until it is `Ok` or `limit` passes (the engine reconnects with backoff).
 async fn within<T, E: std::fmt::Debug, F: IntoFuture<Output = Result<T, E>>>(
@@ -37,6 +37,19 @@ async fn on_every_node(nodes: &MemoryNodes, key: &str) {
         }
     })
     .await
+}
+
+/// `redlock` takes `resource` for `ttl` (one attempt), and every node holds its key before this
+/// returns: a fault injected next then meets the lock on every node it touches.
+async fn held_on_every_node(
+    nodes: &MemoryNodes,
+    redlock: &Redlock,
+    resource: &str,
+    ttl: Duration,
+) -> LockGuard {
+    let guard = redlock.lock(resource).ttl(ttl).once().await.unwrap();
+    on_every_node(nodes, &format!("redlock:{{{resource}}}")).await;
+    guard
 }
 
 /// Two engines, eight tasks each, a read-modify-write under the lock with a pause in the middle:
@@ -88,13 +101,7 @@ async fn two_engines_contend_without_a_lost_update() {
 async fn a_pause_past_the_ttl_loses_the_lock() {
     let nodes = MemoryNodes::start(3).await.unwrap();
     let redlock = nodes.redlock().await.unwrap();
-    let guard = redlock
-        .lock("job")
-        .ttl(Duration::from_millis(400))
-        .once()
-        .await
-        .unwrap();
-    on_every_node(&nodes, "redlock:{job}").await;
+    let guard = held_on_every_node(&nodes, &redlock, "job", Duration::from_millis(400)).await;
     nodes.iter().for_each(|n| n.pause());
     let why = tokio::time::timeout(Duration::from_secs(2), guard.lost())
         .await
@@ -122,13 +129,7 @@ async fn a_stopped_majority_is_unavailable_and_keeps_its_keys() {
         .build()
         .await
         .unwrap();
-    let held = redlock
-        .lock("a")
-        .ttl(Duration::from_secs(30))
-        .once()
-        .await
-        .unwrap();
-    on_every_node(&nodes, "redlock:{a}").await;
+    let held = held_on_every_node(&nodes, &redlock, "a", Duration::from_secs(30)).await;
     let run_id = nodes.node(0).run_id();
     nodes.node(0).stop().await;
     nodes.node(1).stop().await;
@@ -202,13 +203,7 @@ async fn a_restart_without_data_loses_the_lock_and_is_quarantined() {
 async fn a_clock_step_on_a_majority_loses_the_lock() {
     let nodes = MemoryNodes::start(3).await.unwrap();
     let redlock = nodes.redlock().await.unwrap();
-    let guard = redlock
-        .lock("report")
-        .ttl(Duration::from_secs(30))
-        .once()
-        .await
-        .unwrap();
-    on_every_node(&nodes, "redlock:{report}").await;
+    let guard = held_on_every_node(&nodes, &redlock, "report", Duration::from_secs(30)).await;
     nodes.node(0).step_clock_forward(Duration::from_secs(10));
     nodes.node(1).step_clock_forward(Duration::from_secs(10));
     let why = tokio::time::timeout(Duration::from_secs(3), guard.lost())
@@ -237,13 +232,7 @@ async fn a_clock_step_on_a_majority_loses_the_lock() {
 async fn keys_expired_under_the_holder_on_a_majority_lose_the_lock() {
     let nodes = MemoryNodes::start(3).await.unwrap();
     let redlock = nodes.redlock().await.unwrap();
-    let guard = redlock
-        .lock("orders:7")
-        .ttl(Duration::from_secs(30))
-        .once()
-        .await
-        .unwrap();
-    on_every_node(&nodes, "redlock:{orders:7}").await;
+    let guard = held_on_every_node(&nodes, &redlock, "orders:7", Duration::from_secs(30)).await;
     assert!(nodes.node(0).expire_now("redlock:{orders:7}"));
     assert!(guard.is_held().await.unwrap(), "two of three still hold it");
     assert_eq!(nodes.node(1).expire_resource("redlock:", "orders:7"), 1);
