@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    attempt, build, builder, engine, eventually, guarded, nodes, until_outcome, urls,
+    attempt, build, builder, engine, eventually, guarded, nodes, until_outcome, urls, waited_behind,
 };
 use redlock_engine::{LockError, Transport};
 use testkit::RedisCluster;
@@ -113,15 +113,21 @@ async fn every_kind(e: &redlock_engine::Redlock) {
     let f = e.acquire_fair(b"line", TTL).await.unwrap();
     e.release(f).await.unwrap();
     // Renewed: one extend per lock per call on a cluster (no multi-slot batch).
+    renewed_past_its_ttl(e, b"long", "on a cluster").await;
+}
+
+/// A lock `e` takes on `resource` (600 ms TTL, renewed every 200 ms) is still valid, renewed at least
+/// twice, after 1 s. `who` names the case in a failure.
+pub(crate) async fn renewed_past_its_ttl(e: &redlock_engine::Redlock, resource: &[u8], who: &str) {
     let policy = redlock_engine::RenewPolicy::default().every(Duration::from_millis(200));
     let renewed = e
-        .acquire_renewed(b"long", Duration::from_millis(600), policy)
+        .acquire_renewed(resource, Duration::from_millis(600), policy)
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(
         renewed.is_valid() && renewed.renewals() >= 2,
-        "renewed past its TTL"
+        "{who}: renewed past its TTL"
     );
     renewed.release().await.unwrap();
 }
@@ -138,19 +144,7 @@ pub(crate) async fn woken_through(
         .build()
         .await
         .unwrap();
-    let lock = holder.acquire(resource.as_bytes(), TTL).await.unwrap();
-    let r = resource.to_string();
-    let wait = tokio::spawn(async move {
-        let start = Instant::now();
-        let lock = waiter.acquire(r.as_bytes(), TTL).await.unwrap();
-        let waited = start.elapsed();
-        waiter.release(lock).await.unwrap();
-        waited
-    });
-    // Let the waiter lose its first round, mark itself and subscribe.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    holder.release(lock).await.unwrap();
-    let waited = wait.await.unwrap();
+    let waited = waited_behind(holder, waiter, resource, TTL).await;
     assert!(
         waited < Duration::from_millis(1500),
         "{resource}: woken by the release, not by its 2 s pause: {waited:?}"

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::cluster::{on_member, woken_through};
+use crate::cluster::{on_member, renewed_past_its_ttl, woken_through};
 use crate::common::{builder, migrate_every_key, skip_unless, tls_material};
 use redlock_engine::{Builder, LockError, NodeError, Redlock};
 use testkit::{RedisCluster, TlsFiles};
@@ -141,14 +141,7 @@ async fn basics_as(cluster: &RedisCluster, user: &str) {
         a.extend(&mut lock, TTL).await.unwrap();
         a.release(lock).await.unwrap();
     }
-    let policy = redlock_engine::RenewPolicy::default().every(Duration::from_millis(200));
-    let renewed = a
-        .acquire_renewed(b"renewed", Duration::from_millis(600), policy)
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(900)).await;
-    assert!(renewed.is_valid() && renewed.renewals() >= 2, "{user}");
-    renewed.release().await.unwrap();
+    renewed_past_its_ttl(&a, b"renewed", user).await;
     let waiter = builder().nodes([url_as(cluster, user)]);
     woken_through(waiter, &a, &on_member(cluster, 2)).await;
 }

@@ -19,7 +19,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{nodes, urls, RedisNode};
+use crate::common::{delayed_proxies, nodes, urls, RedisNode};
 use redlock_engine::{Config, Redlock};
 use testkit::Proxy;
 use tokio::time::Instant;
@@ -51,10 +51,7 @@ fn queued(node: &RedisNode, resource: &str) -> usize {
 #[ignore = "a probe of the fair lock's order claim, run by hand (see the module doc)"]
 async fn a_waiter_whose_enqueue_reached_the_nodes_first_goes_first() {
     let cluster = nodes(3);
-    let mut proxies = Vec::new();
-    for node in &cluster {
-        proxies.push(Proxy::delayed(node.port, DELAY).await);
-    }
+    let proxies = delayed_proxies(&cluster, DELAY).await;
     let slow: Vec<String> = proxies.iter().map(Proxy::url).collect();
     let holder = engine(urls(&cluster)).await;
     let (mut b_first, mut counted) = (0, 0);

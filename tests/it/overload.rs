@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{builder, engine_with, nodes, urls, RedisNode};
+use crate::common::{builder, delayed_proxies, engine_with, nodes, urls, RedisNode};
 use redlock_engine::{LockError, RenewPolicy};
 use testkit::Proxy;
 
@@ -62,11 +62,7 @@ async fn overload_is_its_own_error_and_asks_no_node() {
     let cluster = nodes(3);
     // One round at a time, and every reply 80 ms away: the second caller cannot get a turn within
     // its 20 ms budget.
-    let proxies = [
-        Proxy::delayed(cluster[0].port, Duration::from_millis(40)).await,
-        Proxy::delayed(cluster[1].port, Duration::from_millis(40)).await,
-        Proxy::delayed(cluster[2].port, Duration::from_millis(40)).await,
-    ];
+    let proxies = delayed_proxies(&cluster, Duration::from_millis(40)).await;
     let e = builder()
         .nodes(proxies.iter().map(Proxy::url))
         .max_in_flight(1)
@@ -191,11 +187,7 @@ async fn a_release_that_did_not_land_is_sent_again() {
 #[tokio::test]
 async fn rtt_estimates_and_deadlines_follow_a_slow_link() {
     let cluster: Vec<RedisNode> = nodes(3);
-    let proxies = [
-        Proxy::delayed(cluster[0].port, Duration::from_millis(15)).await,
-        Proxy::delayed(cluster[1].port, Duration::from_millis(15)).await,
-        Proxy::delayed(cluster[2].port, Duration::from_millis(15)).await,
-    ];
+    let proxies = delayed_proxies(&cluster, Duration::from_millis(15)).await;
     // TTL 200 ms: the fixed default deadline would be 10 ms, below the 30 ms round trip.
     let e = builder()
         .nodes(proxies.iter().map(Proxy::url))

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::{nodes, urls, RedisNode};
+use crate::common::{nodes, urls, waited_behind, RedisNode};
 use redlock_engine::{Config, LockError, Redlock};
 
 const TTL: Duration = Duration::from_secs(5);
@@ -64,18 +64,7 @@ async fn a_release_wakes_a_waiter_in_another_engine_at_once() {
         };
         let holder = Redlock::new(slow_retries(config(&cluster))).await.unwrap();
         let waiter = Redlock::new(slow_retries(config(&cluster))).await.unwrap();
-        let lock = holder.acquire(b"notified", TTL).await.unwrap();
-        let waiting = tokio::spawn(async move {
-            let started = Instant::now();
-            let lock = waiter.acquire(b"notified", TTL).await.unwrap();
-            let waited = started.elapsed();
-            waiter.release(lock).await.unwrap();
-            waited
-        });
-        // Long enough for the waiter to fail once and subscribe.
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        holder.release(lock).await.unwrap();
-        let waited = waiting.await.unwrap();
+        let waited = waited_behind(&holder, waiter, "notified", TTL).await;
         if notify {
             assert!(
                 waited < Duration::from_millis(800),

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use redlock_engine::{
     Builder, Config, Lock, LockError, LockGuard, LockRequest, Redlock, Transport,
 };
+use testkit::Proxy;
 pub use testkit::{dead_url, free_port, nodes, urls, RedisCluster, RedisNode};
 
 pub mod acl;
@@ -136,6 +137,39 @@ pub async fn until_outcome(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     false
+}
+
+/// A proxy in front of each of `nodes` that delays every chunk by `delay` each way (a slow link).
+pub async fn delayed_proxies(nodes: &[RedisNode], delay: Duration) -> Vec<Proxy> {
+    let mut proxies = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        proxies.push(Proxy::delayed(node.port, delay).await);
+    }
+    proxies
+}
+
+/// How long `waiter` (another engine) waits for `resource` behind `holder`: `holder` takes it for
+/// `ttl`, `waiter` asks for it (and releases what it gets), and `holder` releases it 300 ms later,
+/// long enough for the waiter to lose its first round, mark itself and subscribe. A waiter woken by
+/// the release gets it at once; one that was not, at the end of its retry pause.
+pub async fn waited_behind(
+    holder: &Redlock,
+    waiter: Redlock,
+    resource: &str,
+    ttl: Duration,
+) -> Duration {
+    let lock = holder.acquire(resource.as_bytes(), ttl).await.unwrap();
+    let r = resource.to_string();
+    let waiting = tokio::spawn(async move {
+        let started = Instant::now();
+        let lock = waiter.acquire(r.as_bytes(), ttl).await.unwrap();
+        let waited = started.elapsed();
+        waiter.release(lock).await.unwrap();
+        waited
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    holder.release(lock).await.unwrap();
+    waiting.await.unwrap()
 }
 
 /// Starts moving `slot` from master `source` to master `target` and moves every key it has: the slot
