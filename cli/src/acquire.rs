@@ -12,7 +12,7 @@
 //!   in a process group of its own (`command`). Signals to `redlock` are passed on to the group.
 //! - **A lost lock** (a renewal could not win a majority, or its validity ended): the group gets
 //!   SIGTERM at once — it no longer holds what it was promised — then SIGKILL after `--kill-after`,
-//!   and `redlock` exits with [`LOST`].
+//!   and `redlock` exits with [`LOST`](crate::exit::LOST).
 
 use std::future::IntoFuture;
 use std::time::Duration;
@@ -20,9 +20,8 @@ use std::time::Duration;
 use redlock_engine::{LockRequest, Redlock, RenewPolicy, Wait};
 
 use crate::args::{Acquire, Options};
-use crate::command::{self, exit_code};
-use crate::exit::{not_locked, Failure, LOST, SIGNALLED};
-use crate::signals::{self, Signals};
+use crate::exit::{not_locked, Failure, SIGNALLED};
+use crate::signals::Signals;
 
 pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
     // Before anything is taken: a signal that arrives while the lock is being acquired or the
@@ -68,51 +67,16 @@ pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
     if let Some(token) = lock.fencing_token() {
         env.push(("REDLOCK_FENCING_TOKEN", token.to_string()));
     }
-    if let Err(f) = signals.job_control() {
-        let _ = lock.release().await;
-        return Err(f);
-    }
-    let mut running = match command::spawn(&args.command, &env) {
-        Ok(running) => running,
-        Err(f) => {
-            let _ = lock.release().await;
-            return Err(f);
-        }
-    };
-    let status = loop {
-        tokio::select! {
-            status = running.wait() => break status,
-            _ = lock.lost() => {
-                let resource = &args.resource;
-                eprintln!(
-                    "redlock: lock on {resource:?} lost while the command ran; sending its process \
-                     group SIGTERM"
-                );
-                let _ = running.stop(args.kill_after).await;
-                // Owner-checked: cleans up what is left of ours, never touches a new holder's keys.
-                let _ = lock.release().await;
-                return Err(Failure::new(
-                    LOST,
-                    format!("lock on {resource:?} lost; the command was stopped"),
-                ));
-            }
-            // A terminal's Ctrl-C and Ctrl-Z reach only this process (the command's group is not
-            // the terminal's foreground group): pass every one on; Ctrl-Z then stops us too.
-            sig = signals.recv() => {
-                running.signal(sig);
-                if sig == libc::SIGTSTP {
-                    signals::stop_self();
-                }
-            }
-        }
-    };
-    let released = lock.release().await;
-    let status = status?;
-    if let Err(e) = released {
-        // The command finished under the lock; the release failing is worth a word, not its code.
-        eprintln!("redlock: release after the command: {e}");
-    }
-    Ok(exit_code(status))
+    let what = format!("lock on {:?}", args.resource);
+    crate::held::run_command(
+        lock,
+        &what,
+        &mut signals,
+        &args.command,
+        &env,
+        args.kill_after,
+    )
+    .await
 }
 
 /// The request `args` describe: its kind, TTL and wait.

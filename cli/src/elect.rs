@@ -5,7 +5,7 @@
 //! Everything but the election is `acquire`'s: the wait and its refusals (busy 75, unavailable 3,
 //! invalid 2; a signal while waiting exits 128 + N with nothing left on the nodes), the command in
 //! a process group of its own with signals passed on, and a lost leadership stopping the whole
-//! group (SIGTERM, SIGKILL after `--kill-after`, exit [`LOST`]). The command gets
+//! group (SIGTERM, SIGKILL after `--kill-after`, exit [`LOST`](crate::exit::LOST)). The command gets
 //! `REDLOCK_ELECTION`, `REDLOCK_TERM` and `REDLOCK_LEADER_VALUE`.
 
 use std::future::IntoFuture;
@@ -14,9 +14,8 @@ use redlock_engine::{LockError, RenewPolicy};
 
 use crate::acquire::{interrupted, settle, wait};
 use crate::args::{Elect, Options};
-use crate::command::{self, exit_code};
-use crate::exit::{not_locked, Failure, LOST};
-use crate::signals::{self, Signals};
+use crate::exit::{not_locked, Failure};
+use crate::signals::Signals;
 
 pub async fn run(opts: &Options, args: &Elect) -> Result<u8, Failure> {
     // Before anything is taken (see `acquire::run`).
@@ -48,50 +47,16 @@ pub async fn run(opts: &Options, args: &Elect) -> Result<u8, Failure> {
         ("REDLOCK_TERM", leadership.term().to_string()),
         ("REDLOCK_LEADER_VALUE", value),
     ];
-    if let Err(f) = signals.job_control() {
-        let _ = leadership.resign().await;
-        return Err(f);
-    }
-    let mut running = match command::spawn(&args.command, &env) {
-        Ok(running) => running,
-        Err(f) => {
-            let _ = leadership.resign().await;
-            return Err(f);
-        }
-    };
-    let status = loop {
-        tokio::select! {
-            status = running.wait() => break status,
-            why = leadership.lost() => {
-                let name = &args.name;
-                eprintln!(
-                    "redlock: leadership of {name:?} lost ({why}) while the command ran; sending \
-                     its process group SIGTERM"
-                );
-                let _ = running.stop(args.kill_after).await;
-                // Owner-checked: cleans up what is left of ours, never touches a new leader's.
-                let _ = leadership.resign().await;
-                return Err(Failure::new(
-                    LOST,
-                    format!("leadership of {name:?} lost; the command was stopped"),
-                ));
-            }
-            // As under `acquire`: the command's group is not the terminal's, pass every one on.
-            sig = signals.recv() => {
-                running.signal(sig);
-                if sig == libc::SIGTSTP {
-                    signals::stop_self();
-                }
-            }
-        }
-    };
-    let resigned = leadership.resign().await;
-    let status = status?;
-    if let Err(e) = resigned {
-        // The command finished as leader; the resignation failing is worth a word, not its code.
-        eprintln!("redlock: resigning after the command: {e}");
-    }
-    Ok(exit_code(status))
+    let what = format!("leadership of {:?}", args.name);
+    crate::held::run_command(
+        leadership,
+        &what,
+        &mut signals,
+        &args.command,
+        &env,
+        args.kill_after,
+    )
+    .await
 }
 
 /// A campaign that ended without leadership: `acquire`'s codes (busy, unavailable, invalid), in

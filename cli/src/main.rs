@@ -8,7 +8,8 @@
 //! - `connect`: the engine the subcommands share, built from the options.
 //! - `acquire`: `acquire RESOURCE -- COMMAND`: wait for the lock, hold it (renewed) while a command
 //!   runs; `command`: that command, in a process group of its own (signalled as one, stopped when the
-//!   lock is lost); `signals`: SIGINT, SIGTERM and SIGHUP as `acquire` handles them.
+//!   lock is lost); `held`: what `acquire` and `elect` do around that command while their lock or
+//!   leadership is held; `signals`: SIGINT, SIGTERM and SIGHUP as `acquire` handles them.
 //! - `elect`: `elect NAME -- COMMAND`: campaign, run the command while leader (as `acquire` runs
 //!   one under a lock), resign; `leader`: `leader NAME [--watch]`, the leader and its changes.
 //! - `release`: `release --force`, with its confirmation.
@@ -23,6 +24,7 @@ mod command;
 mod connect;
 mod elect;
 mod exit;
+mod held;
 mod leader;
 mod release;
 mod show;
