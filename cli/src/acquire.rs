@@ -68,15 +68,7 @@ pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
         env.push(("REDLOCK_FENCING_TOKEN", token.to_string()));
     }
     let what = format!("lock on {:?}", args.resource);
-    crate::held::run_command(
-        lock,
-        &what,
-        &mut signals,
-        &args.command,
-        &env,
-        args.kill_after,
-    )
-    .await
+    crate::held::run_command(lock, &what, signals, &env, &args.command, args.kill_after).await
 }
 
 /// The request `args` describe: its kind, TTL and wait.

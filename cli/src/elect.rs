@@ -51,9 +51,9 @@ pub async fn run(opts: &Options, args: &Elect) -> Result<u8, Failure> {
     crate::held::run_command(
         leadership,
         &what,
-        &mut signals,
-        &args.command,
+        signals,
         &env,
+        &args.command,
         args.kill_after,
     )
     .await

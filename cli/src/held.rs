@@ -55,9 +55,9 @@ impl Held for Leadership {
 pub async fn run_command<H: Held>(
     held: H,
     what: &str,
-    signals: &mut Signals,
-    argv: &[String],
+    mut signals: Signals,
     env: &[(&str, String)],
+    argv: &[String],
     kill_after: Duration,
 ) -> Result<u8, Failure> {
     if let Err(f) = signals.job_control() {
