@@ -115,8 +115,8 @@ impl Redlock {
                 attempts,
                 last: None,
             });
-            outage = if wait.counts(&last) { outage + 1 } else { 0 };
-            if !wait.retries() || wait.outage_over(outage, s.retry.count) {
+            let outage_over = wait.outage_over(&mut outage, &last, s.retry.count);
+            if !wait.retries() || outage_over {
                 return Err(last);
             }
             if end.is_some_and(|end| Instant::now() + pause >= end) {

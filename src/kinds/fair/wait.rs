@@ -105,11 +105,7 @@ impl FairWait<'_> {
                 .round(&target, (Round::Enqueue, &enqueue), value, ttl, end)
                 .await
             {
-                Outcome::Granted(mut lock) => {
-                    lock.set_attempts(attempts);
-                    leave.disarm();
-                    return Ok(lock);
-                }
+                Outcome::Granted(lock) => return Ok(granted(lock, attempts, leave)),
                 Outcome::Queued(err, None) => {
                     // Admission refused: the enqueue was not sent.
                     last_err = Some(err);
@@ -129,8 +125,7 @@ impl FairWait<'_> {
                 }
                 Outcome::Requeue(err) => {
                     self.requeue(&target, value);
-                    outage = if patience.counts(&err) { outage + 1 } else { 0 };
-                    if patience.outage_over(outage, s.retry.count) {
+                    if patience.outage_over(&mut outage, &err, s.retry.count) {
                         return Err(err);
                     }
                     last_err = Some(err);
@@ -161,10 +156,7 @@ impl FairWait<'_> {
                     match tokio::time::timeout_at(end, parked.resume()).await {
                         // Checked again here: this task may run well after the release answered.
                         Ok(Some(Handed::Lock(lock))) if lock.remaining() >= min_validity => {
-                            let mut lock = *lock;
-                            lock.set_attempts(attempts);
-                            leave.disarm();
-                            return Ok(lock);
+                            return Ok(granted(*lock, attempts, leave));
                         }
                         // Too little left: our attempt, at once, refreshes the key we hold.
                         Ok(Some(Handed::Lock(_))) => break,
@@ -182,24 +174,18 @@ impl FairWait<'_> {
                     .round(&target, (Round::Attempt, &attempt), value, ttl, end)
                     .await
                 {
-                    Outcome::Granted(mut lock) => {
-                        lock.set_attempts(attempts);
-                        leave.disarm();
-                        return Ok(lock);
-                    }
+                    Outcome::Granted(lock) => return Ok(granted(lock, attempts, leave)),
                     Outcome::Queued(err, _) => {
                         // Nodes down after the enqueue: attempts keep coming back "queued" with
                         // their failures, and an outage must end the wait here too.
-                        outage = if patience.counts(&err) { outage + 1 } else { 0 };
-                        if patience.outage_over(outage, s.retry.count) {
+                        if patience.outage_over(&mut outage, &err, s.retry.count) {
                             return Err(err);
                         }
                         last_err = Some(err);
                     }
                     Outcome::Requeue(err) => {
                         self.requeue(&target, value);
-                        outage = if patience.counts(&err) { outage + 1 } else { 0 };
-                        if patience.outage_over(outage, s.retry.count) {
+                        if patience.outage_over(&mut outage, &err, s.retry.count) {
                             return Err(err);
                         }
                         last_err = Some(err);
@@ -303,6 +289,14 @@ impl FairWait<'_> {
             Outcome::Queued(err, placed)
         }
     }
+}
+
+/// The wait's end with `lock`: the attempts it took counted in it, and no give-up sent (`leave`
+/// disarmed: the place became the lock).
+fn granted(mut lock: Lock, attempts: u32, leave: Fire<'_>) -> Lock {
+    lock.set_attempts(attempts);
+    leave.disarm();
+    lock
 }
 
 /// A fresh wake-up signal, armed before the round it should follow (a release during the round
