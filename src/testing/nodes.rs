@@ -123,27 +123,10 @@ mod tests {
         r2.release().await.unwrap();
         let w = redlock.lock("doc").ttl(ttl).write().once().await.unwrap();
         w.release().await.unwrap();
-        let p1 = redlock
-            .lock("pool")
-            .ttl(ttl)
-            .permits(2)
-            .once()
-            .await
-            .unwrap();
-        let p2 = redlock
-            .lock("pool")
-            .ttl(ttl)
-            .permits(2)
-            .once()
-            .await
-            .unwrap();
-        assert!(redlock
-            .lock("pool")
-            .ttl(ttl)
-            .permits(2)
-            .once()
-            .await
-            .is_err());
+        let permit = || redlock.lock("pool").ttl(ttl).permits(2).once();
+        let p1 = permit().await.unwrap();
+        let p2 = permit().await.unwrap();
+        assert!(permit().await.is_err());
         p1.release().await.unwrap();
         p2.release().await.unwrap();
         let fair = redlock.lock("queue").ttl(ttl).fair().once().await.unwrap();

@@ -58,7 +58,7 @@ pub(crate) fn zadd(db: &mut Db, args: &[Bytes]) -> Reply {
     }
     let key = &args[1];
     // `XX` never makes the key (nor does it answer WRONGTYPE any later than Redis: checked first).
-    let set = match db.keys.zset(key) {
+    let set = match db.keys.zset(&args[1]) {
         Err(e) => return e,
         Ok(None) if rule.xx => return if incr { Reply::Nil } else { Reply::Int(0) },
         Ok(_) => db
@@ -202,50 +202,19 @@ fn pop(db: &mut Db, args: &[Bytes], max: bool) -> Reply {
 
 /// `ZRANGE key start stop [BYSCORE] [REV] [LIMIT offset count] [WITHSCORES]`.
 pub(crate) fn zrange(db: &mut Db, args: &[Bytes]) -> Reply {
-    let (mut by_score, mut rev, mut scores) = (false, false, false);
-    let mut limit = None;
-    let mut i = 4;
-    while let Some(option) = args.get(i) {
-        match option.to_ascii_uppercase().as_slice() {
-            b"BYSCORE" => by_score = true,
-            b"REV" => rev = true,
-            b"WITHSCORES" => scores = true,
-            b"LIMIT" if i + 2 < args.len() => {
-                let (Some(offset), Some(count)) = (int(&args[i + 1]), int(&args[i + 2])) else {
-                    return not_integer();
-                };
-                limit = Some((offset, count));
-                i += 2;
-            }
-            b"BYLEX" => return Reply::err("BYLEX is not supported by the memory node"),
-            _ => return syntax_error(),
-        }
-        i += 1;
-    }
-    if limit.is_some() && !by_score {
+    let o = match RangeOptions::parse(args, true) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    if o.limit.is_some() && !o.by_score {
         return Reply::err(
             "syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         );
     }
-    if by_score {
-        // With REV the range is given high end first.
-        let (min, max) = if rev {
-            (&args[3], &args[2])
-        } else {
-            (&args[2], &args[3])
-        };
-        return range_by_score(db, &args[1], min, max, rev, limit, scores);
+    if o.by_score {
+        return range_by_score(db, args, o.rev, o.limit, o.scores);
     }
-    let (Some(start), Some(stop)) = (int(&args[2]), int(&args[3])) else {
-        return not_integer();
-    };
-    match db.keys.zset(&args[1]) {
-        Err(e) => e,
-        Ok(set) => flatten(
-            set.map_or_else(Vec::new, |s| s.by_rank(start, stop, rev)),
-            scores,
-        ),
-    }
+    range_by_rank(db, args, o.rev, o.scores)
 }
 
 /// `ZREVRANGE key start stop [WITHSCORES]`.
@@ -255,16 +224,7 @@ pub(crate) fn zrevrange(db: &mut Db, args: &[Bytes]) -> Reply {
         Some(o) if args.len() == 5 && o.eq_ignore_ascii_case(b"WITHSCORES") => true,
         Some(_) => return syntax_error(),
     };
-    let (Some(start), Some(stop)) = (int(&args[2]), int(&args[3])) else {
-        return not_integer();
-    };
-    match db.keys.zset(&args[1]) {
-        Err(e) => e,
-        Ok(set) => flatten(
-            set.map_or_else(Vec::new, |s| s.by_rank(start, stop, true)),
-            scores,
-        ),
-    }
+    range_by_rank(db, args, true, scores)
 }
 
 /// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`.
@@ -278,44 +238,82 @@ pub(crate) fn zrevrangebyscore(db: &mut Db, args: &[Bytes]) -> Reply {
 }
 
 fn by_score_command(db: &mut Db, args: &[Bytes], rev: bool) -> Reply {
-    let mut scores = false;
-    let mut limit = None;
-    let mut i = 4;
-    while let Some(option) = args.get(i) {
-        match option.to_ascii_uppercase().as_slice() {
-            b"WITHSCORES" => scores = true,
-            b"LIMIT" if i + 2 < args.len() => {
-                let (Some(offset), Some(count)) = (int(&args[i + 1]), int(&args[i + 2])) else {
-                    return not_integer();
-                };
-                limit = Some((offset, count));
-                i += 2;
-            }
-            _ => return syntax_error(),
-        }
-        i += 1;
+    match RangeOptions::parse(args, false) {
+        Ok(o) => range_by_score(db, args, rev, o.limit, o.scores),
+        Err(e) => e,
     }
+}
+
+/// The options after a range's key and bounds (from `args[4]`).
+#[derive(Default)]
+struct RangeOptions {
+    by_score: bool,
+    rev: bool,
+    scores: bool,
+    limit: Option<(i64, i64)>,
+}
+
+impl RangeOptions {
+    /// `ZRANGE`'s (`zrange`), or the older by-score commands' (WITHSCORES and LIMIT only: the
+    /// others are a syntax error there, as on Redis).
+    fn parse(args: &[Bytes], zrange: bool) -> Result<Self, Reply> {
+        let mut o = Self::default();
+        let mut i = 4;
+        while let Some(option) = args.get(i) {
+            match option.to_ascii_uppercase().as_slice() {
+                b"BYSCORE" if zrange => o.by_score = true,
+                b"REV" if zrange => o.rev = true,
+                b"WITHSCORES" => o.scores = true,
+                b"LIMIT" if i + 2 < args.len() => {
+                    let (Some(offset), Some(count)) = (int(&args[i + 1]), int(&args[i + 2])) else {
+                        return Err(not_integer());
+                    };
+                    o.limit = Some((offset, count));
+                    i += 2;
+                }
+                b"BYLEX" if zrange => {
+                    return Err(Reply::err("BYLEX is not supported by the memory node"))
+                }
+                _ => return Err(syntax_error()),
+            }
+            i += 1;
+        }
+        Ok(o)
+    }
+}
+
+/// The members ranked `args[2]..=args[3]` of the set at `args[1]` (from the highest with `rev`).
+fn range_by_rank(db: &mut Db, args: &[Bytes], rev: bool, scores: bool) -> Reply {
+    let (Some(start), Some(stop)) = (int(&args[2]), int(&args[3])) else {
+        return not_integer();
+    };
+    match db.keys.zset(&args[1]) {
+        Err(e) => e,
+        Ok(set) => flatten(
+            set.map_or_else(Vec::new, |s| s.by_rank(start, stop, rev)),
+            scores,
+        ),
+    }
+}
+
+/// The members of the set at `args[1]` scored `args[2]..=args[3]` (with `rev`, the range is given
+/// high end first and read from it).
+fn range_by_score(
+    db: &mut Db,
+    args: &[Bytes],
+    rev: bool,
+    limit: Option<(i64, i64)>,
+    scores: bool,
+) -> Reply {
     let (min, max) = if rev {
         (&args[3], &args[2])
     } else {
         (&args[2], &args[3])
     };
-    range_by_score(db, &args[1], min, max, rev, limit, scores)
-}
-
-fn range_by_score(
-    db: &mut Db,
-    key: &[u8],
-    min: &[u8],
-    max: &[u8],
-    rev: bool,
-    limit: Option<(i64, i64)>,
-    scores: bool,
-) -> Reply {
     let (Some(min), Some(max)) = (Bound::parse(min), Bound::parse(max)) else {
         return bad_range();
     };
-    let set = match db.keys.zset(key) {
+    let set = match db.keys.zset(&args[1]) {
         Err(e) => return e,
         Ok(set) => set,
     };
