@@ -9,7 +9,7 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::error::NodeError;
-use crate::protocol::cmd::{Cmd, MAX_SCRIPT_KEYS};
+use crate::protocol::cmd::{Cmd, Script, MAX_SCRIPT_KEYS};
 use crate::protocol::native::Native;
 
 /// Appends the commands of a native form (`crate::protocol::native`) to `out`, back to back.
@@ -31,11 +31,7 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
             value,
             args,
         } => {
-            let (verb, body): (&[u8], &[u8]) = if eval_source {
-                (b"EVAL", script.source.as_bytes())
-            } else {
-                (b"EVALSHA", script.sha1.as_bytes())
-            };
+            let (verb, body) = script_verb(script, eval_source);
             let keys = keys.as_slice();
             let mut digits = [[0u8; 20]; 4];
             let mut parts: [&[u8]; MAX_ARGS] = [b""; MAX_ARGS];
@@ -55,11 +51,7 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
             encode_args(out, &parts[..n]);
         }
         Cmd::ExtendMany { script, locks } => {
-            let (verb, body): (&[u8], &[u8]) = if eval_source {
-                (b"EVAL", script.source.as_bytes())
-            } else {
-                (b"EVALSHA", script.sha1.as_bytes())
-            };
+            let (verb, body) = script_verb(script, eval_source);
             // Streamed: a batch has no fixed bound on its arguments.
             let size = 64 + body.len() + locks.iter().map(|l| l.key.len() + 80).sum::<usize>();
             out.reserve(size);
@@ -80,11 +72,7 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
             locks,
             keys_in_argv,
         } => {
-            let (verb, body): (&[u8], &[u8]) = if eval_source {
-                (b"EVAL", script.source.as_bytes())
-            } else {
-                (b"EVALSHA", script.sha1.as_bytes())
-            };
+            let (verb, body) = script_verb(script, eval_source);
             let size = 64 + body.len() + locks.iter().map(|(k, _)| k.len() + 64).sum::<usize>();
             out.reserve(size);
             put_header(out, 3 + 2 * locks.len());
@@ -100,11 +88,7 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
             }
         }
         Cmd::ScriptBytes { script, keys, args } => {
-            let (verb, body): (&[u8], &[u8]) = if eval_source {
-                (b"EVAL", script.source.as_bytes())
-            } else {
-                (b"EVALSHA", script.sha1.as_bytes())
-            };
+            let (verb, body) = script_verb(script, eval_source);
             let keys = keys.as_slice();
             let size = 64
                 + body.len()
@@ -126,6 +110,15 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
             encode_args(out, &[b"SCRIPT", b"LOAD", script.source.as_bytes()])
         }
         Cmd::InfoServer => encode_args(out, &[b"INFO", b"server"]),
+    }
+}
+
+/// How a script is called: `EVAL <source>` (`eval_source`) or `EVALSHA <sha>`.
+fn script_verb(script: &Script, eval_source: bool) -> (&'static [u8], &'static [u8]) {
+    if eval_source {
+        (b"EVAL", script.source.as_bytes())
+    } else {
+        (b"EVALSHA", script.sha1.as_bytes())
     }
 }
 

@@ -30,14 +30,12 @@ pub(super) fn queue_sample(st: &mut State) {
     super::coalesce::close(st);
     let now = Instant::now();
     st.out.extend_from_slice(b"*1\r\n$4\r\nTIME\r\n");
-    st.pending.push_back(Request {
+    st.push(Request {
         clock: Some(now),
         ..Request::plain(None, None)
     });
     st.last_sample = now;
     st.sampled = true;
-    st.queued += 1;
-    st.unsent += 1;
 }
 
 /// The clock guard's `TIME` reply: judged against the node's previous one. A reply that is not a

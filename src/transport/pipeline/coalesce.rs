@@ -96,12 +96,10 @@ pub(super) fn join(
             cluster,
             locks: Vec::with_capacity(4),
         });
-        st.pending.push_back(Request {
+        st.push(Request {
             group: Vec::with_capacity(4),
             ..Request::plain(None, None)
         });
-        st.queued += 1;
-        st.unsent += 1;
     }
     if let (Some(group), Some(slot)) = (st.group.as_mut(), st.pending.back_mut()) {
         group.locks.push((key, value));
@@ -248,17 +246,9 @@ fn resend(shared: &Shared, generation: u64, cmd: &Cmd, group: Vec<oneshot::Sende
     close(&mut st);
     let wake = st.out.is_empty();
     encode_cmd(&mut st.out, cmd, true);
-    st.pending.push_back(Request {
+    st.push(Request {
         group,
         ..Request::plain(None, None)
     });
-    st.queued += 1;
-    st.unsent += 1;
-    shared
-        .backlog
-        .store(st.pending.len(), std::sync::atomic::Ordering::Relaxed);
-    drop(st);
-    if wake {
-        shared.wake_writer.notify_one();
-    }
+    shared.end_queueing(st, wake);
 }

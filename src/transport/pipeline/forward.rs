@@ -6,7 +6,6 @@
 //! arrives ([`Route::redirected`]): a quarantined new master or a jumped clock gives no vote, as if
 //! the round had been routed to it in the first place.
 
-use std::sync::atomic::Ordering;
 use std::sync::Weak;
 
 use super::redirect::{Router, Waiters};
@@ -90,19 +89,17 @@ impl Shared {
         }
         if asking {
             encode_args(&mut st.out, &[b"ASKING"]);
-            st.pending.push_back(Request {
+            st.push(Request {
                 asking: true,
                 ..Request::plain(None, None)
             });
-            st.queued += 1;
-            st.unsent += 1;
         }
         encode_cmd(&mut st.out, cmd, eval_source);
         let (tx, group) = match waiters {
             Waiters::One(tx) => (Some(tx), Vec::new()),
             Waiters::Group(group) => (None, group),
         };
-        st.pending.push_back(Request {
+        st.push(Request {
             group,
             route: Route {
                 redirected: true,
@@ -110,12 +107,6 @@ impl Shared {
             },
             ..Request::plain(tx, Some(cmd.clone()))
         });
-        st.queued += 1;
-        st.unsent += 1;
-        self.backlog.store(st.pending.len(), Ordering::Relaxed);
-        drop(st);
-        if wake {
-            self.wake_writer.notify_one();
-        }
+        self.end_queueing(st, wake);
     }
 }

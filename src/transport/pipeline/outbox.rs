@@ -89,9 +89,7 @@ impl Shared {
             super::coalesce::close(&mut st);
             encode_args(&mut st.out, &[b"PING", token.as_bytes()]);
             let (tx, rx) = oneshot::channel();
-            st.pending.push_back(Request::plain(Some(tx), None));
-            st.queued += 1;
-            st.unsent += 1;
+            st.push(Request::plain(Some(tx), None));
             self.backlog.store(st.pending.len(), Ordering::Relaxed);
             (token, rx)
         };

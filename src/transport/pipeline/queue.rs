@@ -3,8 +3,6 @@
 //! form's follow-ups (`crate::protocol::native`): a native form sends one command per reply it
 //! reads, each with a slot of its own, so the reader's one-reply-per-slot order holds.
 
-use std::sync::atomic::Ordering;
-
 use tokio::sync::oneshot;
 
 use super::request::Request;
@@ -105,20 +103,10 @@ impl Shared {
             }
             match native {
                 Some(native) => push_native(&mut st, native, Some(tx)),
-                None => {
-                    st.pending.push_back(Request::plain(Some(tx), script));
-                    st.queued += 1;
-                    st.unsent += 1;
-                }
+                None => st.push(Request::plain(Some(tx), script)),
             }
         }
-        self.backlog.store(st.pending.len(), Ordering::Relaxed);
-        drop(st);
-        // The writer takes the whole buffer each time it wakes, so only the first command of a batch
-        // needs to wake it; `notify_one` keeps a permit if the writer is busy writing.
-        if wake {
-            self.wake_writer.notify_one();
-        }
+        self.end_queueing(st, wake);
         Ok(())
     }
 
@@ -143,11 +131,7 @@ impl Shared {
         coalesce::close(&mut st);
         encode_native(&mut st.out, &native);
         push_native(&mut st, native, tx);
-        self.backlog.store(st.pending.len(), Ordering::Relaxed);
-        drop(st);
-        if wake {
-            self.wake_writer.notify_one();
-        }
+        self.end_queueing(st, wake);
     }
 }
 
@@ -156,15 +140,13 @@ impl Shared {
 fn push_native(st: &mut State, native: Native, tx: Option<oneshot::Sender<NodeResult>>) {
     let parts = native.parts();
     for _ in 1..parts {
-        st.pending.push_back(Request {
+        st.push(Request {
             held: true,
             ..Request::plain(None, None)
         });
     }
-    st.pending.push_back(Request {
+    st.push(Request {
         native: Some(native),
         ..Request::plain(tx, None)
     });
-    st.queued += parts as u64;
-    st.unsent += parts;
 }

@@ -3,7 +3,7 @@
 //! (lock order: see `outbox`), and the open [`Group`] of releases inside the state (see `coalesce`).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU8, AtomicUsize};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, Weak};
 
 use bytes::{Bytes, BytesMut};
@@ -143,5 +143,27 @@ impl Shared {
     pub(super) fn outbox(&self) -> MutexGuard<'_, Outbox> {
         // As `lock`: a poisoned lock means a panic mid-update of a plain buffer; keep going.
         self.outbox.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ends a queueing under the state lock: the backlog as it now stands, the lock let go, and the
+    /// writer woken when `wake` (the queueing found `out` empty: the writer takes the whole buffer
+    /// each time it wakes, so only the first command of a batch needs to wake it; `notify_one`
+    /// keeps a permit if the writer is busy writing).
+    pub(super) fn end_queueing(&self, st: MutexGuard<'_, State>, wake: bool) {
+        self.backlog.store(st.pending.len(), Ordering::Relaxed);
+        drop(st);
+        if wake {
+            self.wake_writer.notify_one();
+        }
+    }
+}
+
+impl State {
+    /// Queues `request`'s slot, behind the others: one command more queued on this connection and
+    /// not yet handed to the writer (in `out`, or the open group's, encoded when it closes).
+    pub(super) fn push(&mut self, request: Request) {
+        self.pending.push_back(request);
+        self.queued += 1;
+        self.unsent += 1;
     }
 }
