@@ -50,7 +50,7 @@ pub struct Phase {
     pub server_cpu_ms_per_s: f64,
     /// Above idle, per lock or election, ms per s (`None` for idle).
     pub per_held_ms_per_s: Option<f64>,
-    /// Commands the servers ran over it (`total_commands_processed`: a script is one), per second.
+    /// Commands the servers ran over it (`INFO stats` total_commands_processed), per second.
     pub server_commands_per_s: f64,
     /// This process's CPU (the engine holding them) per second, ms.
     pub client_cpu_ms_per_s: f64,
