@@ -142,6 +142,9 @@ impl Options {
                 if custom || self.processes.is_some() || self.engines.is_some() || self.lock.is_some() {
                     return Err("--scenario election runs its own processes on the redlock engine: drop --concurrency/--keys, --processes, --engine and --lock".into());
                 }
+                if self.out.is_some() {
+                    return Err("--scenario election writes its table and --json only: drop --out".into());
+                }
                 Vec::new()
             }
             (Some(_), _) | (None, true) => {
