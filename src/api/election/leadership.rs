@@ -2,6 +2,7 @@
 //! the record that publishes its value. Resigns on drop, as a guard releases.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +16,7 @@ use super::scripts::{LEADER_CLEAR, LEADER_WRITE};
 use crate::algo::quorum::Vote;
 use crate::algo::verdict::owner_error;
 use crate::api::renewed::RenewedLock;
-use crate::engine::fanout::fire;
+use crate::engine::fanout::send_all;
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::protocol::cmd::{Cmd, Keys};
@@ -221,8 +222,9 @@ impl Leadership {
         }
     }
 
-    /// Resigns: removes the leader's record and releases its lock on every node. Observers see no
-    /// leader until the next campaign wins.
+    /// Resigns: removes the leader's record and releases its lock on every node, and waits for
+    /// both (each node up to `connect_timeout`). Observers see no leader until the next campaign
+    /// wins.
     ///
     /// # Errors
     /// As [`crate::RenewedLock::release`]: after a loss, typically [`LockError::NotOwner`] or
@@ -232,23 +234,38 @@ impl Leadership {
             .lock
             .take()
             .expect("a leadership holds its lock until it resigns");
-        self.clear(&lock);
-        lock.release().await
+        // Waited for here, unlike on drop: a node that never ran the removal answers its first one
+        // with NOSCRIPT and gets it again as EVAL behind the release, which a process that exits
+        // as soon as it has resigned (`redlock elect`) would otherwise never send.
+        let cleared = self.clear(&lock);
+        let released = lock.release().await;
+        cleared.await;
+        released
     }
 
     /// Queues the removal of this leader's record on every node, ahead of its lock's release on
-    /// the same connections. Not waited for: a record left behind (a node that did not take it)
-    /// names a lock that is gone, which no reader shows, and the next leader overwrites it.
-    fn clear(&self, lock: &RenewedLock) {
+    /// the same connections, and returns the wait for its replies (each bounded by
+    /// `connect_timeout`; dropping it leaves the removal queued). A record left behind (a node
+    /// that did not take it) names a lock that is gone, which no reader shows, and the next
+    /// leader overwrites it.
+    fn clear(&self, lock: &RenewedLock) -> impl Future<Output = ()> + use<> {
+        let core = self.engine.core();
+        let mut pending = Vec::new();
         let entry = lock.entry();
-        let st = entry.lock();
-        if let Some(held) = st.lock.as_ref() {
+        if let Some(held) = entry.lock().lock.as_ref() {
             let cmd = Cmd::ScriptBytes {
                 script: &LEADER_CLEAR,
                 keys: Keys::One(self.keys.record.clone()),
                 args: Arc::from([Bytes::copy_from_slice(held.value().as_bytes())]),
             };
-            fire(self.engine.core().nodes(), &cmd);
+            send_all(core.nodes(), &cmd, |_, reply| pending.push(reply));
+        }
+        let until = Instant::now() + core.settings().connect.connect_timeout;
+        async move {
+            let replies = pending
+                .into_iter()
+                .map(|reply| tokio::time::timeout_at(until, reply));
+            futures::future::join_all(replies).await;
         }
     }
 }
@@ -256,8 +273,8 @@ impl Leadership {
 impl Drop for Leadership {
     fn drop(&mut self) {
         if let Some(lock) = self.lock.take() {
-            self.clear(&lock);
-            // Released as a dropped renewed lock is: queued now, without a runtime.
+            drop(self.clear(&lock)); // queued; not waited for
+                                     // Released as a dropped renewed lock is: queued now, without a runtime.
             drop(lock);
         }
     }
