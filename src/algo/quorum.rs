@@ -36,8 +36,9 @@ pub enum Vote {
     Gone,
     /// Fenced acquire: set, and the node's fence counter for the resource was this.
     YesAt(u64),
-    /// Fenced acquire: taken, and the node's fence counter was this.
-    TakenAt(u64),
+    /// Fenced acquire: taken, the node's fence counter was this, and the holder's key had this many
+    /// ms to live there (`None`: no expiry).
+    TakenAt(u64, Option<u64>),
     /// Fence commit refused: the node's counter is already at or above the proposed token.
     Conflict(u64),
     /// Semaphore acquire refused: the node holds this resource as a semaphore of this many permits,
@@ -108,6 +109,9 @@ pub struct Tally {
     pub(crate) conflicts: usize,
     /// The highest fence counter any node reported in this round.
     pub(crate) max_counter: u64,
+    /// The holder's time to live, ms, on each node that voted taken and said (see
+    /// [`Tally::free_in`]); empty (and unallocated) for kinds whose acquire does not say.
+    taken_ttls: Vec<u64>,
     /// Failed nodes by index; empty (and unallocated) on the happy path.
     pub(crate) failures: Vec<(usize, NodeError)>,
     /// Yes votes needed to win: a majority, or a kind's own quorum (semaphores).
@@ -131,6 +135,7 @@ impl Tally {
             release: false,
             conflicts: 0,
             max_counter: 0,
+            taken_ttls: Vec::new(),
             failures: Vec::new(),
             needed: quorum(nodes),
             mismatch: None,
@@ -167,7 +172,7 @@ impl Tally {
         let bit = 1u16.checked_shl(index as u32).unwrap_or(0);
         match &vote {
             Vote::Yes | Vote::YesWaiters | Vote::YesAt(_) => self.yes_mask |= bit,
-            Vote::Taken | Vote::TakenAt(_) => self.taken_mask |= bit,
+            Vote::Taken | Vote::TakenAt(..) => self.taken_mask |= bit,
             Vote::Gone => self.gone_mask |= bit,
             Vote::Conflict(_) | Vote::Mismatch(_) | Vote::Failed(_) => {}
         }
@@ -183,9 +188,10 @@ impl Tally {
                 self.yes += 1;
                 self.max_counter = self.max_counter.max(counter);
             }
-            Vote::TakenAt(counter) => {
+            Vote::TakenAt(counter, ttl) => {
                 self.taken += 1;
                 self.max_counter = self.max_counter.max(counter);
+                self.taken_ttls.extend(ttl);
             }
             Vote::Conflict(counter) => {
                 self.conflicts += 1;
@@ -226,6 +232,26 @@ impl Tally {
     /// Whether a majority voted yes.
     pub fn won(&self) -> bool {
         self.decision() == Decision::Won
+    }
+
+    /// For a lost acquire: how soon, at the earliest, the holder's keys will have expired on enough
+    /// of the nodes that voted taken for a quorum to be possible again — if every taken vote said
+    /// (the holder may still extend or release before). The nodes that failed or did not answer are
+    /// counted as still against. Durations on each node's own clock, measured from the node's
+    /// reading, so slightly later than from the reply's arrival: a retry timed to it reaches the
+    /// node after the key's expiry, never before (see `crate::engine::acquire`).
+    pub fn free_in(&self) -> Option<std::time::Duration> {
+        if self.taken == 0 || self.taken_ttls.len() < self.taken {
+            return None;
+        }
+        let against = self.taken + self.gone + self.conflicts + self.failures.len();
+        let must_expire = (against + self.needed).checked_sub(self.nodes)?;
+        if must_expire == 0 || must_expire > self.taken {
+            return None;
+        }
+        let mut ttls = self.taken_ttls.clone();
+        ttls.sort_unstable();
+        Some(std::time::Duration::from_millis(ttls[must_expire - 1]))
     }
 }
 
@@ -366,5 +392,37 @@ mod tests {
             Vote::Taken
         );
         assert!(matches!(Vote::of_set(Ok(Reply::Int(3))), Vote::Failed(_)));
+    }
+
+    #[test]
+    fn a_lost_round_is_free_when_enough_taken_keys_expire() {
+        let mut t = Tally::new(5);
+        for (i, ttl) in [(0, 900), (1, 300), (2, 600)] {
+            t.record(i, Vote::TakenAt(7, Some(ttl)));
+        }
+        // Three against, two may still be free: the first expiry lets a majority win.
+        assert_eq!(t.free_in(), Some(std::time::Duration::from_millis(300)));
+        // A fourth against: two of the taken keys must go.
+        t.record(3, Vote::TakenAt(7, Some(100)));
+        assert_eq!(t.free_in(), Some(std::time::Duration::from_millis(300)));
+        // A failed node counts as against for good.
+        t.record(4, Vote::Failed(NodeError::Timeout));
+        assert_eq!(t.free_in(), Some(std::time::Duration::from_millis(600)));
+
+        // A taken vote that did not say (no expiry, or a plain SET NX): unknown.
+        let mut t = Tally::new(3);
+        t.record(0, Vote::TakenAt(1, None));
+        t.record(1, Vote::TakenAt(1, Some(50)));
+        assert_eq!(t.free_in(), None);
+        let mut t = Tally::new(3);
+        t.record(0, Vote::Taken);
+        t.record(1, Vote::Taken);
+        assert_eq!(t.free_in(), None);
+        // Lost by failures alone: no holder to wait out.
+        let mut t = Tally::new(3);
+        t.record(0, Vote::TakenAt(1, Some(50)));
+        t.record(1, Vote::Failed(NodeError::Timeout));
+        t.record(2, Vote::Failed(NodeError::Timeout));
+        assert_eq!(t.free_in(), None);
     }
 }

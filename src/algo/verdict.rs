@@ -18,7 +18,8 @@ pub(crate) fn acquire_error(tally: Tally) -> LockError {
             taken: tally.taken,
             nodes: tally.nodes,
             local: false,
-            retry_after: None,
+            // Known when the kind's acquire says its holder's time left (the fenced kind's).
+            retry_after: tally.free_in(),
             holder: None,
         }
     } else {

@@ -153,6 +153,19 @@ impl Core {
             } else {
                 splits = 0;
             }
+            // The loss said when the holder's keys run out (a kind whose acquire answers its
+            // holder's time left): retry then rather than up to a pause later. An expired holder
+            // publishes nothing, so without this a waiter finds out only at its next pause's end.
+            // The time counts from the nodes' reading, before the reply arrived, plus 1 ms for
+            // `PTTL`'s rounding: the retry reaches the nodes after the expiry, never before.
+            if let LockError::Contended {
+                retry_after: Some(free_in),
+                local: false,
+                ..
+            } = &err
+            {
+                pause = pause.min(*free_in + Duration::from_millis(1));
+            }
             take_over = take_over.map(|t| t.named(false));
             if deadline.is_some_and(|d| Instant::now() + pause >= d) {
                 let last = Some(Box::new(err));

@@ -176,18 +176,38 @@ pub(crate) fn propose(floor: u64) -> u64 {
     floor.saturating_add(1).max(clock)
 }
 
-/// Reads a fenced acquire reply: `+<counter>` (set) or `-<counter>` (taken).
+/// Reads a fenced acquire reply: `+<counter>` (set) or `-<counter>:<pttl>` (taken; a negative
+/// `pttl`, no expiry, reads as none).
 fn fenced_set_vote(result: NodeResult) -> Vote {
-    match result {
-        Ok(Reply::Data(d)) => match (d.first(), d.get(1..).and_then(parse_counter)) {
-            (Some(b'+'), Some(c)) => Vote::YesAt(c),
-            (Some(b'-'), Some(c)) => Vote::TakenAt(c),
-            _ => Vote::Failed(NodeError::Protocol(
-                "fenced acquire script: bulk string is not +<counter> or -<counter>".into(),
-            )),
-        },
-        Ok(other) => Vote::Failed(other.unexpected("fenced acquire script")),
-        Err(e) => Vote::Failed(e),
+    let bad = || {
+        Vote::Failed(NodeError::Protocol(
+            "fenced acquire script: bulk string is not +<counter> or -<counter>:<pttl>".into(),
+        ))
+    };
+    let d = match result {
+        Ok(Reply::Data(d)) => d,
+        Ok(other) => return Vote::Failed(other.unexpected("fenced acquire script")),
+        Err(e) => return Vote::Failed(e),
+    };
+    match d.first() {
+        Some(b'+') => d
+            .get(1..)
+            .and_then(parse_counter)
+            .map_or_else(bad, Vote::YesAt),
+        Some(b'-') => {
+            let rest = &d[1..];
+            let Some(colon) = rest.iter().position(|&b| b == b':') else {
+                return bad();
+            };
+            let ttl = std::str::from_utf8(&rest[colon + 1..])
+                .ok()
+                .and_then(|t| t.parse::<i64>().ok());
+            match (parse_counter(&rest[..colon]), ttl) {
+                (Some(c), Some(ttl)) => Vote::TakenAt(c, u64::try_from(ttl).ok()),
+                _ => bad(),
+            }
+        }
+        _ => bad(),
     }
 }
 
@@ -213,13 +233,14 @@ fn parse_counter(digits: &[u8]) -> Option<u64> {
 // Fencing. KEYS: [1] lock key, [2] the resource's fence counter (no TTL; a 20-digit zero-padded
 // decimal, so Lua's string comparison is numeric comparison and no counter passes through a double).
 
-/// Fenced acquire: `SET NX PX`, answering `+<counter>` (set) or `-<counter>` (taken) with the node's
-/// fence counter, in the same round trip.
+/// Fenced acquire: `SET NX PX`, answering `+<counter>` (set) or `-<counter>:<pttl>` (taken) with the
+/// node's fence counter and the holder key's time to live, in the same round trip (a waiter retries
+/// when the holder's keys expire instead of up to a pause later: `Tally::free_in`).
 pub(crate) static ACQUIRE_FENCED: Script = Script {
     source: "local c = redis.call('GET', KEYS[2]) or '0' \
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return '+' .. c end \
-return '-' .. c",
-    sha1: "fed820042ea4030d9010d0f55c299911033c8c78",
+return '-' .. c .. ':' .. redis.call('PTTL', KEYS[1])",
+    sha1: "93b2bc158246ececca7970bca5c7f243dcb69cc7",
     resend: false,
     op: crate::protocol::cmd::Op::Own,
 };
@@ -241,6 +262,23 @@ redis.call('SET', KEYS[2], t) return 1",
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+
+    #[test]
+    fn a_taken_reply_says_the_counter_and_the_holders_time_left() {
+        let vote =
+            |s: &'static str| fenced_set_vote(Ok(Reply::Data(Bytes::from_static(s.as_bytes()))));
+        assert_eq!(vote("+00000000000000000042"), Vote::YesAt(42));
+        assert_eq!(
+            vote("-00000000000000000042:950"),
+            Vote::TakenAt(42, Some(950))
+        );
+        // No expiry: nothing to wait out.
+        assert_eq!(vote("-0:-1"), Vote::TakenAt(0, None));
+        for bad in ["-42", "-x:1", "-4:x", "*1", ""] {
+            assert!(matches!(vote(bad), Vote::Failed(_)), "{bad}");
+        }
+    }
 
     #[test]
     fn proposals_exceed_the_floor_and_follow_the_clock() {

@@ -77,7 +77,10 @@ fn on_server(node: &RedisNode, scripts: &Scripts, msg: &Msg) -> Option<Answer> {
                 &[LOCK, FENCE],
                 &[&value(v), SERVER_TTL_MS],
             );
-            let (sign, digits) = reply.split_at(1);
+            let (sign, rest) = reply.split_at(1);
+            // A refusal also says the holder's time left (`-<counter>:<pttl>`), which the model
+            // does not track.
+            let digits = rest.split_once(':').map_or(rest, |(c, _)| c);
             Some(Answer::Acquired {
                 yes: sign == "+",
                 counter: counter(digits),
