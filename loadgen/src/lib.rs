@@ -22,7 +22,8 @@
 //! - [`election`]: `--scenario election`: leader failover after `kill -9` (candidate and observer
 //!   processes: loadgen re-executed), observers' delay, the servers' CPU for holding elections vs
 //!   renewed locks; its own table and JSON document.
-//! - [`procs`]: `--processes P`: one run spread over P loadgen processes, their records merged.
+//! - [`procs`]: `--processes P`: one run spread over P loadgen processes, their records merged;
+//!   [`procs::piped`]: a re-executed loadgen child and its pipes (the election's processes too).
 //! - [`stats`]: per-worker histograms, merged; percentiles; Jain's fairness; [`overtakes`]: each
 //!   grant's (start, grant) instants on the machine's monotonic clock, and the max overtakes.
 //! - [`machine`]: machine and versions; [`report`]: the records, and their table, JSON, Markdown, SVG,

@@ -14,7 +14,7 @@ use crate::measure::{measure, status_line, RunSpec};
 use crate::nodes::addr::NodeUrl;
 use crate::nodes::health::Health;
 use crate::nodes::probe::ServerInfo;
-use crate::report::{Report, RunRecord};
+use crate::report::{Report, RunRecord, Testbed};
 use crate::run::RunContext;
 use crate::workload::{Scenario, Stop};
 
@@ -107,6 +107,27 @@ pub async fn execute(
     Ok(Report {
         overload,
         contention,
+        testbed: testbed(plan, servers, nodes.len(), loadavg_start),
+        workload: plan.workload.clone(),
+        runtime: plan.runtime,
+        engines,
+        scenarios: plan.scenarios.clone(),
+        runs,
+        processes: plan.processes,
+        waiting: plan.waiting.clone(),
+        notes,
+    })
+}
+
+/// Where this invocation ran: its command line, the machine (`loadavg_start` read before the first
+/// run), the versions, `servers` and the node count.
+pub fn testbed(
+    plan: &Plan,
+    servers: Vec<ServerInfo>,
+    nodes: usize,
+    loadavg_start: Option<f64>,
+) -> Testbed {
+    Testbed {
         command: command_line(),
         machine: Machine {
             loadavg_start,
@@ -122,16 +143,8 @@ pub async fn execute(
             NodeSource::Spawn(_) => plan.persistence.node_source(),
             NodeSource::Existing(_) => "existing",
         },
-        nodes: nodes.len(),
-        workload: plan.workload.clone(),
-        runtime: plan.runtime,
-        engines,
-        scenarios: plan.scenarios.clone(),
-        runs,
-        processes: plan.processes,
-        waiting: plan.waiting.clone(),
-        notes,
-    })
+        nodes,
+    }
 }
 
 async fn measure_ceiling(

@@ -5,35 +5,22 @@
 //! child also dies with its parent (`PR_SET_PDEATHSIG`) and sits in its own process group.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use crate::overtakes::now_ns;
+pub use crate::procs::piped::Event;
+use crate::procs::piped::Piped;
 
 use super::args::Role;
-
-/// What the parent hears from a child.
-#[derive(Debug)]
-pub enum Event {
-    /// One protocol line (see [`super::child`]).
-    Line(String),
-    /// Its stdout closed: it exited (or was killed).
-    Closed,
-}
 
 /// One child process.
 #[derive(Debug)]
 struct Member {
     role: Role,
-    child: Child,
-    /// Held open: closing it tells the child to finish.
-    stdin: Option<ChildStdin>,
-    stderr: Option<JoinHandle<String>>,
+    /// The process and its pipes (its stdin held open until the child should finish).
+    proc: Piped,
     killed: bool,
 }
 
@@ -77,44 +64,14 @@ impl Cast {
     /// Starts a child of `role`; its index.
     pub fn spawn(&mut self, role: Role) -> Result<usize, String> {
         let i = self.members.len();
-        let mut cmd = Command::new(&self.exe);
-        cmd.arg("--election-child")
-            .arg(role.name())
-            .args(&self.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
-        testkit::die_with_parent(cmd.as_std_mut());
-        let mut child = cmd
-            .spawn()
+        let args = ["--election-child", role.name()]
+            .into_iter()
+            .chain(self.args.iter().map(String::as_str));
+        let proc = Piped::spawn(&self.exe, args, i, self.tx.clone())
             .map_err(|e| format!("cannot start an election {}: {e}", role.name()))?;
-        let (stdin, stdout, stderr) = (
-            child.stdin.take().expect("piped"),
-            child.stdout.take().expect("piped"),
-            child.stderr.take().expect("piped"),
-        );
-        let tx = self.tx.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if tx.send((i, Event::Line(line))).is_err() {
-                    return;
-                }
-            }
-            let _ = tx.send((i, Event::Closed));
-        });
-        let stderr = tokio::spawn(async move {
-            let mut text = String::new();
-            let _ = BufReader::new(stderr).read_to_string(&mut text).await;
-            text
-        });
         self.members.push(Member {
             role,
-            child,
-            stdin: Some(stdin),
-            stderr: Some(stderr),
+            proc,
             killed: false,
         });
         Ok(i)
@@ -131,7 +88,7 @@ impl Cast {
         let m = &mut self.members[i];
         m.killed = true;
         let at = now_ns();
-        let _ = m.child.start_kill();
+        let _ = m.proc.child.start_kill();
         at
     }
 
@@ -156,39 +113,25 @@ impl Cast {
 
     /// Why child `i` exited: its last stderr line, or its exit status.
     pub async fn why(&mut self, i: usize) -> String {
-        let m = &mut self.members[i];
-        let status = tokio::time::timeout(Duration::from_secs(5), m.child.wait()).await;
-        let text = match m.stderr.take() {
-            Some(h) => tokio::time::timeout(Duration::from_secs(2), h)
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default(),
-            None => String::new(),
-        };
-        let line = text
-            .lines()
-            .rev()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(|l| l.trim_start_matches("loadgen: error: ").to_string());
-        match (line, status) {
-            (Some(line), _) => line,
-            (None, Ok(Ok(status))) => format!("exited ({status})"),
-            _ => "stopped talking".into(),
-        }
+        self.members[i]
+            .proc
+            .why(|status| format!("exited ({status})"), "stopped talking")
+            .await
     }
 
     /// Tells every child still running to finish (their stdin closes: a leader resigns) and waits
     /// for them, killing any that has not exited within `within`.
     pub async fn finish(mut self, within: Duration) {
         for m in &mut self.members {
-            m.stdin = None;
+            m.proc.stdin = None;
         }
         for m in &mut self.members {
-            if tokio::time::timeout(within, m.child.wait()).await.is_err() {
-                let _ = m.child.start_kill();
-                let _ = m.child.wait().await;
+            if tokio::time::timeout(within, m.proc.child.wait())
+                .await
+                .is_err()
+            {
+                let _ = m.proc.child.start_kill();
+                let _ = m.proc.child.wait().await;
             }
         }
     }
@@ -198,7 +141,7 @@ impl Drop for Cast {
     fn drop(&mut self) {
         for m in &mut self.members {
             // SIGKILL by pid; one that already exited is reaped by tokio.
-            let _ = m.child.start_kill();
+            let _ = m.proc.child.start_kill();
         }
     }
 }

@@ -22,8 +22,7 @@ pub mod failover;
 pub mod report;
 pub mod rtt;
 
-use crate::cli::{NodeSource, Plan};
-use crate::machine::{Machine, Versions};
+use crate::cli::Plan;
 use crate::nodes::addr::NodeUrl;
 use crate::nodes::health::Health;
 use crate::nodes::probe::ServerInfo;
@@ -57,22 +56,7 @@ pub async fn run(
         why = health.lost() => return Err(why),
     };
     Ok(ElectionRecord {
-        command: crate::session::command_line(),
-        machine: Machine {
-            loadavg_start,
-            ..Machine::detect()
-        },
-        versions: Versions::with_redis(
-            servers
-                .first()
-                .map_or_else(|| "unknown".into(), |s| s.redis_version.clone()),
-        ),
-        servers,
-        node_source: match plan.nodes {
-            NodeSource::Spawn(_) => plan.persistence.node_source(),
-            NodeSource::Existing(_) => "existing",
-        },
-        nodes: nodes.len(),
+        testbed: crate::session::testbed(plan, servers, nodes.len(), loadavg_start),
         name,
         ttl_ms: spec.ttl.as_millis() as u64,
         observers: spec.observers,

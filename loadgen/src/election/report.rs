@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use crate::machine::{Machine, Versions};
 use crate::nodes::probe::ServerInfo;
-use crate::report::json::ServerOut;
+use crate::report::json::{servers_out, ServerOut};
+use crate::report::Testbed;
 use crate::stats::Percentiles;
 
 use super::cost::{Holding, Phase};
@@ -19,18 +20,8 @@ pub const OBSERVER_GOAL_MS: f64 = 50.0;
 /// One election run.
 #[derive(Debug, Clone)]
 pub struct ElectionRecord {
-    /// The command line.
-    pub command: String,
-    /// The machine.
-    pub machine: Machine,
-    /// Versions.
-    pub versions: Versions,
-    /// Every server behind the nodes.
-    pub servers: Vec<ServerInfo>,
-    /// `spawned` or `existing`.
-    pub node_source: &'static str,
-    /// Node count.
-    pub nodes: usize,
+    /// The command line, machine, versions, servers and nodes.
+    pub testbed: Testbed,
     /// The failover trials' election (its candidates' and observers' `--election-name`).
     pub name: String,
     /// The election TTL, ms.
@@ -125,7 +116,8 @@ fn phase_line(p: &Phase) -> String {
 pub fn render(r: &ElectionRecord) -> String {
     let f = &r.failover;
     let mut out = String::new();
-    let servers = r
+    let t = &r.testbed;
+    let servers = t
         .servers
         .first()
         .map_or_else(|| "unknown".into(), ServerInfo::label);
@@ -134,10 +126,10 @@ pub fn render(r: &ElectionRecord) -> String {
         f.trials.len(),
         r.ttl_ms,
         r.observers,
-        r.nodes,
-        r.node_source,
-        r.machine.cores,
-        r.machine.cpu
+        t.nodes,
+        t.node_source,
+        t.machine.cores,
+        t.machine.cpu
     ));
     out.push_str("                        p50      p90      p99      max   (ms)\n");
     let row = |name: &str, p: &Percentiles| {
@@ -230,23 +222,16 @@ struct Config<'a> {
 
 /// The `--json` document.
 pub fn json(r: &ElectionRecord) -> String {
+    let t = &r.testbed;
     let doc = Document {
-        machine: &r.machine,
-        versions: &r.versions,
-        servers: r
-            .servers
-            .iter()
-            .map(|s| ServerOut {
-                node: s.node.clone(),
-                server_name: s.name.clone(),
-                server_version: s.version.clone(),
-            })
-            .collect(),
+        machine: &t.machine,
+        versions: &t.versions,
+        servers: servers_out(&t.servers),
         config: Config {
-            command: &r.command,
+            command: &t.command,
             scenario: "election",
-            nodes: r.nodes,
-            node_source: r.node_source,
+            nodes: t.nodes,
+            node_source: t.node_source,
             election: &r.name,
             election_ttl_ms: r.ttl_ms,
             trials: r.failover.trials.len(),

@@ -36,21 +36,22 @@
 //!
 //! # Layout
 //! - this file: the parent — starting the children, the two barriers, progress, merging;
+//! - [`piped`]: one child with its pipes — started, its lines read, why it exited (the election
+//!   scenario's processes are started the same way);
 //! - `wire.rs`: what crosses the pipes — the children's command line and their [`ChildResult`];
 //! - `child.rs`: a child's side — the barriers' other end, then the same [`crate::run::run_with`] as an
 //!   in-process run.
 
 mod child;
+pub mod piped;
 mod wire;
 
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use crate::cli::RuntimeKind;
 use crate::engines::{EngineKind, Waiting};
@@ -60,31 +61,25 @@ use crate::stats::WorkerStats;
 use crate::workload::{Scenario, Stop};
 
 pub use child::child;
+use piped::{Event, Piped};
 use wire::child_args;
 pub use wire::{split, ChildResult};
 
 /// How long the children may take to start and connect.
 const READY_WITHIN: Duration = Duration::from_secs(30);
 
-/// What the parent hears from a child.
-#[derive(Debug)]
-enum Event {
-    Line(String),
-    /// stdout closed: the child exited (or is about to).
-    Closed,
-}
-
 /// The children of one run; killed by pid when dropped.
 #[derive(Debug, Default)]
 struct Children {
-    procs: Vec<Child>,
-    stdins: Vec<ChildStdin>,
-    stderr: Vec<JoinHandle<String>>,
+    procs: Vec<Piped>,
 }
 
 impl Children {
     async fn tell_all(&mut self, line: &str) -> Result<(), String> {
-        for (i, stdin) in self.stdins.iter_mut().enumerate() {
+        for (i, p) in self.procs.iter_mut().enumerate() {
+            let Some(stdin) = p.stdin.as_mut() else {
+                continue;
+            };
             stdin
                 .write_all(format!("{line}\n").as_bytes())
                 .await
@@ -99,30 +94,12 @@ impl Children {
 
     /// The error a child printed (its last stderr line), once it has exited.
     async fn why(&mut self, i: usize) -> String {
-        let status = match tokio::time::timeout(Duration::from_secs(5), self.procs[i].wait()).await
-        {
-            Ok(Ok(status)) => Some(status),
-            _ => None,
-        };
-        let text = match self.stderr.get_mut(i) {
-            Some(h) => tokio::time::timeout(Duration::from_secs(2), h)
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default(),
-            None => String::new(),
-        };
-        let line = text
-            .lines()
-            .rev()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(|l| l.trim_start_matches("loadgen: error: ").to_string());
-        match (line, status) {
-            (Some(line), _) => line,
-            (None, Some(status)) => format!("exited without a result ({})", describe(status)),
-            (None, None) => "stopped talking without a result".into(),
-        }
+        self.procs[i]
+            .why(
+                |status| format!("exited without a result ({})", describe(status)),
+                "stopped talking without a result",
+            )
+            .await
     }
 }
 
@@ -137,9 +114,9 @@ fn describe(status: ExitStatus) -> String {
 
 impl Drop for Children {
     fn drop(&mut self) {
-        for child in &mut self.procs {
+        for p in &mut self.procs {
             // SIGKILL by pid; a child that already exited is reaped by tokio.
-            let _ = child.start_kill();
+            let _ = p.child.start_kill();
         }
     }
 }
@@ -178,39 +155,9 @@ pub async fn run_processes(
             runtime,
             tag,
         );
-        let mut cmd = Command::new(&exe);
-        cmd.args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
-        testkit::die_with_parent(cmd.as_std_mut());
-        let mut child = cmd
-            .spawn()
+        let child = Piped::spawn(&exe, &args, i, tx.clone())
             .map_err(|e| format!("cannot start worker process {}: {e}", i + 1))?;
-        let (stdin, stdout, stderr) = (
-            child.stdin.take().expect("piped"),
-            child.stdout.take().expect("piped"),
-            child.stderr.take().expect("piped"),
-        );
         kids.procs.push(child);
-        kids.stdins.push(stdin);
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if tx.send((i, Event::Line(line))).is_err() {
-                    return;
-                }
-            }
-            let _ = tx.send((i, Event::Closed));
-        });
-        kids.stderr.push(tokio::spawn(async move {
-            let mut text = String::new();
-            let _ = BufReader::new(stderr).read_to_string(&mut text).await;
-            text
-        }));
     }
     drop(tx);
 
@@ -275,7 +222,7 @@ pub async fn run_processes(
     }
     bar.finish_and_clear();
     for i in 0..p {
-        let status = tokio::time::timeout(Duration::from_secs(5), kids.procs[i].wait()).await;
+        let status = tokio::time::timeout(Duration::from_secs(5), kids.procs[i].child.wait()).await;
         match status {
             Ok(Ok(s)) if s.success() => {}
             Ok(Ok(s)) => return Err(fail(i, format!("exited with {}", describe(s)))),

@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::cli::RuntimeKind;
 use crate::engines::Waiting;
 use crate::machine::{Machine, Versions};
+use crate::nodes::probe::ServerInfo;
 use crate::overload::burst::BurstRecord;
 use crate::overload::held::HeldRecord;
 use crate::stats::Percentiles;
@@ -62,6 +63,18 @@ pub struct ServerOut {
     pub server_name: String,
     /// `valkey_version` on Valkey, else `redis_version`.
     pub server_version: String,
+}
+
+/// Every server as the documents list them (this one and the election scenario's).
+pub fn servers_out(servers: &[ServerInfo]) -> Vec<ServerOut> {
+    servers
+        .iter()
+        .map(|s| ServerOut {
+            node: s.node.clone(),
+            server_name: s.name.clone(),
+            server_version: s.version.clone(),
+        })
+        .collect()
 }
 
 /// The run configuration.
@@ -245,9 +258,9 @@ impl From<Goal> for GoalOut {
 pub fn document(report: &Report) -> Document<'_> {
     let w = &report.workload;
     let config = Config {
-        command: report.command.clone(),
-        nodes: report.nodes,
-        node_source: report.node_source,
+        command: report.testbed.command.clone(),
+        nodes: report.testbed.nodes,
+        node_source: report.testbed.node_source,
         engines: report.engines.iter().map(|e| e.name()).collect(),
         scenarios: report
             .scenarios
@@ -299,17 +312,9 @@ pub fn document(report: &Report) -> Document<'_> {
     }
     let goals = goals(report).into_iter().map(GoalOut::from).collect();
     Document {
-        machine: &report.machine,
-        versions: &report.versions,
-        servers: report
-            .servers
-            .iter()
-            .map(|s| ServerOut {
-                node: s.node.clone(),
-                server_name: s.name.clone(),
-                server_version: s.version.clone(),
-            })
-            .collect(),
+        machine: &report.testbed.machine,
+        versions: &report.testbed.versions,
+        servers: servers_out(&report.testbed.servers),
         config,
         runs,
         ratios: by_scenario,

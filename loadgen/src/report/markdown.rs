@@ -9,9 +9,13 @@ use super::record::Report;
 /// The summary; `svg` is the plot's file name next to it.
 pub fn render(report: &Report, svg: &str) -> String {
     let mut md = String::new();
-    let (m, v, w) = (&report.machine, &report.versions, &report.workload);
+    let (m, v, w) = (
+        &report.testbed.machine,
+        &report.testbed.versions,
+        &report.workload,
+    );
     let _ = writeln!(md, "# loadgen results\n");
-    let _ = writeln!(md, "Command: `{}`\n", report.command);
+    let _ = writeln!(md, "Command: `{}`\n", report.testbed.command);
     let _ = writeln!(md, "- Machine: {} cores, {} ({})", m.cores, m.cpu, m.arch);
     let _ = writeln!(md, "- `uname -a`: `{}`", m.uname);
     let load = |l: Option<f64>| l.map_or_else(|| "?".into(), |l| format!("{l:.2}"));
@@ -25,8 +29,8 @@ pub fn render(report: &Report, svg: &str) -> String {
         md,
         "- Servers: {} ({} nodes, {}; first node's redis_version {})",
         super::table::servers(report),
-        report.nodes,
-        report.node_source,
+        report.testbed.nodes,
+        report.testbed.node_source,
         v.redis
     );
     let _ = writeln!(

@@ -1,6 +1,7 @@
 //! The results of a whole invocation and every way they are written out.
 //!
-//! - [`record`]: the data: [`RunRecord`] per run, [`ContentionRow`], the whole [`Report`];
+//! - [`record`]: the data: [`RunRecord`] per run, [`ContentionRow`], the whole [`Report`], its
+//!   [`Testbed`] (the election scenario's record has one too);
 //! - [`format`]: numbers and phrases every renderer writes the same way.
 //! - [`ratios`]: redlock against each other engine, per scenario; the goals, checked.
 //! - [`table`]: the text table on stdout.
@@ -28,7 +29,7 @@ pub(crate) use sample::sample;
 use std::path::Path;
 
 pub use format::{group, micros};
-pub use record::{ContentionRow, Report, RunRecord};
+pub use record::{ContentionRow, Report, RunRecord, Testbed};
 
 // The writers sit here, beside the renderers they call, so that `record` stays plain data that every
 // renderer can name.

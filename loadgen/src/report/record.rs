@@ -1,5 +1,5 @@
 //! What one invocation measured, as data: each engine's run on each scenario ([`RunRecord`]), each row
-//! of the contention scenario ([`ContentionRow`]), and the whole [`Report`]. The files beside this one
+//! of the contention scenario ([`ContentionRow`]), and the whole [`Report`] with its [`Testbed`]. The files beside this one
 //! compute from these and write them out.
 
 use std::collections::BTreeMap;
@@ -128,9 +128,10 @@ impl ContentionRow {
     }
 }
 
-/// Everything one invocation measured, with its context.
+/// Where and how an invocation ran, as every loadgen document states it (the ordinary
+/// [`Report`] and the election scenario's record alike).
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct Testbed {
     /// The command line that produced it.
     pub command: String,
     /// Machine description.
@@ -143,6 +144,13 @@ pub struct Report {
     pub node_source: &'static str,
     /// Node count.
     pub nodes: usize,
+}
+
+/// Everything one invocation measured, with its context.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The command line, machine, versions, servers and nodes.
+    pub testbed: Testbed,
     /// The workload.
     pub workload: Workload,
     /// Runtime flavour.

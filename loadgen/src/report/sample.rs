@@ -13,7 +13,7 @@ use crate::overtakes::Overtakes;
 use crate::units::Hold;
 use crate::workload::{Distribution, Scenario, Stop, Workload};
 
-use super::record::{Report, RunRecord};
+use super::record::{Report, RunRecord, Testbed};
 
 /// A small report with made-up numbers, for the renderers' tests.
 pub(crate) fn sample() -> Report {
@@ -102,19 +102,21 @@ pub(crate) fn sample() -> Report {
         });
     }
     Report {
-        command: "loadgen".into(),
-        machine: Machine::detect(),
-        versions: Versions::with_redis("7.0.15".into()),
-        servers: (0..5)
-            .map(|i| ServerInfo {
-                node: format!("redis://127.0.0.1:{}", 7000 + i),
-                name: "redis".into(),
-                version: "7.0.15".into(),
-                redis_version: "7.0.15".into(),
-            })
-            .collect(),
-        node_source: "spawned",
-        nodes: 5,
+        testbed: Testbed {
+            command: "loadgen".into(),
+            machine: Machine::detect(),
+            versions: Versions::with_redis("7.0.15".into()),
+            servers: (0..5)
+                .map(|i| ServerInfo {
+                    node: format!("redis://127.0.0.1:{}", 7000 + i),
+                    name: "redis".into(),
+                    version: "7.0.15".into(),
+                    redis_version: "7.0.15".into(),
+                })
+                .collect(),
+            node_source: "spawned",
+            nodes: 5,
+        },
         workload,
         runtime: RuntimeKind::Current,
         engines: vec![

@@ -13,14 +13,14 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "loadgen: {} nodes ({}), {}, {} cores, {} runtime, hold {}, ttl {:?}, retries {} x ({:?} + jitter {:?}), lock {}",
-        report.nodes,
-        report.node_source,
+        report.testbed.nodes,
+        report.testbed.node_source,
         // The first node's server (`redis 7.0.15`, `valkey 9.1.2`); every node's on the next line.
-        report.servers.first().map_or_else(
-            || format!("redis {}", report.versions.redis),
+        report.testbed.servers.first().map_or_else(
+            || format!("redis {}", report.testbed.versions.redis),
             |s| s.label()
         ),
-        report.machine.cores,
+        report.testbed.machine.cores,
         report.runtime.label(),
         w.hold,
         w.ttl,
@@ -163,7 +163,7 @@ fn cpu(run: &RunRecord) -> String {
 /// `redis 7.0.15 on redis://127.0.0.1:7000, redis://127.0.0.1:7001; valkey 9.1.2 on …`.
 pub fn servers(report: &Report) -> String {
     let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
-    for s in &report.servers {
+    for s in &report.testbed.servers {
         let label = s.label();
         match groups.iter_mut().find(|(l, _)| *l == label) {
             Some((_, nodes)) => nodes.push(&s.node),
