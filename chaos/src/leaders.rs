@@ -11,7 +11,8 @@
 //!   relying on valid leaderships at one instant. A tenure ending exactly as the next is granted is
 //!   a hand-over, not two at once (as in the overlap check).
 //! - **Terms back**: a tenure whose term is not above every earlier tenure's.
-//! - **Shared terms**: one term logged by two candidates: two leaders with one fencing token.
+//! - **Shared terms**: one term granted by two campaigns (two candidates, or one candidate twice):
+//!   two leaderships with one fencing token.
 //!
 //! [`check`] needs the leaders' lines only, so the runner judges it for every scenario with its
 //! counts ([`crate::checker::summarize`]: tenures count as grants, two at once as overlaps).
@@ -58,23 +59,18 @@ const EXAMPLES: usize = 3;
 
 /// Builds the tenures from `leads` and checks them (see the module doc).
 pub fn check(leads: &[Lead]) -> Leaders {
-    let mut by_term: BTreeMap<u64, Vec<&Lead>> = BTreeMap::new();
+    // One tenure per campaign won: its term and the moment its campaign returned. By term alone, a
+    // term granted twice (to two candidates, or to one that lost and campaigned again) would merge
+    // into one tenure and hide the second grant.
+    let mut by_grant: BTreeMap<(u64, u64), Vec<&Lead>> = BTreeMap::new();
     for lead in leads {
-        by_term.entry(lead.term).or_default().push(lead);
+        by_grant.entry((lead.term, lead.t1)).or_default().push(lead);
     }
     let mut out = Leaders::default();
-    for (term, lines) in by_term {
+    let mut grants_of_term: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for ((term, granted), lines) in by_grant {
         let holder = &lines[0].holder;
-        if let Some(other) = lines.iter().find(|l| &l.holder != holder) {
-            out.shared_terms += 1;
-            if out.examples.len() < EXAMPLES {
-                out.examples.push(format!(
-                    "term {term} was held by {holder} and by {}",
-                    other.holder
-                ));
-            }
-        }
-        let granted = lines.iter().map(|l| l.t1).min().unwrap_or(0);
+        grants_of_term.entry(term).or_default().push(holder);
         let valid_until = lines.iter().map(|l| l.vu).max().unwrap_or(0);
         let last = lines.iter().filter(|l| l.step.ends()).min_by_key(|l| l.at);
         out.tenures.push(Tenure {
@@ -84,6 +80,16 @@ pub fn check(leads: &[Lead]) -> Leaders {
             end: last.map_or(valid_until, |l| l.at.min(valid_until)),
             ended: last.map(|l| l.step.clone()),
         });
+    }
+    for (term, holders) in grants_of_term.iter().filter(|(_, h)| h.len() > 1) {
+        out.shared_terms += 1;
+        if out.examples.len() < EXAMPLES {
+            out.examples.push(format!(
+                "term {term} was granted {} times (to {})",
+                holders.len(),
+                holders.join(", ")
+            ));
+        }
     }
     out.tenures.sort_by_key(|t| (t.granted, t.term));
     // The tenure held longest so far, and the highest term so far.

@@ -67,6 +67,17 @@ fn hand_overs_pass_and_overlaps_are_reported() {
     // One term, two holders.
     let shared = check(&[tenure("e0", 10, 0, 1_000), tenure("e1", 10, 2_000, 3_000)].concat());
     assert_eq!(shared.shared_terms, 1, "{shared:?}");
+    // One candidate granted the same term again after a higher one: two tenures, a term going back.
+    let again = check(
+        &[
+            tenure("e0", 10, 0, 1_000),
+            tenure("e1", 11, 1_200, 2_000),
+            tenure("e0", 10, 2_200, 3_000),
+        ]
+        .concat(),
+    );
+    assert_eq!(again.tenures.len(), 3, "{again:?}");
+    assert_eq!((again.shared_terms, again.terms_back), (1, 1), "{again:?}");
 }
 
 #[test]

@@ -236,10 +236,12 @@ impl Tally {
 
     /// For a lost acquire: how soon, at the earliest, the holder's keys will have expired on enough
     /// of the nodes that voted taken for a quorum to be possible again — if every taken vote said
-    /// (the holder may still extend or release before). The nodes that failed or did not answer are
-    /// counted as still against. Durations on each node's own clock, measured from the node's
-    /// reading, so slightly later than from the reply's arrival: a retry timed to it reaches the
-    /// node after the key's expiry, never before (see `crate::engine::acquire`).
+    /// (the holder may still extend or release before). Nodes that failed count as still against;
+    /// nodes that had not answered when the round was decided (it stops as soon as it is lost) as
+    /// possibly free, so this is the earliest moment, not a promise. Durations on each node's own
+    /// clock, measured from the node's reading, so slightly later than from the reply's arrival: a
+    /// retry timed to it reaches the node after the key's expiry, never before (see
+    /// `crate::engine::acquire`).
     pub fn free_in(&self) -> Option<std::time::Duration> {
         if self.taken == 0 || self.taken_ttls.len() < self.taken {
             return None;

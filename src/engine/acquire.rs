@@ -157,14 +157,17 @@ impl Core {
             // holder's time left): retry then rather than up to a pause later. An expired holder
             // publishes nothing, so without this a waiter finds out only at its next pause's end.
             // The time counts from the nodes' reading, before the reply arrived, plus 1 ms for
-            // `PTTL`'s rounding: the retry reaches the nodes after the expiry, never before.
+            // `PTTL`'s rounding: the retry reaches the nodes after the expiry, never before. Every
+            // waiter aims at the same expiry, so each adds a random part of a round trip, as a
+            // woken waiter does (`spread`), lest they all arrive together and split the votes.
             if let LockError::Contended {
                 retry_after: Some(free_in),
                 local: false,
                 ..
             } = &err
             {
-                pause = pause.min(*free_in + Duration::from_millis(1));
+                let at_expiry = *free_in + Duration::from_millis(1) + self.spread();
+                pause = pause.min(at_expiry);
             }
             take_over = take_over.map(|t| t.named(false));
             if deadline.is_some_and(|d| Instant::now() + pause >= d) {

@@ -134,8 +134,13 @@ impl Core {
         if named {
             return;
         }
-        let spread = self.one_round_trip();
-        tokio::time::sleep(spread.mul_f64(fastrand::f64())).await;
+        tokio::time::sleep(self.spread()).await;
+    }
+
+    /// A random part of one round trip: how far apart waiters aiming at one moment (a release's
+    /// wake-up, a holder's expiry) spread their attempts.
+    pub(crate) fn spread(&self) -> Duration {
+        self.one_round_trip().mul_f64(fastrand::f64())
     }
 
     /// How long a waiter whose round was granted on some nodes but lost waits before one more try:
