@@ -103,9 +103,9 @@ pub struct Config {
     pub notify_releases: bool,
     /// With `notify_releases` and `local_queue`: the plain lock's cross-process hand-off
     /// (`protocol::handoff` in the source): waiters in other processes queue on the nodes in the
-    /// order they began waiting, and a release reserves the key for the first one and wakes only
-    /// it, instead of every process's queue head racing at each release (the measurements are in the
-    /// repository's `results/README.md`). Needs `+zadd +zrem +zrange +zpopmin +pexpire +publish` for
+    /// order they began waiting, and a release sets the key to the first one's value and tells only
+    /// it, which then holds the lock without a round of its own, instead of every process's queue
+    /// head racing at each release (the measurements are in the repository's `results/README.md`). Needs `+zadd +zrem +zrange +zpopmin +pexpire +publish` for
     /// an ACL'd lock user. Default: `true`.
     pub cross_process_handoff: bool,
     /// PEM file of the CA certificates to trust for `rediss://` nodes. `None`: the Mozilla root set.

@@ -73,6 +73,15 @@ impl LockValue {
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
+
+    /// This value with its last byte set to `epoch`: the values of one wait of the plain lock's
+    /// hand-off (`crate::protocol::handoff`), which differ in that byte only, so the nodes can tell
+    /// an earlier one of the same wait from another owner's. The other 15 random bytes (120 bits)
+    /// stay the secret.
+    pub(crate) fn with_epoch(mut self, epoch: u8) -> Self {
+        self.0[VALUE_LEN - 1] = epoch;
+        self
+    }
 }
 
 impl fmt::Debug for LockValue {

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use super::core::Core;
 use super::fanout::{fire, Deadline};
 use super::release::HeldGuard;
+use super::takeover::TakeOver;
 use super::waitq::LocalHold;
 use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
@@ -79,13 +80,21 @@ impl Core {
         };
         // A kind with a cross-process hand-off (`crate::protocol::handoff`) attempts as a named
         // take-over once it waits on another process: one command tries and marks it at once.
-        let mut take_over = None;
+        // Until the lock is ours, its entry leaves the lists when the wait ends (error, timeout, or
+        // this future dropped).
+        let mut take_over = LeaveOnDrop {
+            core: self,
+            target: &target,
+            take_over: None,
+            retired: Vec::new(),
+        };
         if hold.as_ref().is_some_and(LocalHold::remote_waiting)
             || self.recently_contended(&target, hold.as_ref())
         {
             // Our process just yielded to a waiter elsewhere, or waited on one a moment ago: we
             // will likely wait too, so mark at once.
-            take_over = self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription, began);
+            take_over.take_over =
+                self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription, began);
         }
         // Once we wait on another process, every attempt is preceded by our waiter mark on each
         // connection: a release that beats the attempt then still finds the mark and publishes.
@@ -107,15 +116,19 @@ impl Core {
             if let Some(w) = woken.as_mut() {
                 w.as_mut().enable();
             }
-            let (err, partial) = match self.attempt(&target, ttl, budget_end, take_over).await {
+            let attempt = self.attempt(&target, ttl, budget_end, take_over.take_over.as_ref());
+            let (err, partial) = match attempt.await {
                 Ok(mut lock) => {
                     lock.set_attempts(attempts);
-                    if let Some(t) = &take_over {
-                        self.unmark(&target, t, lock.held());
-                    }
+                    take_over.won(lock.held());
                     break Ok(lock);
                 }
-                Err(lost) => lost,
+                Err(lost) => {
+                    if lost.stepped_back {
+                        take_over.step_back();
+                    }
+                    (lost.err, lost.partial)
+                }
             };
             // A loss to another owner does not count for a call that waits until acquired: only
             // an outage's losses in a row end it (`Wait::counts`).
@@ -140,7 +153,7 @@ impl Core {
             // as late, until that is the retry pause (a holder that does have a majority is asked
             // a few times, not polled). A take-over a release named kept the key reserved where it
             // got it (`TakeOver::step_back_cmd`) and retries within that reservation.
-            let early = match take_over {
+            let early = match &take_over.take_over {
                 Some(t) if t.is_named() => self.reservation(ttl).mul_f64(fastrand::f64()),
                 _ => self.split_pause() * 2u32.pow(splits.min(16)),
             };
@@ -169,22 +182,22 @@ impl Core {
                 let at_expiry = *free_in + Duration::from_millis(1) + self.spread();
                 pause = pause.min(at_expiry);
             }
-            take_over = take_over.map(|t| t.named(false));
+            take_over.take_over = take_over.take_over.take().map(|t| t.named(false));
             if deadline.is_some_and(|d| Instant::now() + pause >= d) {
                 let last = Some(Box::new(err));
                 break Err(LockError::Timeout { attempts, last });
             }
             let remote = matches!(err, LockError::Contended { local: false, .. });
-            if remote && take_over.is_none() {
-                take_over =
+            if remote && take_over.take_over.is_none() {
+                take_over.take_over =
                     self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription, began);
-                if take_over.is_some() {
+                if take_over.take_over.is_some() {
                     // Marked by the take-over itself, atomically with its attempt: at once (free).
                     counted = counted.saturating_sub(u32::from(!free));
                     continue;
                 }
             }
-            let marks = take_over.is_none() && self.notifies(&target.keys);
+            let marks = take_over.take_over.is_none() && self.notifies(&target.keys);
             if remote && marks && target.kind.queues_locally() {
                 // Tell the holder's process that someone elsewhere waits, so it yields to us when its
                 // local hand-off streak ends (see `Redlock::release`).
@@ -223,20 +236,32 @@ impl Core {
                 }
                 (None, None) => None,
             };
-            match woken {
+            let heard = match woken {
                 Some(woken) => {
                     tokio::select! {
-                        // Woken by a release: this retry is free (see `counted`).
-                        _ = woken => {
-                            counted = counted.saturating_sub(u32::from(!free));
-                            splits = 0;
-                            take_over = take_over.map(|t| t.named(true));
-                            self.spread_wake(take_over.is_some()).await;
-                        }
-                        _ = tokio::time::sleep(pause) => {}
+                        _ = woken => true,
+                        _ = tokio::time::sleep(pause) => false,
                     }
                 }
-                None => tokio::time::sleep(pause).await,
+                None => {
+                    tokio::time::sleep(pause).await;
+                    false
+                }
+            };
+            if heard {
+                // Woken by a release: this retry is free (see `counted`).
+                counted = counted.saturating_sub(u32::from(!free));
+                splits = 0;
+                // The release may have granted our entry: then the lock is ours without a round.
+                if let (Some(t), Some(sub)) = (&take_over.take_over, &subscription) {
+                    if let Some(mut lock) = t.granted(self, &target, ttl, sub).await {
+                        lock.set_attempts(attempts);
+                        take_over.won(lock.held());
+                        break Ok(lock);
+                    }
+                }
+                take_over.take_over = take_over.take_over.take().map(|t| t.named(true));
+                self.spread_wake(take_over.take_over.is_some()).await;
             }
         };
         if result.is_ok() {
@@ -319,6 +344,58 @@ fn mark_waiting_cmd(key: &bytes::Bytes, mark_for: Duration) -> Cmd {
         LockValue::ZERO,
         Args::of(&[millis(mark_for).max(1)]),
     )
+}
+
+/// A take-over wait's state: the take-over, and the values it retired at its step backs. Takes its
+/// entries out of the lists when the wait ends without the lock (error, timeout or cancellation;
+/// `Core::leave_take_over`).
+struct LeaveOnDrop<'a> {
+    core: &'a Core,
+    target: &'a Target,
+    take_over: Option<TakeOver>,
+    retired: Vec<LockValue>,
+}
+
+impl LeaveOnDrop<'_> {
+    /// After a step back: the next epoch's value (`TakeOver::stepped_back`), or after the last
+    /// one, the end of this take-over (its entries leave the lists; the next loss to another
+    /// process starts a new one).
+    fn step_back(&mut self) {
+        let Some(t) = self.take_over.take() else {
+            return;
+        };
+        match t.clone().stepped_back() {
+            Some((next, retired)) => {
+                self.retired.push(retired);
+                self.take_over = Some(next);
+            }
+            None => self.core.leave_take_over(self.target, &t, &self.retired),
+        }
+    }
+
+    /// The lock is ours (`held`: the nodes that count for it): our entries leave the lists where
+    /// those nodes did not take them out. After a step back, an earlier value's entry or key may be
+    /// left on any node: then every node gets the unmark, and the retired values are released where
+    /// they do not count for the lock.
+    fn won(&mut self, held: u16) {
+        let Some(t) = self.take_over.take() else {
+            return;
+        };
+        if self.retired.is_empty() {
+            return self.core.unmark(self.target, &t, held);
+        }
+        self.core.unmark(self.target, &t, 0);
+        self.core
+            .release_retired(self.target, &t, &self.retired, held);
+    }
+}
+
+impl Drop for LeaveOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.take_over.take() {
+            self.core.leave_take_over(self.target, &t, &self.retired);
+        }
+    }
 }
 
 /// Withdraws a writer's intent when its acquire ends without the lock (error or cancellation).

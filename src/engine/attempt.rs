@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::core::Core;
-use super::fanout::fan_out_into;
+use super::fanout::{fan_out_into, fan_out_until_won};
 use super::takeover::TakeOver;
 use crate::algo::clock::JumpMark;
 use crate::algo::quorum::Tally;
@@ -26,17 +26,21 @@ impl Core {
         target: &Target,
         ttl: Duration,
         admit_until: Option<Instant>,
-        take_over: Option<TakeOver>,
-    ) -> Result<Lock, (LockError, bool)> {
+        take_over: Option<&TakeOver>,
+    ) -> Result<Lock, Lost> {
         if self.is_closed() {
             // Shut down while this call waited: it ends here (not retryable).
-            return Err((LockError::Closed, false));
+            return Err(Lost::before_sending(LockError::Closed));
         }
-        let code = target.kind.spec().code;
-        let value = LockValue::tagged(self.tag(), code)
-            .map_err(|e| (LockError::Random(e.to_string()), false))?;
+        // A take-over attempts with its wait's value (its entry in the lists, which a release may
+        // grant); any other attempt with a fresh one.
+        let value = match take_over {
+            Some(t) => t.value(),
+            None => LockValue::tagged(self.tag(), target.kind.spec().code)
+                .map_err(|e| Lost::before_sending(LockError::Random(e.to_string())))?,
+        };
         // Before the clock starts: time spent waiting here is this process's queue, not the nodes'.
-        let _slot = self.admit(admit_until).await.map_err(|e| (e, false))?;
+        let _slot = (self.admit(admit_until).await).map_err(Lost::before_sending)?;
         let jumps = self.jump_mark();
         let start = Instant::now();
         // Armed until the lock is handed out: on failure, or if this future is dropped mid-round, it
@@ -51,12 +55,15 @@ impl Core {
             refused: 0,
         };
         let (cmd, vote) = match take_over {
-            Some(t) => (t.cmd(target, value, ttl), take_over_vote as fn(_) -> _),
+            Some(t) => (t.cmd(target), take_over_vote as fn(_) -> _),
             None => self.acquire_cmd(target, value, ttl),
         };
         let deadline = self.round_deadline(start, ttl, None);
         let quorum = target.kind.tally(self.nodes().len());
-        let tally = fan_out_into(self.nodes(), &cmd, deadline, vote, quorum).await;
+        let tally = match take_over {
+            Some(_) => fan_out_until_won(self.nodes(), &cmd, deadline, vote, quorum).await,
+            None => fan_out_into(self.nodes(), &cmd, deadline, vote, quorum).await,
+        };
         // One clock read serves the metric and the validity (a read is most of what observing costs).
         let elapsed = start.elapsed();
         self.metrics().round(Op::Acquire, &tally, elapsed);
@@ -64,9 +71,22 @@ impl Core {
             // A node that answered "taken" wrote nothing of ours (every kind's acquire refuses
             // whole, and the command is never sent again): its release could only find nothing.
             // A node that said yes, failed or has not answered yet still gets it.
-            guard.refused = tally.taken_mask;
+            // A take-over's step back goes only where the round set our value (it said yes): a
+            // node that failed or never answered keeps whatever our command does there — our own
+            // value, which our next round refreshes, and the wait's end releases (a give-up on
+            // every node, a win that stepped back where the node does not count for its lock) — so a
+            // node that is down or frozen costs the wait no change of value.
+            guard.refused = match take_over {
+                Some(_) => !tally.yes_mask,
+                None => tally.taken_mask,
+            };
             let partial = tally.yes > 0;
-            return Err((acquire_error(tally), partial));
+            let stepped_back = take_over.is_some() && tally.yes_mask != 0;
+            return Err(Lost {
+                err: acquire_error(tally),
+                partial,
+                stepped_back,
+            });
         }
         // A take-over's grants name the next waiter (see `protocol::handoff`).
         let next_waiter = if take_over.is_some() {
@@ -76,7 +96,11 @@ impl Core {
         };
         let lock = self
             .won_lock(target, value, ttl, (start, elapsed), tally, jumps)
-            .map_err(|e| (e, false))?;
+            .map_err(|err| Lost {
+                err,
+                partial: false,
+                stepped_back: take_over.is_some(),
+            })?;
         guard.disarm();
         Ok(lock.waited_on_by(next_waiter))
     }
@@ -128,6 +152,26 @@ impl Core {
     }
 }
 
+/// A lost attempt: why; whether some node granted it (the votes may have split); whether a
+/// take-over's step back went to some node (it may have deleted a grant of the wait's entry there,
+/// whose message may still be on its way: the waiter moves to its entry's next epoch).
+pub(super) struct Lost {
+    pub(super) err: LockError,
+    pub(super) partial: bool,
+    pub(super) stepped_back: bool,
+}
+
+impl Lost {
+    /// Lost before anything was sent.
+    fn before_sending(err: LockError) -> Self {
+        Self {
+            err,
+            partial: false,
+            stepped_back: false,
+        }
+    }
+}
+
 /// Fires the release script at every node when dropped while armed; never waits for replies (the
 /// engine's release re-sender does, and sends again where a copy did not land).
 struct ReleaseOnDrop<'a> {
@@ -137,8 +181,9 @@ struct ReleaseOnDrop<'a> {
     ttl: Duration,
     armed: bool,
     /// A lost take-over steps back where it set the key (see `TakeOver::step_back_cmd`).
-    take_over: Option<TakeOver>,
-    /// The nodes that answered "taken" (bit = node index): nothing of ours to release there.
+    take_over: Option<&'a TakeOver>,
+    /// Where not to send it (bit = node index): the nodes that answered "taken" (nothing of ours
+    /// to release there), or for a take-over every node that did not say yes.
     refused: u16,
 }
 
@@ -153,13 +198,20 @@ impl Drop for ReleaseOnDrop<'_> {
         if self.armed {
             // Queued now; each connection writes it after this attempt's command, so it cannot
             // overtake it. No notification: a failed attempt freed nothing anyone waits for.
-            let cmd = match &self.take_over {
-                Some(t) => t.step_back_cmd(self.core, self.target, self.value, self.ttl),
-                None => self
-                    .target
-                    .kind
-                    .release_cmd(&self.target.keys, self.value, false),
-            };
+            if let Some(t) = &self.take_over {
+                // Sent once: the wait then takes a fresh value (`TakeOver::stepped_back`), and what
+                // the step back misses is the wait's end's to release (its give-up) or expires.
+                let cmd = t.step_back_cmd(self.core, self.target, self.ttl);
+                let nodes: Vec<_> = (self.core.nodes().iter().enumerate())
+                    .filter(|(i, _)| self.refused & (1 << i) == 0)
+                    .map(|(_, node)| node.clone())
+                    .collect();
+                return super::fanout::fire(&nodes, &cmd);
+            }
+            let cmd = self
+                .target
+                .kind
+                .release_cmd(&self.target.keys, self.value, false);
             // Keys this attempt set expire within one TTL of now (the SET was sent before now).
             let until = Instant::now() + self.ttl;
             self.core

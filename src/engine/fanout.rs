@@ -135,6 +135,39 @@ pub(crate) async fn fan_out_into(
     one.tally
 }
 
+/// [`fan_out_into`] that stops early only when won: a lost round waits for every reply (or the
+/// deadline), so its replies say where the command set nothing (a take-over, whose step back then
+/// goes only where it may have: `super::attempt`).
+pub(crate) async fn fan_out_until_won(
+    nodes: &[Arc<dyn NodeClient>],
+    cmd: &Cmd,
+    deadline: Deadline,
+    read: fn(NodeResult) -> Vote,
+    tally: Tally,
+) -> Tally {
+    let mut one = UntilWon(One { tally, read });
+    run(nodes, cmd, deadline, true, &mut one).await;
+    one.0.tally
+}
+
+/// [`One`], open until won.
+struct UntilWon(One);
+
+impl Count for UntilWon {
+    fn reply(&mut self, index: usize, reply: NodeResult) -> Decision {
+        match self.0.reply(index, reply) {
+            Decision::Won => Decision::Won,
+            _ => Decision::Open,
+        }
+    }
+    fn fail(&mut self, index: usize, error: NodeError) -> Decision {
+        match self.0.fail(index, error) {
+            Decision::Won => Decision::Won,
+            _ => Decision::Open,
+        }
+    }
+}
+
 /// A release round: like [`fan_out`], decided by [`Tally::for_release`].
 pub(crate) async fn release_round(
     nodes: &[Arc<dyn NodeClient>],

@@ -1,15 +1,19 @@
 //! The engine's side of the cross-process hand-off (`crate::protocol::handoff`, which holds the
-//! scripts and the safety argument): when a waiter becomes a named take-over, and when a release
-//! reserves the key for the first waiter elsewhere instead of waking everyone.
+//! scripts and the safety argument): when a waiter becomes a named take-over, how it takes a lock a
+//! release granted it, and when a release hands the key to the first waiter elsewhere instead of
+//! waking everyone.
 //!
 //! A queue head that lost a round to another process switches, for the rest of its acquire, to
-//! [`TakeOver`] attempts under its process's wake name for the resource, queued on the nodes by
-//! the wall-clock time it began waiting and woken on its own channel: a hand-off release wakes it
-//! alone, with the key reserved for it, so the next process gets in without a race of every head
-//! against every other and without a retry pause. A release reserves only where this process has
+//! [`TakeOver`] attempts under its process's wake name for the resource and one value until it
+//! steps back, queued on the nodes by the wall-clock time it began waiting and woken on its own
+//! channel. A hand-off release sets the key to that value and says so on the channel; the waiter
+//! counts the nodes it heard (`TakeOver::granted`) and, on a majority, has the lock without a round
+//! of its own: a transfer between processes costs the waiter's queueing take-over and the holder's
+//! release. Otherwise (a reservation, too few grants, too little validity left) the wake-up is
+//! followed by a take-over round, as before grants. A release hands off only where this process has
 //! seen contention (the lock took more than one attempt, its take-over named a next waiter, or the
 //! last release of the resource here found one); otherwise it is the kind's coalescable notify
-//! release, which still wakes the first named waiter, without a reservation.
+//! release, which grants the first waiter too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,47 +21,140 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::core::Core;
-use super::fanout::fire;
 use super::waitq::LocalHold;
+use crate::algo::clock::JumpMark;
+use crate::algo::quorum::Vote;
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
 use crate::lock::Lock;
 use crate::protocol::cmd::Cmd;
-use crate::protocol::handoff::{new_name, stable_name, wake_channel, wake_name, Handoff};
+use crate::protocol::handoff::{new_name, stable_name, wake_channel, wake_name, Entry, Handoff};
 use crate::protocol::spec::{Kind, Target};
 use crate::transport::subscriber::Subscription;
 
-/// A waiter's take-over attempts: its kind's hand-off, its wake name and how long its mark lives.
-#[derive(Debug, Clone, Copy)]
+/// A waiter's take-over attempts: its kind's hand-off, its entry in the lists (wake name and the
+/// value it waits with), and how long its mark lives.
+#[derive(Debug, Clone)]
 pub(crate) struct TakeOver {
     handoff: &'static Handoff,
-    name: u64,
+    entry: Entry,
+    /// Just before the first command carrying the entry's value was sent: a grant of it by a
+    /// release was made later, so a lock it makes counts its validity from here.
+    since: Instant,
+    /// Where the clock-jump log stood then: a lock granted to the entry loses the votes of nodes
+    /// seen jumping since.
+    jumps: JumpMark,
     mark_ms: u64,
-    /// Where the waiter queues on every node: the wall clock (µs) when it began waiting.
-    since_us: u64,
+    /// The wait has changed its value (a step back): its take-overs also take out its entries of
+    /// the earlier values.
+    swept: bool,
     /// This attempt follows a release that named us (see [`TakeOver::step_back_cmd`]).
     named: bool,
 }
 
 impl TakeOver {
-    /// What a lost take-over round sends instead of its release ([`Handoff::step_back_cmd`]): where
-    /// the round set our value, our reservation if a release named us for this attempt (the nodes
-    /// it has not reached yet will reserve the key for us too), else our name back in the list at
-    /// its place.
-    pub(crate) fn step_back_cmd(
-        &self,
-        core: &Core,
-        target: &Target,
-        value: LockValue,
-        ttl: Duration,
-    ) -> Cmd {
+    /// What a lost take-over round sends instead of its release, to the nodes that said yes
+    /// ([`Handoff::step_back_cmd`]): our value there becomes our reservation if a release named us
+    /// for this attempt (the nodes it has not reached yet will reserve the key for us too), else it
+    /// is deleted.
+    pub(crate) fn step_back_cmd(&self, core: &Core, target: &Target, ttl: Duration) -> Cmd {
         let reserve = match self.named {
             true => millis(core.reservation(ttl)).max(1),
             false => 0,
         };
-        let mark = (self.mark_ms, self.since_us);
         self.handoff
-            .step_back_cmd(&target.keys, value, reserve, self.name, mark)
+            .step_back_cmd(&target.keys, self.entry, reserve)
+    }
+
+    /// The value this waiter attempts with, the same until it steps back.
+    pub(crate) fn value(&self) -> LockValue {
+        self.entry.value
+    }
+
+    /// The same waiter after a step back: its value of the next epoch (the last byte one higher;
+    /// `None` after 255 step backs), and the one it retires. Never the same value again after a step
+    /// back: a copy of the step back that lands late (on a connection given up, through a proxy that
+    /// held it) would delete a later grant of it; and a grant message of the old value may still be
+    /// on its way from a node where the step back has since deleted it, so only the new value's
+    /// grants are counted. A grant of an earlier epoch's entry (queued where a round was refused) is
+    /// not lost: the next take-over there finds an earlier value of this wait and takes its place;
+    /// the wait's end releases what is left of it (`Core::release_retired`).
+    pub(crate) fn stepped_back(self) -> Option<(Self, LockValue)> {
+        let epoch = self
+            .entry
+            .value
+            .as_bytes()
+            .last()
+            .copied()?
+            .checked_add(1)?;
+        let retired = self.entry.value;
+        let entry = Entry {
+            value: retired.with_epoch(epoch),
+            ..self.entry
+        };
+        Some((
+            Self {
+                entry,
+                swept: true,
+                ..self
+            },
+            retired,
+        ))
+    }
+
+    /// The lock, if releases granted this waiter's current entry on enough nodes, as heard on
+    /// `sub` (a grant's message comes from the node that set the key, after it did). Waits for
+    /// more of them up to one reservation after the first; `None` when the wake-up that brought us
+    /// here was no grant, when too few came, or when the lock would have too little validity left
+    /// (a round then refreshes the keys: they hold our value).
+    ///
+    /// Why the validity counts from `since`: no node can hold the entry's value before it was first
+    /// sent, and a node that granted it set the key for the entry's full TTL, so each of these keys
+    /// lives at least until `since` + TTL by that node's clock — the same bound a round that began at
+    /// `since` would have (drift and the clock guard's log included, from the same moment).
+    pub(crate) async fn granted(
+        &self,
+        core: &Core,
+        target: &Target,
+        ttl: Duration,
+        sub: &Subscription,
+    ) -> Option<Lock> {
+        let message = self.entry.grant_message();
+        let window = Instant::now() + core.reservation(ttl);
+        loop {
+            let notify = sub.notify();
+            let mut next = std::pin::pin!(notify.notified());
+            next.as_mut().enable();
+            let heard = sub.grants(&message);
+            if heard == 0 {
+                return None;
+            }
+            let mut tally = target.kind.tally(core.nodes().len());
+            for (i, node) in core.nodes().iter().enumerate() {
+                // A node that may not vote now (quarantined, its clock jumped) is not counted, as
+                // in a round.
+                if heard & (1 << i) != 0 && node.votes() && !node.clock_jumped() {
+                    tally.record(i, Vote::Yes);
+                }
+            }
+            if tally.won() {
+                sub.forget_grants(&message);
+                let elapsed = self.since.elapsed();
+                let jumps = self.jumps.clone();
+                let lock = core.won_lock(
+                    target,
+                    self.entry.value,
+                    ttl,
+                    (self.since, elapsed),
+                    tally,
+                    jumps,
+                );
+                return lock.ok();
+            }
+            if tokio::time::timeout_at(window, next).await.is_err() {
+                return None;
+            }
+        }
     }
 
     /// Whether this attempt follows a release that named us.
@@ -70,11 +167,10 @@ impl TakeOver {
         Self { named, ..self }
     }
 
-    /// The attempt command for `value`.
-    pub(crate) fn cmd(&self, target: &Target, value: LockValue, ttl: Duration) -> Cmd {
-        let (name, mark) = (self.name, (self.mark_ms, self.since_us));
+    /// The attempt command.
+    pub(crate) fn cmd(&self, target: &Target) -> Cmd {
         self.handoff
-            .take_over_cmd(&target.keys, value, millis(ttl), name, mark)
+            .take_over_cmd(&target.keys, self.entry, self.mark_ms, self.swept)
     }
 }
 
@@ -136,11 +232,21 @@ impl Core {
         // The list lives while someone refreshes it: a waiter refreshes it at every attempt, at
         // most one retry pause apart.
         let mark_for = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl) * 2;
+        let value = LockValue::tagged(self.tag(), target.kind.spec().code)
+            .ok()?
+            .with_epoch(0);
         Some(TakeOver {
             handoff,
-            name,
+            entry: Entry {
+                name,
+                value,
+                ttl_ms: millis(ttl),
+                since_us: wall_micros().saturating_sub(began.elapsed().as_micros() as u64),
+            },
+            jumps: self.jump_mark(),
+            since: Instant::now(),
             mark_ms: millis(mark_for).max(1),
-            since_us: wall_micros().saturating_sub(began.elapsed().as_micros() as u64),
+            swept: false,
             named: false,
         })
     }
@@ -165,14 +271,52 @@ impl Core {
         notifier.is_subscribed(&wake_channel(key, stable_name(&self.tag().0, key)))
     }
 
-    /// After a won take-over: drops our name where the round did not grant it (`held`: the nodes
-    /// that did), so no list keeps a name whose waiter holds the lock.
+    /// After a won take-over: drops our entry where the round did not grant it (`held`: the nodes
+    /// that did), so no list keeps an entry whose waiter holds the lock (a release there would
+    /// grant it the key again, for nobody). Sent again where it does not land: the entry is done.
     pub(crate) fn unmark(&self, target: &Target, take_over: &TakeOver, held: u16) {
-        let cmd = take_over.handoff.unmark_cmd(&target.keys, take_over.name);
-        for (i, node) in self.nodes().iter().enumerate() {
-            if held & (1 << i) == 0 {
-                fire(std::slice::from_ref(node), &cmd);
-            }
+        let cmd = (take_over.handoff).unmark_cmd(&target.keys, take_over.entry, take_over.swept);
+        let until = Instant::now() + Duration::from_millis(take_over.entry.ttl_ms);
+        (self.release_retry()).fire_except(self.nodes(), held, &cmd, until);
+    }
+
+    /// A take-over wait that ends without the lock: its entry out of every list, then its value
+    /// released where a release granted it meanwhile (handed on to the next waiter there). Both
+    /// are sent again where they do not land: nothing will use the value any more.
+    pub(crate) fn leave_take_over(
+        &self,
+        target: &Target,
+        take_over: &TakeOver,
+        retired: &[LockValue],
+    ) {
+        let entry = take_over.entry;
+        let until = Instant::now() + Duration::from_millis(entry.ttl_ms);
+        let unmark = (take_over.handoff).unmark_cmd(&target.keys, entry, take_over.swept);
+        self.release_retry().fire(self.nodes(), &unmark, until);
+        let reserve = millis(self.reservation(Duration::from_millis(entry.ttl_ms)));
+        let values = std::iter::once(entry.value).chain(retired.iter().copied());
+        for value in values {
+            let release = (take_over.handoff).release_cmd(&target.keys, value, reserve);
+            self.release_retry().fire(self.nodes(), &release, until);
+        }
+    }
+
+    /// Releases a won wait's retired values on the nodes outside `held` (owner-checked: only where
+    /// one of them is still there — a grant of its entry, or a round of it that landed late —
+    /// handing the key on; a node in `held` holds the lock's own value). Sent again where it does
+    /// not land: no lock holds a retired value.
+    pub(crate) fn release_retired(
+        &self,
+        target: &Target,
+        take_over: &TakeOver,
+        retired: &[LockValue],
+        held: u16,
+    ) {
+        let ttl = Duration::from_millis(take_over.entry.ttl_ms);
+        let reserve = millis(self.reservation(ttl));
+        for old in retired {
+            let release = (take_over.handoff).release_cmd(&target.keys, *old, reserve);
+            (self.release_retry()).fire_except(self.nodes(), held, &release, Instant::now() + ttl);
         }
     }
 

@@ -166,23 +166,26 @@ impl Keys {
 /// Most keys one script call may carry (bounds the stack frame the encoder builds).
 pub(crate) const MAX_SCRIPT_KEYS: usize = 16;
 
-/// Numeric script arguments after the lock value (at most 4), kept inline.
+/// Most numeric script arguments one command carries after its value (the hand-off's step back).
+pub(crate) const MAX_NUMS: usize = 6;
+
+/// Numeric script arguments after the lock value (at most [`MAX_NUMS`]), kept inline.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Args {
     len: u8,
-    values: [u64; 4],
+    values: [u64; MAX_NUMS],
 }
 
 impl Args {
     /// No arguments after the value.
     pub(crate) const NONE: Self = Self {
         len: 0,
-        values: [0; 4],
+        values: [0; MAX_NUMS],
     };
 
-    /// The given arguments (at most 4; more is a programming error caught in debug builds).
+    /// The given arguments (at most 6; more is a programming error caught in debug builds).
     pub(crate) fn of(values: &[u64]) -> Self {
-        debug_assert!(values.len() <= 4);
+        debug_assert!(values.len() <= MAX_NUMS);
         let mut args = Self::NONE;
         for (slot, v) in args.values.iter_mut().zip(values) {
             *slot = *v;

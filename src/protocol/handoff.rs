@@ -1,66 +1,87 @@
 //! The cross-process hand-off of the plain lock: a release that finds a waiter in another
-//! process leaves the key to exactly that waiter for a moment, and wakes only it.
+//! process sets the key to that waiter's value, and tells only it.
 //!
 //! # How
-//! Per node, beside the lock key `K`: the waiter list `K:wait` (the waiter mark, now a sorted set
-//! of wake names; the plain mark's readers still find it), each name scored by the wall-clock µs
-//! its waiter began waiting, so **every node orders the same waiters alike** (a node may lack a
-//! name, never order two differently). A wake name is drawn from the engine's random tag and the
+//! Per node, beside the lock key `K`: the waiter list `K:wait` (the waiter mark, now a sorted set;
+//! the plain mark's readers still find it). An entry is `<name>:<ttl ms>:<value>`: the waiter's wake
+//! name, the TTL it asks for, and the value it waits with. A wait keeps one value until it steps
+//! back; then it moves to the value's next **epoch**, the same value but for its last byte
+//! (`LockValue::with_epoch`), so the nodes can tell an earlier value of the same wait from another
+//! owner's. Each entry is scored by the wall-clock µs its waiter began waiting, so **every node
+//! orders the same waiters alike** (a node may lack an entry, never order two differently), and all
+//! entries of one wait share that score. A wake name is drawn from the engine's random tag and the
 //! key, once per process and resource (whichever task heads the local queue answers to it, and its
 //! subscription lingers from one wait to the next), or per acquire call without a local queue
-//! (decimal; not a secret, it is published). So a list holds at most one name per waiting process.
-//! A waiter is woken on its own channel, `K:h:<name>` ([`wake_channel`]): a release costs one
-//! message per node, not one per process subscribed to the key.
-//! - **Take-over** ([`TAKE_OVER`], an acquire): sets `K` to the waiter's fresh value when `K` is
-//!   free **or holds the reservation `r<name>` of this waiter**, and then drops its name from the
-//!   list where the key was free (a release that reserved the key took the name out already);
-//!   otherwise it adds the name at its place (`ZADD NX`: a name already there keeps its
-//!   older place) and keeps the list alive. One command both tries and marks, atomically: a
-//!   release after it always sees the mark.
-//! - **Step back** ([`STEP_BACK`]): a lost take-over's release. Where the round set our value, it
-//!   becomes our reservation (only when a release named us for this attempt: the nodes the release
-//!   has not reached yet will reserve for us too: the reservation is then our place there) or is
-//!   deleted, and our name goes back at its place.
-//! - **Unmark** ([`UNMARK`]): a waiter that won its take-over drops its name where the take-over
-//!   did not run as a grant (a node that refused it, or that it reached before the release).
-//! - **Release to a known waiter** ([`RELEASE_TO`]): a take-over that wins answers the name of the
-//!   list's first after it (the next waiter); the holder's release then reserves for that one name
-//!   on every node, whatever names each node's list lacks.
-//! - **Hand-off release** ([`RELEASE_HANDOFF`], a contended holder that knows no name):
-//!   owner-checked like `RELEASE`; when the list has a name it takes out the first, replaces our
-//!   value with the reservation `r<name>` for a short time (`ARGV[2]` ms) and publishes on that
-//!   waiter's channel. Answers 2 (handed off), 1, 0 or -1 as `RELEASE_NOTIFY` does.
-//! - An uncontended holder's `RELEASE_NOTIFY` (coalescable) wakes the first name too, without a
-//!   reservation (`crate::protocol::scripts::RELEASE_NOTIFY`); a node's native release, or an older
-//!   client's, publishes an empty message on `K`'s channel, which every named waiter also hears.
-//! - A round lost with some grants may be a three-way split nobody holds: the attempt loop retries
-//!   it early, since no release will come.
+//! (decimal; not a secret, it is published). A waiter is woken on its own channel, `K:h:<name>`
+//! ([`wake_channel`]): a release costs one message per node, not one per process subscribed.
+//! - **Grant by the release** (`grant_entry!` in `crate::protocol::grant`, run by
+//!   [`RELEASE_HANDOFF`], [`RELEASE_TO`] and the uncontended `RELEASE_NOTIFY`): owner-checked like
+//!   `RELEASE`; the list's first entry is taken out, and if its waiter listens (the `PUBLISH` of `g`
+//!   and the entry's digest on its channel reached a subscriber) the key is set to its value for its
+//!   TTL, in place of ours. The waiter counts the nodes whose grant message for its current value it
+//!   heard; a majority is its lock, with no round of its own (`crate::engine::takeover`). Where
+//!   nobody listens (a process killed with `kill -9`: its subscriber connection is gone) or the entry
+//!   is a native node's bare name, the key is reserved for the name instead: `r<name>` for a short
+//!   time (`ARGV[2]` ms).
+//! - **Take-over** ([`TAKE_OVER`], an acquire): sets `K` to the waiter's value when `K` is free,
+//!   **holds that value or an earlier epoch of it** (a grant it did not count: too few heard, too
+//!   little validity left, an earlier epoch's entry) **or holds the reservation `r<name>` of this
+//!   waiter**, and takes its entries out; otherwise it adds its entry at its place (`ZADD NX`) and
+//!   keeps the list alive. One command both tries and marks, atomically: a release after it always
+//!   sees the mark. A take-over that wins answers the name of the list's next first.
+//! - **Release to a known waiter** ([`RELEASE_TO`]): the holder's release grants that one name
+//!   where it heads the list, and reserves the key for it elsewhere, whatever each node's list lacks.
+//! - **Step back** ([`STEP_BACK`]): a lost take-over's release, sent once, to the nodes that said
+//!   yes. Where the key holds that exact value it becomes our reservation (only when a release named
+//!   us for this attempt) or is deleted; the wait then moves to its next epoch.
+//! - **Unmark** ([`UNMARK`]): a waiter that won drops its entries where it did not win them (once
+//!   it has stepped back: all of its wait's entries, by name, TTL and place, on every node, and its
+//!   earlier values are released where they do not count for its lock), and a waiter that gives up
+//!   drops them everywhere and releases every value of its wait (handing a grant on), so no release
+//!   later grants a value nobody holds.
+//! - A node's native release publishes an empty message on `K`'s channel, which every named waiter
+//!   also hears; a round lost with some grants may be a three-way split nobody holds: the attempt
+//!   loop retries it early, since no release will come.
 //!
 //! # Why it is safe
-//! - *Mutual exclusion is SET NX's.* A reservation is no one's lock: no `Lock` is ever returned for
-//!   it, and it is only ever written by the holder's owner-checked release, in place of a value that
-//!   was being deleted. A take-over writes a value only where `K` is free or holds nothing but a
-//!   reservation, so on every node it replaces no live lock — exactly the cases where `SET NX` would
-//!   have written (plus a key nobody holds). Two clients can thus hold a majority at the same time
-//!   no more than with `SET NX`.
-//! - *Quorum and validity are the attempt's.* A take-over is an ordinary attempt round: its value is
-//!   fresh, the clock starts before it is queued, the lock is granted only on a majority with
-//!   validity left, and a lost round releases its value on every node.
-//! - *No replay.* `TAKE_OVER` is acquire-side (`resend: false`); `RELEASE_HANDOFF` is owner-checked
-//!   (a second copy finds our value gone and changes nothing), so its `NOSCRIPT` resend is safe.
-//!   A step back's reservation replaces only our own value of a lost round, which no `Lock` was
-//!   returned for: the same argument.
-//! - *Liveness.* A reservation for a waiter that died or gave up expires on its own (`ARGV[2]`, at
-//!   most one node timeout); the key is then free to anyone's `SET NX` or take-over. Names whose
-//!   waiter left stay in the list until taken out (one short reservation each) or until the list
-//!   expires.
+//! - *Mutual exclusion is SET NX's.* A node holds one value at a time. A value is written only where
+//!   `K` is free, holds a reservation (no one's lock: no `Lock` is ever returned for it), holds an
+//!   earlier value of the writer's own wait, or — by a release — holds the releasing holder's value,
+//!   which that holder gives up in the same step (as if it deleted the key and the waiter set it).
+//!   So on every node a value replaces no other live lock, and two clients can hold a majority at the
+//!   same time no more than with `SET NX`.
+//! - *Quorum and validity.* A take-over round is an ordinary attempt: the clock starts before it is
+//!   queued, the lock is granted only on a majority with validity left. A lock made of grants counts
+//!   its validity from just before the wait's first value was first sent: no node can hold a value of
+//!   the wait before, and each granting node set it for the full TTL after, so each key outlives that
+//!   start plus the TTL (drift and the clock guard's log counted from the same moment; a node that
+//!   may not vote now is not counted).
+//! - *Only current grants count.* A step back may delete a grant whose message is still on its way;
+//!   the wait then counts only its next epoch's grants, whose digest differs.
+//! - *No replay.* `TAKE_OVER` is acquire-side (`resend: false`). A step back deletes (or reserves)
+//!   one exact value whose grants the wait never counts again (it moves on), so a copy that lands
+//!   late — on a connection given up, through a proxy that held it — deletes nothing of a lock. The releases
+//!   are owner-checked (a second copy finds our value gone and changes nothing), so their `NOSCRIPT`
+//!   resend is safe.
+//! - *Liveness.* A reservation for a waiter that died expires on its own (at most one node timeout).
+//!   A grant to a waiter that is listening but will not come back (frozen with `SIGSTOP`, say) holds
+//!   the key for its TTL, as that waiter's own lock would. An entry whose waiter gave up is taken out
+//!   by its give-up; one that a lost message or a process killed mid-wait leaves behind expires with
+//!   the list, or is reserved (not granted) once its process stops listening. A take-over that lands
+//!   late (after its wait won with a later epoch) can queue a dead entry again, which a release may
+//!   grant while its process still listens: that key is then held for its TTL, as by a late
+//!   `SET NX` of plain Redlock.
 //! - *Clocks.* The wall clock orders the list only: a host whose clock is off queues its waiters
 //!   early or late (fairness), it never lets two clients hold the lock.
 //!
-//! Fairness across processes: only queue heads mark, so the list holds at most one name per
-//! process and is served oldest first; a process that just held the lock joins the back.
+//! Fairness across processes: only queue heads mark, so the list holds at most one live entry per
+//! waiting process and is served oldest first; a process that just held the lock joins the back.
+//! The grant message carries the entry's digest, not its value: channels are readable by any
+//! subscriber (a client allowed to `PUBLISH` could forge one, as a client allowed to write could
+//! delete the key: the same trust).
 
 use super::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Op, Reply, Script};
+use super::grant::grant_entry;
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 
@@ -83,130 +104,169 @@ pub(crate) static PLAIN_HANDOFF: Handoff = Handoff {
     step_back: &STEP_BACK,
 };
 
-/// Take-over: KEYS = `K`; ARGV = value, TTL ms, wake name, list TTL ms, place (µs). Answers -1
-/// (taken), or when set the name of the list's new first (the next waiter; names are at least 2
-/// and below 2^53, so a Lua number holds them exactly), or 1 when nobody else waits. A string mark
-/// of an older client at `K:wait` (`pcall`: `WRONGTYPE`) is replaced by the list; a user the ACL
-/// denies the sorted set commands leaves a string mark instead (its releases then wake everyone).
+/// Takes out the entries of the waiter whose entries start with `p` (`<name>:<ttl>:`) at the place
+/// `ARGV[i]` (every entry of one wait has the wait's place), but `keep`: whatever values they hold
+/// (a wait changes its value at each step back). A Lua function `sweep(i, keep)`.
+macro_rules! sweep_fn {
+    () => {
+        "local function sweep(i, keep) local r = redis.pcall('ZRANGEBYSCORE', q, ARGV[i], ARGV[i]) \
+if r.err == nil then for _, e in ipairs(r) do if e ~= keep and string.sub(e, 1, #p) == p then \
+redis.call('ZREM', q, e) end end end end "
+    };
+}
+
+/// Take-over: KEYS = `K`; ARGV = value, TTL ms, wake name, list TTL ms, place (µs), sweep (1 after
+/// the wait changed its value). Sets `K` where it is free, holds our value already (a release
+/// granted it to our entry) or one of this wait's earlier epochs (the same value but for a lower last
+/// byte, see `LockValue::with_epoch`), or our reservation. Answers -1 (taken), or when set the name of the
+/// list's new first (the next waiter; names are at least 2 and below 2^53, so a Lua number holds
+/// them exactly), or 1 when nobody else waits. Taken, it queues our entry `<name>:<ttl>:<value>` at
+/// our place (`ZADD NX`: an entry already there keeps its older place); set, it takes it out. With
+/// sweep, the wait's entries of its earlier values go too, so none is left for a release to grant.
+/// A string mark of an older client at `K:wait` (`pcall`: `WRONGTYPE`) is replaced by the list; a
+/// user the ACL denies the sorted set commands leaves a string mark instead (its releases then wake
+/// everyone).
 pub(crate) static TAKE_OVER: Script = Script {
-    source:
-        "local v = redis.call('GET', KEYS[1]) local q = KEYS[1] .. ':wait' if v == false or v == \
-'r' .. ARGV[3] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
-if v == false then redis.pcall('ZREM', q, ARGV[3]) end local h = redis.pcall('ZRANGE', q, 0, 0) if h.err == nil and \
-h[1] then return tonumber(h[1]) or 1 end return 1 end local a = redis.pcall('ZADD', q, 'NX', \
-ARGV[5], ARGV[3]) if type(a) == 'table' then redis.call('DEL', q) a = redis.pcall('ZADD', q, \
-ARGV[5], ARGV[3]) if type(a) == 'table' then redis.call('SET', q, '1') end end \
-redis.call('PEXPIRE', q, ARGV[4]) return -1",
-    sha1: "702b1bd5d0e332370e3ab9402bece47cfc85b181",
+    source: concat!(
+        "local v = redis.call('GET', KEYS[1]) local q = KEYS[1] .. ':wait' \
+local p = ARGV[3] .. ':' .. ARGV[2] .. ':' local m = p .. ARGV[1] ",
+        sweep_fn!(),
+        "local mine = v and #v == #ARGV[1] and string.sub(v, 1, -2) == string.sub(ARGV[1], 1, -2) \
+and string.byte(v, -1) <= string.byte(ARGV[1], -1) \
+if v == false or mine or v == 'r' .. ARGV[3] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
+if ARGV[6] == '1' then sweep(5, nil) else redis.pcall('ZREM', q, m) end \
+local h = redis.pcall('ZRANGE', q, 0, 0) \
+if h.err == nil and h[1] then return tonumber(string.match(h[1], '^%d+')) or 1 end return 1 end \
+local a = redis.pcall('ZADD', q, 'NX', ARGV[5], m) if type(a) == 'table' then redis.call('DEL', q) \
+a = redis.pcall('ZADD', q, ARGV[5], m) if type(a) == 'table' then redis.call('SET', q, '1') end \
+elseif ARGV[6] == '1' then sweep(5, m) end \
+redis.call('PEXPIRE', q, ARGV[4]) return -1"
+    ),
+    sha1: "603827d52304eedaf810313700c0d63dc664f77d",
     resend: false,
     op: Op::TakeOver,
 };
 
 /// Hand-off release to a known waiter: KEYS = `K`; ARGV = value, reservation ms, the waiter's name
-/// (what the holder's take-over learned: the list's first name after it when it was granted). Every
-/// node reserves for that one name, so the hand-off never splits between waiters a node's list
-/// lacks. Answers 2 (handed off), 0 or -1 as [`RELEASE_HANDOFF`].
+/// (what the holder's take-over learned: the list's first name after it when it was granted). Where
+/// that waiter heads the list, it is granted the key (`grant_entry!`); otherwise, or where it is not
+/// listening, the key is reserved for that one name, so the hand-off never splits between waiters
+/// a node's list lacks. Answers 2 (handed off), 0 or -1 as [`RELEASE_HANDOFF`].
 pub(crate) static RELEASE_TO: Script = Script {
-    source:
-        "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then redis.pcall('ZREM', KEYS[1] .. \
-':wait', ARGV[3]) redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) \
+    source: concat!(
+        "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then \
+local q = KEYS[1] .. ':wait' local h = redis.pcall('ZRANGE', q, 0, 0) \
+if h.err == nil and h[1] and string.match(h[1], '^%d+') == ARGV[3] then redis.call('ZREM', q, h[1]) ",
+        grant_entry!("KEYS[1]", "h[1]", "ARGV[1]"),
+        "if granted then return 2 end end redis.pcall('ZREM', q, ARGV[3]) \
+redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) \
 redis.call('PUBLISH', KEYS[1] .. ':h:' .. ARGV[3], ARGV[3]) return 2 elseif v == false then \
-return 0 else return -1 end",
-    sha1: "4e87ecd37590d2ff8f859985e512f3a8452cd1e3",
+return 0 else return -1 end"
+    ),
+    sha1: "652e71901497bd723c9c62654e22832f765587c3",
     resend: true,
     op: Op::ReleaseTo,
 };
 
-/// Hand-off release: KEYS = `K`; ARGV = value, reservation ms. A string mark (an older client's)
-/// is a waiter without a name: the key is deleted and everyone is woken, as by `RELEASE_NOTIFY`.
+/// Hand-off release: KEYS = `K`; ARGV = value, reservation ms. The list's first is granted the key
+/// (`grant_entry!` in `crate::protocol::grant`), or has it reserved for its name. A string mark (an older client's) is a waiter
+/// without a name: the key is deleted and everyone is woken, as by `RELEASE_NOTIFY`.
 pub(crate) static RELEASE_HANDOFF: Script = Script {
-    source: "local v = redis.call('GET', KEYS[1]) \
-if v == ARGV[1] then local n = redis.pcall('ZPOPMIN', KEYS[1] .. ':wait') \
-if n.err == nil and n[1] then redis.call('SET', KEYS[1], 'r' .. n[1], 'PX', ARGV[2]) \
-redis.call('PUBLISH', KEYS[1] .. ':h:' .. n[1], n[1]) return 2 end \
+    source: concat!(
+        "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then \
+local n = redis.pcall('ZPOPMIN', KEYS[1] .. ':wait') if n.err == nil and n[1] then ",
+        grant_entry!("KEYS[1]", "n[1]", "ARGV[1]"),
+        "if granted then return 2 end \
+local nm = gn or n[1] redis.call('SET', KEYS[1], 'r' .. nm, 'PX', ARGV[2]) \
+redis.call('PUBLISH', KEYS[1] .. ':h:' .. nm, nm) return 2 end \
 redis.call('DEL', KEYS[1]) \
 if n.err then redis.call('PUBLISH', KEYS[1], '') return 2 end return 1 \
-elseif v == false then return 0 else return -1 end",
-    sha1: "9a787cf5a7e3d33a36daaee70e7c4d4bd8e126ac",
+elseif v == false then return 0 else return -1 end"
+    ),
+    sha1: "b60986a4d96bfa82e8625fc54e63bf616daeb821",
     resend: true,
     op: Op::ReleaseHandoff,
 };
 
 /// Step back, after a lost take-over round: KEYS = `K`; ARGV = value, reservation ms (0: none),
-/// wake name, list TTL ms, place (µs). Where the round set our value, the key becomes our
-/// reservation again (a waiter a release named: the nodes the release has not reached yet will
-/// reserve it for us too; the reservation is our place on this node, so no name goes beside it and
-/// the take-over it lets in has none to remove) or is deleted (anyone else: two waiters each keeping
-/// what they got would refuse each other until their reservations expired, and no release would
-/// wake either) and our name goes back in the list at its old place (the take-over took it out).
-/// Answers 1, 0 (not set) or -1 (someone else's).
+/// wake name. Where the key holds that value (our round's, or a release's grant to our entry), it
+/// becomes our reservation (a waiter a release named: the nodes the release has not reached yet will
+/// reserve it for us too; the reservation is our place on this node) or is deleted (anyone else: two
+/// waiters each keeping what they got would refuse each other until their keys expired, and no
+/// release would wake either). Answers 1, 0 (not set) or -1 (someone else's). The waiter then
+/// changes its value (`crate::engine::takeover`): a copy of this landing late (on a connection
+/// given up, through a proxy that held it) can only find a value no lock holds.
 pub(crate) static STEP_BACK: Script = Script {
     source: "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then if ARGV[2] == '0' then \
-redis.call('DEL', KEYS[1]) local q = KEYS[1] .. ':wait' \
-local a = redis.pcall('ZADD', q, 'NX', ARGV[5], ARGV[3]) if type(a) == 'number' then \
-redis.call('PEXPIRE', q, ARGV[4]) end else redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', \
-ARGV[2]) end return 1 elseif v == false then return 0 else return -1 end",
-    sha1: "98142528f3c52684da5c2616f33b25817498c5e5",
+redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) end \
+return 1 elseif v == false then return 0 else return -1 end",
+    sha1: "8d33ebcf2b32e96535aad85d05025e3e03e7f19a",
     resend: true,
     op: Op::StepBack,
 };
 
-/// Unmark: KEYS = `K`; ARGV = (unused value), wake name. Drops the name from the list: sent by a
-/// waiter that won its take-over to the nodes that did not grant it, so no node keeps a name nobody
-/// answers to (the lists stay one entry per waiting process, in the same order on every node).
+/// Unmark: KEYS = `K`; ARGV = the wait's value, wake name, TTL ms, place (µs), sweep (1 after the
+/// wait changed its value). Takes the wait's entry out of the list, or with sweep all of its
+/// entries, whatever values they hold: sent by a waiter that won to the nodes that did not grant it
+/// (to every node once it has stepped back), and by one that gives up, so no node keeps an entry nobody answers to (and no release grants the
+/// key to a value nobody holds).
 pub(crate) static UNMARK: Script = Script {
-    source: "redis.pcall('ZREM', KEYS[1] .. ':wait', ARGV[2]) return 1",
-    sha1: "340724a9ec39ef6a7134af045c074beac05c7194",
+    source: concat!(
+        "local q = KEYS[1] .. ':wait' local p = ARGV[2] .. ':' .. ARGV[3] .. ':' ",
+        sweep_fn!(),
+        "if ARGV[5] == '1' then sweep(4, nil) else redis.pcall('ZREM', q, p .. ARGV[1]) end return 1"
+    ),
+    sha1: "d2398ed3138dbb5439b58485c83096c3d9fd5992",
     resend: true,
     op: Op::Unmark,
 };
 
 impl Handoff {
-    /// Drops the waiter named `name` from the list (see [`UNMARK`]).
-    pub(crate) fn unmark_cmd(&self, keys: &Keys, name: u64) -> Cmd {
+    /// Takes `entry` out of the list, with `sweep` every entry of its wait (see [`UNMARK`]).
+    pub(crate) fn unmark_cmd(&self, keys: &Keys, entry: Entry, sweep: bool) -> Cmd {
         script_cmd(
             self.unmark,
             &Keys::One(keys.as_slice()[0].clone()),
-            LockValue::ZERO,
-            Args::of(&[name]),
+            entry.value,
+            Args::of(&[entry.name, entry.ttl_ms, entry.since_us, u64::from(sweep)]),
         )
     }
 
-    /// A take-over attempt of the waiter named `name`, marking it for `mark_ms` if it loses.
+    /// A take-over attempt of `entry`, marking it for `mark_ms` if it loses; `sweep` after the wait
+    /// changed its value.
     pub(crate) fn take_over_cmd(
         &self,
         keys: &Keys,
-        value: LockValue,
-        ttl_ms: u64,
-        name: u64,
-        (mark_ms, since_us): (u64, u64),
+        entry: Entry,
+        mark_ms: u64,
+        sweep: bool,
     ) -> Cmd {
         script_cmd(
             self.take_over,
             &Keys::One(keys.as_slice()[0].clone()),
-            value,
-            Args::of(&[ttl_ms, name, mark_ms, since_us]),
+            entry.value,
+            Args::of(&[
+                entry.ttl_ms,
+                entry.name,
+                mark_ms,
+                entry.since_us,
+                u64::from(sweep),
+            ]),
         )
     }
 
     /// A lost take-over's step back (see [`STEP_BACK`]); `reserve_ms` 0 deletes.
-    pub(crate) fn step_back_cmd(
-        &self,
-        keys: &Keys,
-        value: LockValue,
-        reserve_ms: u64,
-        name: u64,
-        (mark_ms, since_us): (u64, u64),
-    ) -> Cmd {
+    pub(crate) fn step_back_cmd(&self, keys: &Keys, entry: Entry, reserve_ms: u64) -> Cmd {
         script_cmd(
             self.step_back,
             &Keys::One(keys.as_slice()[0].clone()),
-            value,
-            Args::of(&[reserve_ms, name, mark_ms, since_us]),
+            entry.value,
+            Args::of(&[reserve_ms, entry.name]),
         )
     }
 
-    /// The release that reserves the key for the waiter named `name` for `reserve_ms`.
+    /// The release that hands the key to the waiter named `name` (its grant, else a reservation
+    /// of `reserve_ms`).
     pub(crate) fn release_to_cmd(
         &self,
         keys: &Keys,
@@ -222,7 +282,8 @@ impl Handoff {
         )
     }
 
-    /// The release that reserves the key for the oldest marked waiter for `reserve_ms`.
+    /// The release that hands the key to the oldest waiter (its grant, else a reservation of
+    /// `reserve_ms`).
     pub(crate) fn release_cmd(&self, keys: &Keys, value: LockValue, reserve_ms: u64) -> Cmd {
         script_cmd(
             self.release,
@@ -230,6 +291,32 @@ impl Handoff {
             value,
             Args::of(&[reserve_ms.max(1)]),
         )
+    }
+}
+
+/// A waiter's entry in the list: its wake name, the value it waits with (one until it steps back),
+/// the TTL it asks and its place (the wall-clock µs its call began waiting). A release grants the
+/// entry's value; the waiter counts only grants of its current value (see
+/// `crate::engine::takeover`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry {
+    pub(crate) name: u64,
+    pub(crate) value: LockValue,
+    pub(crate) ttl_ms: u64,
+    pub(crate) since_us: u64,
+}
+
+impl Entry {
+    /// What a release that grants this entry publishes on its channel: `g` and the first 16 hex
+    /// digits of the entry's SHA1 (as `crate::protocol::grant` computes it).
+    pub(crate) fn grant_message(&self) -> bytes::Bytes {
+        let mut entry = format!("{}:{}:", self.name, self.ttl_ms).into_bytes();
+        entry.extend_from_slice(self.value.as_bytes());
+        let hex = sha1_smol::Sha1::from(&entry).digest().to_string();
+        let mut message = Vec::with_capacity(17);
+        message.push(b'g');
+        message.extend_from_slice(&hex.as_bytes()[..16]);
+        message.into()
     }
 }
 

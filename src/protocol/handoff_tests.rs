@@ -12,13 +12,24 @@ fn eval(node: &testkit::RedisNode, script: &Script, args: &[&str]) -> String {
     node.cmd(&cmd)
 }
 
-/// A take-over of the waiter `name`, waiting since `since` µs.
+/// A take-over of the waiter `name` with `value`, waiting since `since` µs.
 fn take(node: &testkit::RedisNode, value: &str, name: &str, since: &str) -> String {
-    eval(node, &TAKE_OVER, &[value, "5000", name, "5000", since])
+    eval(node, &TAKE_OVER, &[value, "5000", name, "5000", since, "0"])
 }
 
+/// [`take`] after the wait changed its value (its entries of earlier values are swept).
+fn take_swept(node: &testkit::RedisNode, value: &str, name: &str, since: &str) -> String {
+    eval(node, &TAKE_OVER, &[value, "5000", name, "5000", since, "1"])
+}
+
+/// The names of the list's entries, in order (an entry is `<name>:<ttl>:<value>`).
 fn waiters(node: &testkit::RedisNode) -> String {
-    node.cmd_str(&["ZRANGE", "k:wait", "0", "-1"])
+    let entries = node.cmd_str(&["ZRANGE", "k:wait", "0", "-1"]);
+    let names: Vec<&str> = entries
+        .split_whitespace()
+        .map(|e| e.split(':').next().unwrap_or(e))
+        .collect();
+    names.join(" ")
 }
 
 #[test]
@@ -27,9 +38,9 @@ fn a_release_reserves_the_key_for_the_first_waiter_and_only_it_takes_it() {
     assert_eq!(node.cmd_str(&["SET", "k", "holder"]), "OK");
     // Two waiters queue by when they began waiting, not by when they arrive; a second loss keeps
     // the older place.
-    assert_eq!(take(&node, "v", "22", "200"), "-1");
-    assert_eq!(take(&node, "v", "11", "100"), "-1");
-    assert_eq!(take(&node, "v", "11", "300"), "-1");
+    assert_eq!(take(&node, "v22", "22", "200"), "-1");
+    assert_eq!(take(&node, "v11", "11", "100"), "-1");
+    assert_eq!(take(&node, "v11", "11", "300"), "-1");
     assert_eq!(waiters(&node), "11 22");
     // Not the owner: nothing happens.
     assert_eq!(eval(&node, &RELEASE_HANDOFF, &["other", "5000"]), "-1");
@@ -61,30 +72,47 @@ fn a_release_reserves_the_key_for_the_first_waiter_and_only_it_takes_it() {
 }
 
 #[test]
-fn a_lost_take_over_steps_back_to_its_place() {
+fn a_lost_take_over_steps_back_and_its_next_value_sweeps_the_old_entries() {
     let node = testkit::RedisNode::start();
-    // Granted here (the key was free), lost elsewhere: our value goes, our name comes back at
-    // its old place, ahead of a later waiter.
+    // Granted here (the key was free), lost elsewhere: our value goes; the next take-over, with
+    // the wait's next value, queues at the same place, ahead of a later waiter.
     assert_eq!(take(&node, "mine", "11", "100"), "1");
     node.cmd_str(&["ZADD", "k:wait", "200", "22"]);
-    assert_eq!(waiters(&node), "22");
-    let args = |reserve: &'static str| ["mine", reserve, "11", "5000", "100"];
-    assert_eq!(eval(&node, &STEP_BACK, &args("0")), "1");
+    assert_eq!(eval(&node, &STEP_BACK, &["mine", "0", "11"]), "1");
     assert!(!node.exists(b"k"));
-    assert_eq!(waiters(&node), "11 22");
+    // A step back of an old value never touches a later one (a copy that lands late).
+    node.cmd_str(&["SET", "k", "mine2"]);
+    assert_eq!(eval(&node, &STEP_BACK, &["mine", "0", "11"]), "-1");
+    assert_eq!(node.cmd_str(&["GET", "k"]), "mine2");
+    node.cmd_str(&["DEL", "k"]);
+    // An entry of the old value left where the round was refused: the next value's take-over
+    // sweeps it (same name, TTL and place), whatever its value.
+    node.cmd_str(&["ZADD", "k:wait", "100", "11:5000:mine"]);
+    node.cmd_str(&["SET", "k", "holder"]);
+    assert_eq!(take_swept(&node, "mine2", "11", "100"), "-1");
+    assert_eq!(
+        node.cmd_str(&["ZRANGE", "k:wait", "0", "-1"]),
+        "11:5000:mine2 22"
+    );
     // Named by a release for that attempt: the key stays reserved for us instead.
-    assert_eq!(take(&node, "mine2", "11", "100"), "22");
-    let named = ["mine2", "5000", "11", "5000", "100"];
-    assert_eq!(eval(&node, &STEP_BACK, &named), "1");
+    node.cmd_str(&["SET", "k", "mine2"]);
+    assert_eq!(eval(&node, &STEP_BACK, &["mine2", "5000", "11"]), "1");
     assert_eq!(node.cmd_str(&["GET", "k"]), "r11");
-    // The reservation is our place on this node: no name beside it (a release took it out), so
-    // the take-over it lets in has none to remove.
+    // Set (the reservation is ours), the take-over takes out every entry of the wait.
+    node.cmd_str(&["ZADD", "k:wait", "100", "11:5000:mine"]);
+    assert_eq!(take_swept(&node, "mine3", "11", "100"), "22");
     assert_eq!(waiters(&node), "22");
-    assert_eq!(take(&node, "mine3", "11", "100"), "22");
-    assert_eq!(waiters(&node), "22");
+    // An earlier epoch of the wait's value (the same but for a lower last byte: a release granted
+    // its entry) is the wait's own: the take-over takes its place; a later epoch's is not.
+    node.cmd_str(&["SET", "k", "wait0"]);
+    assert_eq!(take(&node, "wait1", "11", "100"), "22");
+    assert_eq!(node.cmd_str(&["GET", "k"]), "wait1");
+    node.cmd_str(&["SET", "k", "wait2"]);
+    assert_eq!(take(&node, "wait1", "11", "100"), "-1");
+    assert_eq!(node.cmd_str(&["GET", "k"]), "wait2");
     // Someone else's value is never touched.
     node.cmd_str(&["SET", "k", "theirs"]);
-    assert_eq!(eval(&node, &STEP_BACK, &args("0")), "-1");
+    assert_eq!(eval(&node, &STEP_BACK, &["mine3", "0", "11"]), "-1");
     assert_eq!(node.cmd_str(&["GET", "k"]), "theirs");
 }
 
@@ -125,4 +153,100 @@ fn a_reservation_expires_and_a_string_mark_still_wakes() {
     node.cmd_str(&["SET", "k:wait", "1", "PX", "5000"]);
     assert_eq!(take(&node, "v", "44", "100"), "-1");
     assert_eq!(waiters(&node), "44");
+}
+
+/// A connection subscribed to `channel` (raw RESP over TCP: the test needs nothing more).
+fn subscriber(node: &testkit::RedisNode, channel: &str) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(node.addr()).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let cmd = format!(
+        "*2\r\n$9\r\nSUBSCRIBE\r\n${}\r\n{channel}\r\n",
+        channel.len()
+    );
+    conn.write_all(cmd.as_bytes()).unwrap();
+    let mut confirmed = [0u8; 256];
+    let n = conn.read(&mut confirmed).unwrap();
+    assert!(String::from_utf8_lossy(&confirmed[..n]).contains("subscribe"));
+    conn
+}
+
+/// What `conn` heard next, as text.
+fn heard(conn: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut buf = [0u8; 512];
+    let n = conn.read(&mut buf).unwrap();
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[test]
+fn a_release_grants_the_key_to_a_listening_waiter_and_says_so_on_its_channel() {
+    let node = testkit::RedisNode::start();
+    node.cmd_str(&["SET", "k", "holder"]);
+    assert_eq!(take(&node, "v22", "22", "200"), "-1");
+    assert_eq!(take(&node, "v11", "11", "100"), "-1");
+    let mut first = subscriber(&node, "k:h:11");
+    let _second = subscriber(&node, "k:h:22");
+    // The first waiter listens: the key becomes its value for its TTL, no round of its own.
+    assert_eq!(eval(&node, &RELEASE_HANDOFF, &["holder", "30"]), "2");
+    assert_eq!(node.cmd_str(&["GET", "k"]), "v11");
+    let pttl: u64 = node.cmd_str(&["PTTL", "k"]).parse().unwrap();
+    assert!(
+        pttl > 4000,
+        "the entry's TTL, not the reservation's: {pttl}"
+    );
+    // `g` and the entry's digest, as `Entry::grant_message` computes it (checked below).
+    let digest = sha1_smol::Sha1::from("11:5000:v11").digest().to_string();
+    let message = format!("g{}", &digest[..16]);
+    assert!(heard(&mut first).contains(&message), "{message}");
+    // Its take-over finds its value: refreshed, granted, its entry gone.
+    assert_eq!(take(&node, "v11", "11", "100"), "22");
+    assert_eq!(waiters(&node), "22");
+    // Released to the named next one, granted too; an entry of the releaser's own value never is.
+    assert_eq!(eval(&node, &RELEASE_TO, &["v11", "5000", "22"]), "2");
+    assert_eq!(node.cmd_str(&["GET", "k"]), "v22");
+    node.cmd_str(&["ZADD", "k:wait", "300", "33:5000:v22"]);
+    assert_eq!(eval(&node, &RELEASE_HANDOFF, &["v22", "30"]), "2");
+    assert_eq!(node.cmd_str(&["GET", "k"]), "r33");
+    // Unmark without sweep takes out the wait's entry; with it, all of the wait's entries (its
+    // name, TTL and place), whatever their values.
+    node.cmd_str(&["ZADD", "k:wait", "400", "44:5000:x"]);
+    assert_eq!(eval(&node, &UNMARK, &["x", "44", "5000", "400", "0"]), "1");
+    assert_eq!(waiters(&node), "");
+    node.cmd_str(&[
+        "ZADD",
+        "k:wait",
+        "400",
+        "44:5000:a",
+        "400",
+        "44:5000:b",
+        "400",
+        "44:6000:c",
+        "400",
+        "55:5000:d",
+    ]);
+    assert_eq!(eval(&node, &UNMARK, &["x", "44", "5000", "400", "1"]), "1");
+    assert_eq!(
+        node.cmd_str(&["ZRANGE", "k:wait", "0", "-1"]),
+        "44:6000:c 55:5000:d"
+    );
+}
+
+#[test]
+fn a_waiter_expects_the_grant_message_the_scripts_publish() {
+    let value = LockValue::random().unwrap();
+    let entry = Entry {
+        name: 11,
+        value,
+        ttl_ms: 5000,
+        since_us: 100,
+    };
+    let mut text = b"11:5000:".to_vec();
+    text.extend_from_slice(value.as_bytes());
+    let digest = sha1_smol::Sha1::from(&text).digest().to_string();
+    assert_eq!(
+        entry.grant_message(),
+        format!("g{}", &digest[..16]).as_bytes()
+    );
 }

@@ -10,7 +10,8 @@
 //! - `scripts`: the scripts the single-key kinds share (release, extend, the waiter mark, their
 //!   coalesced forms).
 //! - `handoff`: the plain lock's cross-process hand-off: the take-over acquire and the release that
-//!   reserves the key for the oldest waiter elsewhere (its safety argument).
+//!   grants the key to the oldest waiter elsewhere (its safety argument); `grant`: the grant's Lua
+//!   fragment, which the notify releases of `scripts` run too.
 //! - `operator`: inspect and forced release, which take their keys by suffix, not by position.
 //! - `server`: what a handshake learns of a node's server ([`server::Server`]) and the rendering
 //!   [`server::Profile`] each connection encodes its commands with: the per-node command seam.
@@ -19,6 +20,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod cmd;
+pub(crate) mod grant;
 pub(crate) mod handoff;
 pub(crate) mod native;
 pub(crate) mod operator;

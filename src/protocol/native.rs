@@ -196,8 +196,8 @@ impl Native {
                 value,
                 notify: false,
             }),
-            (Op::Unmark, &[name]) => Some(Self::Unmark { key, name }),
-            (Op::TakeOver, &[ttl_ms, name, mark_ms, since_us]) => Some(Self::TakeOver {
+            (Op::Unmark, &[name, _, _, _]) => Some(Self::Unmark { key, name }),
+            (Op::TakeOver, &[ttl_ms, name, mark_ms, since_us, _]) => Some(Self::TakeOver {
                 key,
                 value,
                 ttl_ms,

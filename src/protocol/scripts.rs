@@ -10,6 +10,7 @@
 //! `SCRIPT LOAD` in the tests, and by every connection's handshake, which loads them all.
 
 use super::cmd::{Coalesced, Op, Script};
+use super::grant::grant_entry;
 use super::spec::{Forced, Suffix};
 use crate::algo::quorum::Vote;
 use crate::error::NodeError;
@@ -33,20 +34,21 @@ pub(crate) fn extend_many_vote(code: u8) -> Vote {
     }
 }
 
-/// The plain lock's wake-up of the first waiter elsewhere, on the key `$k` (a Lua expression): its
-/// waiter list's first name taken out and published on that waiter's own channel, or, for a waiter
-/// mark (a string) or a list the user may not pop (ACL), an empty message on the key's channel,
-/// which wakes every subscriber. Shared by [`RELEASE_NOTIFY`] and its coalesced forms.
+/// The plain lock's hand-off to the first waiter elsewhere, on the key `$k` (a Lua expression) just
+/// freed of our value `v`: its waiter list's first entry taken out and granted the key
+/// (`crate::protocol::grant`), or, not granted, its name published on that waiter's own channel; for a
+/// waiter mark (a string) or a list the user may not pop (ACL), an empty message on the key's
+/// channel, which wakes every subscriber. Shared by [`RELEASE_NOTIFY`] and its coalesced forms.
 macro_rules! pop_and_wake {
     ($k:literal) => {
         concat!(
             "local w = redis.pcall('ZPOPMIN', ",
             $k,
-            " .. ':wait') \
-if w.err == nil and w[1] then redis.call('PUBLISH', ",
+            " .. ':wait') if w.err == nil and w[1] then ",
+            grant_entry!($k, "w[1]", "v"),
+            "if not granted then local nm = gn or w[1] redis.call('PUBLISH', ",
             $k,
-            " .. ':h:' .. w[1], w[1]) \
-else redis.call('PUBLISH', ",
+            " .. ':h:' .. nm, nm) end else redis.call('PUBLISH', ",
             $k,
             ", '') end "
         )
@@ -112,14 +114,15 @@ elseif v == false then return 0 else return -1 end",
     op: Op::Release,
 };
 
-/// [`RELEASE`], then — only when a waiter elsewhere has marked itself — wakes it at once, answering
-/// 2 instead of 1: the plain lock's waiter list (a sorted set of wake names,
-/// `crate::protocol::handoff`) by taking out its first name and publishing on that waiter's own
-/// channel (`handoff::wake_channel`), so only it wakes (no reservation: the key is free to anyone,
-/// and a waiter that loses takes its place back); a waiter mark ([`MARK_WAITING`], a string), or a
-/// list the user may not pop (ACL), by a `PUBLISH` of nothing on the key's name, which wakes every
-/// subscriber. Uncontended releases pay one `EXISTS`, not a `PUBLISH`: the nodes are the
-/// bottleneck of a busy lock service.
+/// [`RELEASE`], then — only when a waiter elsewhere has marked itself — hands it the key or wakes
+/// it at once, answering 2 instead of 1: the plain lock's waiter list (a sorted set of entries,
+/// `crate::protocol::handoff`) by taking out its first entry, which is granted the key if its
+/// waiter listens (`crate::protocol::grant`), else woken alone on its own channel
+/// (`handoff::wake_channel`; no reservation: the key is free to anyone, and a waiter that loses
+/// takes its place back); a waiter mark ([`MARK_WAITING`], a string), or a list the user may not
+/// pop (ACL), by a `PUBLISH` of nothing on the key's name, which wakes every subscriber.
+/// Uncontended releases pay one `EXISTS`, not a `PUBLISH`: the nodes are the bottleneck of a busy
+/// lock service.
 pub(crate) static RELEASE_NOTIFY: Script = Script {
     source: concat!(
         "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then redis.call('DEL', KEYS[1]) \
@@ -127,7 +130,7 @@ if redis.pcall('EXISTS', KEYS[1] .. ':wait') == 1 then ",
         pop_and_wake!("KEYS[1]"),
         "return 2 end return 1 elseif v == false then return 0 else return -1 end"
     ),
-    sha1: "b78839c3a199b702b7e0953eb3dda42d47057901",
+    sha1: "6a746074bfeea675c6cbbff1ee3c099e4c2ca217",
     resend: true,
     op: Op::ReleaseNotify,
 };
@@ -226,7 +229,7 @@ pub(crate) static RELEASE_MANY: Script = Script {
 /// deleted and a waiter was told.
 pub(crate) static RELEASE_NOTIFY_MANY: Script = Script {
     source: release_many!(declared_keys!(), deleted_and_woken!()),
-    sha1: "cbb34c82985c882f6bbb50c3b44e57167ee3ab3e",
+    sha1: "22fead7bdbbf61d03ad979f798e068fafa3031ae",
     resend: true,
     op: Op::ReleaseNotifyMany,
 };
@@ -250,7 +253,7 @@ pub(crate) static RELEASE_MANY_ANY_SLOT: Script = Script {
 /// key shares its slot (`prefix{resource}:wait`), so it is served where its lock key is.
 pub(crate) static RELEASE_NOTIFY_MANY_ANY_SLOT: Script = Script {
     source: release_many!(any_slot_keys!(), deleted_and_woken!()),
-    sha1: "3dd43ad57b9a49e35b0fa73d3b59215697282abd",
+    sha1: "de696dc4c377cf6bb01db31c6e72e6a91794bcdb",
     resend: true,
     op: Op::ReleaseNotifyManyAnySlot,
 };

@@ -29,7 +29,7 @@ use crate::kinds::multi::MULTI;
 use crate::kinds::rwlock::{READ, WRITE};
 use crate::kinds::semaphore::SEMAPHORE;
 use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, Script};
-use crate::protocol::handoff::PLAIN_HANDOFF;
+use crate::protocol::handoff::{Entry, PLAIN_HANDOFF};
 use crate::protocol::operator::{FORCE_RELEASE, INSPECT};
 use crate::protocol::scripts::{
     BUSY, EXTEND_MANY, MARK_WAITING, RELEASE_MANY, RELEASE_MANY_ANY_SLOT, RELEASE_NOTIFY_MANY,
@@ -319,7 +319,14 @@ impl World {
                 let (name, since) = (self.pick(&names), self.pick(&[10, 20, 30]));
                 let mark = self.ttl();
                 let keys = keys_of(&EXCLUSIVE, r);
-                let cmd = PLAIN_HANDOFF.take_over_cmd(&keys, v, ttl, name, (mark, since));
+                let entry = Entry {
+                    name,
+                    value: v,
+                    ttl_ms: ttl,
+                    since_us: since,
+                };
+                let sweep = self.pick(&[0, 1]) == 1;
+                let cmd = PLAIN_HANDOFF.take_over_cmd(&keys, entry, mark, sweep);
                 ("TAKE_OVER", wire(&cmd))
             }
             14 => {
@@ -337,13 +344,25 @@ impl World {
                     self.pick(&[10, 20, 30]),
                     self.pick(&[0, SHORT]),
                 );
-                let mark = self.ttl();
                 let keys = keys_of(&EXCLUSIVE, r);
-                let cmd = PLAIN_HANDOFF.step_back_cmd(&keys, v, reserve, name, (mark, since));
+                let entry = Entry {
+                    name,
+                    value: v,
+                    ttl_ms: ttl,
+                    since_us: since,
+                };
+                let cmd = PLAIN_HANDOFF.step_back_cmd(&keys, entry, reserve);
                 ("STEP_BACK", wire(&cmd))
             }
             17 => {
-                let cmd = PLAIN_HANDOFF.unmark_cmd(&keys_of(&EXCLUSIVE, r), self.pick(&names));
+                let entry = Entry {
+                    name: self.pick(&names),
+                    value: v,
+                    ttl_ms: ttl,
+                    since_us: self.pick(&[10, 20, 30]),
+                };
+                let sweep = self.pick(&[0, 1]) == 1;
+                let cmd = PLAIN_HANDOFF.unmark_cmd(&keys_of(&EXCLUSIVE, r), entry, sweep);
                 ("UNMARK", wire(&cmd))
             }
             18 => {

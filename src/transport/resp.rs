@@ -9,7 +9,7 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::error::NodeError;
-use crate::protocol::cmd::{Cmd, Script, MAX_SCRIPT_KEYS};
+use crate::protocol::cmd::{Cmd, Script, MAX_NUMS, MAX_SCRIPT_KEYS};
 use crate::protocol::native::Native;
 
 /// Appends the commands of a native form (`crate::protocol::native`) to `out`, back to back.
@@ -33,7 +33,7 @@ pub(super) fn encode_cmd(out: &mut BytesMut, cmd: &Cmd, eval_source: bool) {
         } => {
             let (verb, body) = script_verb(script, eval_source);
             let keys = keys.as_slice();
-            let mut digits = [[0u8; 20]; 4];
+            let mut digits = [[0u8; 20]; MAX_NUMS];
             let mut parts: [&[u8]; MAX_ARGS] = [b""; MAX_ARGS];
             let numkeys = decimal(keys.len() as u64, &mut num);
             parts[..3].copy_from_slice(&[verb, body, numkeys]);
@@ -122,8 +122,8 @@ fn script_verb(script: &Script, eval_source: bool) -> (&'static [u8], &'static [
     }
 }
 
-/// Most arguments of one command: `EVALSHA sha numkeys`, the keys, the value and 3 numbers.
-const MAX_ARGS: usize = 3 + MAX_SCRIPT_KEYS + 1 + 4;
+/// Most arguments of one command: `EVALSHA sha numkeys`, the keys, the value and its numbers.
+const MAX_ARGS: usize = 3 + MAX_SCRIPT_KEYS + 1 + MAX_NUMS;
 
 /// Appends one command given as its arguments: `*N\r\n`, then `$len\r\narg\r\n` per argument.
 pub(super) fn encode_args(out: &mut BytesMut, args: &[&[u8]]) {

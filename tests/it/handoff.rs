@@ -1,6 +1,7 @@
 //! The plain lock's cross-process hand-off (`protocol::handoff`): a release with a waiter marked in
-//! another engine reserves the key for the oldest one and wakes only it — also with a node killed,
-//! and when that waiter is a process killed with `kill -9` (its reservation expires by itself).
+//! another engine grants the key to the oldest one and tells only it, which holds the lock without
+//! a round of its own — also with a node killed; a waiter that is a process killed with `kill -9`
+//! gets a reservation instead, which expires by itself.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -81,6 +82,70 @@ async fn a_release_hands_the_lock_to_the_waiter_elsewhere_with_a_node_killed() {
     );
     // The hand-off took its name off the list where it won.
     assert!(marked_on_majority(&cluster[1..], 0));
+}
+
+/// Calls of `command` (lower case, as `INFO commandstats` names it) on `node` since its stats were
+/// reset.
+fn calls(node: &RedisNode, command: &str) -> u64 {
+    let stats = node.cmd(&[b"INFO", b"commandstats"]);
+    let line = stats
+        .lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{command}:")));
+    line.and_then(|l| l.split("calls=").nth(1))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The waiter's lock comes from the holder's release alone: no node runs a take-over round of the
+/// waiter's, and the lock's validity counts from before the waiter queued.
+#[tokio::test]
+async fn a_release_grants_the_waiter_elsewhere_without_a_round_of_its_own() {
+    let cluster = nodes(3);
+    let slow = || config(urls(&cluster), Duration::from_millis(1500));
+    let holder = Redlock::new(slow()).await.unwrap();
+    let other = Redlock::new(slow()).await.unwrap();
+    let waiter = Redlock::new(slow()).await.unwrap();
+    let lock = contended_lock(&holder, &other).await;
+    let waiting = {
+        let waiter = waiter.clone();
+        tokio::spawn(async move { waiter.acquire("h", TTL).await.unwrap() })
+    };
+    assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 1)).await);
+    // Every node: the waiter is on the list and listens on its channel.
+    let ready = || {
+        cluster.iter().all(|n| {
+            n.cmd_str(&["ZCARD", "redlock:{h}:wait"]) == "1"
+                && !n
+                    .cmd_str(&["PUBSUB", "CHANNELS", "redlock:{h}:h:*"])
+                    .is_empty()
+        })
+    };
+    assert!(eventually(Duration::from_secs(3), ready).await);
+    // After the waiter first sent its value: its validity counts from before this.
+    let queued = Instant::now();
+    for node in &cluster {
+        node.cmd(&[b"CONFIG", b"RESETSTAT"]);
+    }
+    holder.release(lock).await.unwrap();
+    let granted = tokio::time::timeout(Duration::from_secs(1), waiting)
+        .await
+        .expect("granted by the release, not by the 1.5 s timer")
+        .unwrap();
+    assert!(granted.remaining() < TTL.saturating_sub(queued.elapsed()));
+    for node in &cluster {
+        // The release, and the waiter's unmark where its count was decided before that node's
+        // grant was heard.
+        assert!(calls(node, "evalsha") + calls(node, "eval") <= 2);
+        assert_eq!(
+            calls(node, "set"),
+            1,
+            "the release's grant, no take-over's SET"
+        );
+        assert_eq!(calls(node, "zrange"), 0, "no take-over round");
+        assert_eq!(calls(node, "publish"), 1, "the grant's message");
+    }
+    waiter.release(granted).await.unwrap();
 }
 
 /// Waiters in four engines (processes, as far as the nodes can tell) are let in in the order they

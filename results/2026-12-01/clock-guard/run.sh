@@ -5,12 +5,8 @@
 # ON: the release loadgen of the commit under test; OFF: the same tree with `clock_guard: false` as the
 # default in src/config.rs (the only difference).
 set -euo pipefail
+ab="$(cd "$(dirname "$0")/../../../scripts" && pwd)/ab-rounds"
 cd "$(dirname "$0")"
-RUNS=${RUNS:-3}
-for i in $(seq 1 "$RUNS"); do
-  for side in on off; do
-    bin=$([[ $side == on ]] && echo "$ON" || echo "$OFF")
-    echo "== $side $i, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-    "$bin" --engine redlock,rslock --json "$side-$i.json" > "$side-$i.txt"
-  done
-done
+# The alternating pairs are scripts/ab-rounds' (see there).
+"$ab" --build on="$ON" --build off="$OFF" --rounds "${RUNS:-3}" \
+  --step '{build}-{round}' --engine redlock,rslock

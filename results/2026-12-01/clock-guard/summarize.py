@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 """Medians per side (guard on / off) of (a) acquire p50, (b) and (c) cycles/s for redlock, and the same-run
 redlock/rslock ratios.   python3 results/2026-12-01/clock-guard/summarize.py"""
-import glob, json, os, statistics as st
+import glob, json, os, statistics as st, sys
+
+# get(doc, engine, scenario, key) is shared: results/lib/summary.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../lib"))
+from summary import get
 here = os.path.dirname(os.path.abspath(__file__))
-def get(doc, eng, sc, key):
-    for x in doc["runs"]:
-        if x["engine"] == eng and x["scenario"] == sc:
-            v = x[key]
-            return v["p50"] if isinstance(v, dict) else v
 print("| guard | runs | load | (a) p50 µs | (a) p50 ÷ rslock | (b) cycles/s | (b) ÷ rslock | (c) cycles/s | (c) ÷ rslock |")
 print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
 for side in ("on", "off"):

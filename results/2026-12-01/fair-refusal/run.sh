@@ -4,13 +4,8 @@
 # d7c99c2 (B: with the refusal), alternating, RUNS pairs.
 #   A=/tmp/loadgen-M B=/tmp/loadgen-F scripts/with-redis results/2026-12-01/fair-refusal/run.sh
 set -euo pipefail
+ab="$(cd "$(dirname "$0")/../../../scripts" && pwd)/ab-rounds"
 cd "$(dirname "$0")"
-RUNS=${RUNS:-3}
-for i in $(seq 1 "$RUNS"); do
-  for side in A B; do
-    bin=$([[ $side == A ]] && echo "$A" || echo "$B")
-    echo "== $side $i, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-    "$bin" --engine redlock --concurrency 64 --keys 4 --processes 4 --lock fair --quiet \
-      --json "$side-$i.json" > "$side-$i.txt"
-  done
-done
+# The alternating pairs are scripts/ab-rounds' (see there).
+"$ab" --build A="$A" --build B="$B" --rounds "${RUNS:-3}" \
+  --step '{build}-{round}' --engine redlock --concurrency 64 --keys 4 --processes 4 --lock fair --quiet

@@ -2,17 +2,16 @@
 """Medians over the runs in this directory, per persistence mode: (a) acquire p50, (b) and (c) cycles/s per
 engine, and same-run ratios (redlock/rslock, redlock/ceiling, and each mode's (b) against `none` of the same
 round).   python3 results/2026-12-01/fsync/summarize.py > results/2026-12-01/fsync/table.md"""
-import glob, json, os, statistics as st
+import glob, json, os, statistics as st, sys
+
+# get(doc, engine, scenario, key) is shared: results/lib/summary.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../lib"))
+from summary import get
 here = os.path.dirname(os.path.abspath(__file__))
 runs = {}
 for path in sorted(glob.glob(os.path.join(here, "*-[0-9].json"))):
     mode, r = os.path.basename(path)[:-5].rsplit("-", 1)
     runs.setdefault(mode, {})[int(r)] = json.load(open(path))
-def get(doc, eng, sc, key):
-    for x in doc["runs"]:
-        if x["engine"] == eng and x["scenario"] == sc:
-            v = x[key]
-            return v["p50"] if isinstance(v, dict) else v
 med = lambda xs: st.median(xs) if xs else float("nan")
 print("| persistence | runs | load | (a) redlock p50 µs | (a) p50 redlock/rslock | (b) redlock cycles/s | (b) rslock | (b) ceiling | (b) redlock/rslock | (b) redlock/ceiling | (b) redlock ÷ same round's `none` | (c) redlock cycles/s | (c) rslock |")
 print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -6,12 +6,8 @@
 # A: release loadgen of 2068f91; B: 2068f91 with `git revert b4489b8` (conflict in
 # src/transport/pipeline/mod.rs resolved by keeping `time_refused`, dropping `last_sample`).
 set -euo pipefail
+ab="$(cd "$(dirname "$0")/../../../scripts" && pwd)/ab-rounds"
 cd "$(dirname "$0")"
-RUNS=${RUNS:-3}
-for i in $(seq 1 "$RUNS"); do
-  for side in A B; do
-    bin=$([[ $side == A ]] && echo "$A" || echo "$B")
-    echo "== $side $i, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-    "$bin" --engine redlock,rslock --quiet --json "$side-$i.json" > "$side-$i.txt"
-  done
-done
+# The alternating pairs are scripts/ab-rounds' (see there).
+"$ab" --build A="$A" --build B="$B" --rounds "${RUNS:-3}" \
+  --step '{build}-{round}' --engine redlock,rslock --quiet

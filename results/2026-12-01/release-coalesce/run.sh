@@ -7,12 +7,8 @@
 # OUT=dir writes the runs there instead (results/2026-12-01/time-per-write/: B = e5a90a0, the
 # coalesced releases, against C = e12a0ae, one clock-guard TIME per write).
 set -euo pipefail
+ab="$(cd "$(dirname "$0")/../../../scripts" && pwd)/ab-rounds"
 cd "${OUT:-$(dirname "$0")}"
-RUNS=${RUNS:-3}
-for i in $(seq 1 "$RUNS"); do
-  for side in A B; do
-    bin=$([[ $side == A ]] && echo "$A" || echo "$B")
-    echo "== $side $i, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-    "$bin" --engine redlock,rslock,ceiling --quiet --json "$side-$i.json" > "$side-$i.txt"
-  done
-done
+# The alternating pairs are scripts/ab-rounds' (see there).
+"$ab" --build A="$A" --build B="$B" --rounds "${RUNS:-3}" \
+  --step '{build}-{round}' --engine redlock,rslock,ceiling --quiet

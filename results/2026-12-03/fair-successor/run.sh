@@ -7,14 +7,6 @@
 #   python3 results/2026-12-03/fair-successor/summarize.py [dir]
 # Build each with: cargo build --release -p loadgen (copy target/release/loadgen aside per build).
 set -euo pipefail
-out="${OUT:-$(cd "$(dirname "$0")" && pwd)}"
-rounds="${ROUNDS:-3}"
-for r in $(seq 1 "$rounds"); do
-  for build in before after; do
-    exe="$BEFORE"; [ "$build" = after ] && exe="$AFTER"
-    echo "round $r $build: $(uptime)" >> "$out/load.txt"
-    "$exe" --scenario contention --json "$out/contention-$build-$r.json" > "$out/contention-$build-$r.txt" 2>&1
-    "$exe" --engine redlock --scenario standard --duration 5s \
-      --json "$out/std-$build-$r.json" > "$out/std-$build-$r.txt" 2>&1
-  done
-done
+# The same rounds as results/2026-12-02/handoff/run.sh (each build: contention, then the standard
+# scenarios), written into this directory unless OUT names another.
+OUT="${OUT:-$(cd "$(dirname "$0")" && pwd)}" exec "$(dirname "$0")/../../2026-12-02/handoff/run.sh"

@@ -9,20 +9,10 @@
 # Build each with: cargo build --release -p loadgen (copy target/release/loadgen aside per build).
 set -euo pipefail
 out="${OUT:-$(cd "$(dirname "$0")" && pwd)}"
-rounds="${ROUNDS:-2}"
-for r in $(seq 1 "$rounds"); do
-  for build in before after; do
-    exe="$BEFORE"; [ "$build" = after ] && exe="$AFTER"
-    echo "round $r $build contention: $(uptime)" >> "$out/load.txt"
-    "$exe" --scenario contention --duration 5s \
-      --json "$out/cont-$build-$r.json" > "$out/cont-$build-$r.txt" 2>&1
-  done
-done
-for r in $(seq 1 "$rounds"); do
-  for build in before after; do
-    exe="$BEFORE"; [ "$build" = after ] && exe="$AFTER"
-    echo "round $r $build standard: $(uptime)" >> "$out/load.txt"
-    "$exe" --engine redlock --scenario standard --duration 5s \
-      --json "$out/std-$build-$r.json" > "$out/std-$build-$r.txt" 2>&1
-  done
-done
+ab="$(dirname "$0")/../../../scripts/ab-rounds"
+# Two series of alternating rounds (scripts/ab-rounds): every round of the contention scenario, then
+# every round of the standard scenarios.
+"$ab" --build before="$BEFORE" --build after="$AFTER" --rounds "${ROUNDS:-2}" --out "$out" \
+  --label contention --step 'cont-{build}-{round}' --scenario contention --duration 5s
+"$ab" --build before="$BEFORE" --build after="$AFTER" --rounds "${ROUNDS:-2}" --out "$out" \
+  --label standard --step 'std-{build}-{round}' --engine redlock --scenario standard --duration 5s

@@ -10,13 +10,7 @@
 # then: python3 results/2026-12-05/operations/summarize.py
 set -euo pipefail
 out="${OUT:-$(cd "$(dirname "$0")" && pwd)}"
-rounds="${ROUNDS:-6}"
-for r in $(seq 1 "$rounds"); do
-  order="before after"; [ $((r % 2)) = 0 ] && order="after before"
-  for build in $order; do
-    exe="$BEFORE"; [ "$build" = after ] && exe="$AFTER"
-    echo "round $r $build: $(uptime)" >> "$out/load.txt"
-    "$exe" --engine redlock --scenario standard --duration 5s \
-      --json "$out/std-$build-$r.json" > "$out/std-$build-$r.txt" 2>&1
-  done
-done
+# The alternating rounds are scripts/ab-rounds' (see there); --abba is the order above.
+"$(dirname "$0")/../../../scripts/ab-rounds" --build before="$BEFORE" --build after="$AFTER" \
+  --rounds "${ROUNDS:-6}" --abba --out "$out" \
+  --step 'std-{build}-{round}' --engine redlock --scenario standard --duration 5s

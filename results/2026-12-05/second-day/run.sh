@@ -8,12 +8,7 @@
 # Build each with: cargo build --release -p loadgen (copy target/release/loadgen aside per build).
 set -euo pipefail
 out="${OUT:-$(cd "$(dirname "$0")" && pwd)}"
-rounds="${ROUNDS:-3}"
-for r in $(seq 1 "$rounds"); do
-  for build in before after; do
-    exe="$BEFORE"; [ "$build" = after ] && exe="$AFTER"
-    echo "round $r $build: $(uptime)" >> "$out/load.txt"
-    "$exe" --engine redlock --scenario standard --duration 5s \
-      --json "$out/std-$build-$r.json" > "$out/std-$build-$r.txt" 2>&1
-  done
-done
+# The alternating rounds are scripts/ab-rounds' (see there).
+"$(dirname "$0")/../../../scripts/ab-rounds" --build before="$BEFORE" --build after="$AFTER" \
+  --rounds "${ROUNDS:-3}" --out "$out" \
+  --step 'std-{build}-{round}' --engine redlock --scenario standard --duration 5s

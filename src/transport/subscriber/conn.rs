@@ -92,7 +92,7 @@ async fn serve<S: AsyncRead + AsyncWrite>(
                 }
             }
             read = rd.read_buf(&mut buf) => {
-                if !matches!(read, Ok(n) if n > 0) || !deliver(hub, &conn.addr, &mut buf, &mut framer) {
+                if !matches!(read, Ok(n) if n > 0) || !deliver(hub, conn, &mut buf, &mut framer) {
                     return false;
                 }
             }
@@ -104,7 +104,8 @@ async fn serve<S: AsyncRead + AsyncWrite>(
 /// breaks a bound (`bounded` frames it first, so `redis-protocol` only sees a complete frame nested at
 /// most `MAX_DEPTH` deep). Messages are hints: a node that sends nonsense only costs its waiters their
 /// early wake-up, and gets its connection closed.
-pub(super) fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, framer: &mut Framer) -> bool {
+pub(super) fn deliver(hub: &Hub, conn: &Conn, buf: &mut BytesMut, framer: &mut Framer) -> bool {
+    let node = &conn.addr;
     loop {
         let mut frame = match framer.next_frame(buf) {
             Ok(Some(frame)) => frame,
@@ -120,7 +121,7 @@ pub(super) fn deliver(hub: &Hub, node: &NodeAddr, buf: &mut BytesMut, framer: &m
                     let mut channels = hub.channels();
                     match (&kind[..], channels.get_mut(channel), third) {
                         (b"message", Some(entry), BytesFrame::BulkString(payload)) => {
-                            entry.wake(payload)
+                            entry.wake(payload, conn.node_bit)
                         }
                         (b"message", Some(entry), _) => entry.wake_all(),
                         (b"subscribe", Some(entry), _) if !entry.active => {

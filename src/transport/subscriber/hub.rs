@@ -27,6 +27,10 @@ pub(super) struct Channel {
     pub(super) notify: Arc<Notify>,
     /// Named subscriptions (fair waiters), woken by a message with their name or an empty one.
     pub(super) named: HashMap<Bytes, Arc<Notify>>,
+    /// Grants heard (`crate::protocol::handoff`: a release that set the key to a waiter's entry
+    /// publishes `g` and the entry's digest on the waiter's channel): by message, the nodes that
+    /// sent it (bit = node index). Read and cleared by the waiter; kept small.
+    pub(super) grants: HashMap<Bytes, u16>,
     /// Some node confirmed the subscription. Until then a release can go unheard, so the first
     /// confirmation also wakes the waiters: one immediate retry covers a release that landed before.
     pub(super) active: bool,
@@ -35,18 +39,36 @@ pub(super) struct Channel {
     pub(super) idle_since: Option<Instant>,
 }
 
+/// Grants a channel keeps written down at most.
+const MAX_GRANTS: usize = 64;
+
 /// One node's subscriber connection: commands to write, and the signal to write them.
 #[derive(Debug)]
 pub(super) struct Conn {
     pub(super) addr: NodeAddr,
+    /// The node this server is, as a bit (see [`Channel::wake`]); 0 for a cluster member.
+    pub(super) node_bit: u16,
     pub(super) out: Mutex<BytesMut>,
     pub(super) wake: Notify,
 }
 
 impl Channel {
-    /// Wakes the waiters a message is for: all for an empty payload, else the one it names.
-    pub(super) fn wake(&self, payload: &[u8]) {
+    /// Wakes the waiters a message is for: all for an empty payload, else the one it names; a
+    /// grant (`g` and 16 hex digits) is written down as heard from the nodes of `node_bit` (0 for a
+    /// server that is not one node of its own: a cluster member hears every shard's messages) and
+    /// wakes the channel's waiters (a waiter's own channel: its name's).
+    pub(super) fn wake(&mut self, payload: &[u8], node_bit: u16) {
         if payload.is_empty() {
+            self.wake_all();
+        } else if payload.len() == 17 && payload[0] == b'g' {
+            if self.grants.len() >= MAX_GRANTS {
+                // Only grants nobody waits for any more pile up (a waiter clears its own).
+                self.grants.clear();
+            }
+            *self
+                .grants
+                .entry(Bytes::copy_from_slice(payload))
+                .or_default() |= node_bit;
             self.wake_all();
         } else if let Some(named) = self.named.get(payload) {
             named.notify_waiters();

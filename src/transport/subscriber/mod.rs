@@ -58,10 +58,19 @@ impl Notifier {
         let stop = CancellationToken::new();
         let conns: Vec<Arc<Conn>> = addrs
             .iter()
-            .flat_map(members)
-            .map(|addr| {
+            .enumerate()
+            .flat_map(|(index, addr)| {
+                // A standalone server is the node: what it publishes, that node granted.
+                let node_bit = match addr.topology {
+                    Topology::Standalone => 1u16.checked_shl(index as u32).unwrap_or(0),
+                    _ => 0,
+                };
+                members(addr).into_iter().map(move |addr| (addr, node_bit))
+            })
+            .map(|(addr, node_bit)| {
                 Arc::new(Conn {
                     addr,
+                    node_bit,
                     out: Mutex::new(BytesMut::new()),
                     wake: Notify::new(),
                 })
@@ -131,6 +140,7 @@ impl Notifier {
                 users: 0,
                 notify: Arc::new(Notify::new()),
                 named: HashMap::new(),
+                grants: HashMap::new(),
                 active: false,
                 linger,
                 idle_since: None,
@@ -161,6 +171,22 @@ impl Subscription {
     /// should follow, with `Notified::enable`).
     pub(crate) fn notify(&self) -> Arc<Notify> {
         self.notify.clone()
+    }
+
+    /// The nodes heard publishing the grant `message` on this channel (bit = node index).
+    pub(crate) fn grants(&self, message: &[u8]) -> u16 {
+        let channels = self.hub.channels();
+        let heard = channels
+            .get(&self.channel)
+            .and_then(|c| c.grants.get(message));
+        heard.copied().unwrap_or(0)
+    }
+
+    /// Forgets the grant `message` (its waiter is done with it).
+    pub(crate) fn forget_grants(&self, message: &[u8]) {
+        if let Some(channel) = self.hub.channels().get_mut(&self.channel) {
+            channel.grants.remove(message);
+        }
     }
 }
 

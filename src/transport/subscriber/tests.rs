@@ -16,6 +16,16 @@ fn message(channel: &str, payload: &str) -> BytesMut {
     )
 }
 
+/// A subscriber connection to node 2 of a standalone set, for `deliver`.
+fn conn() -> Conn {
+    Conn {
+        addr: NodeAddr::parse("redis://127.0.0.1:1").unwrap(),
+        node_bit: 1 << 2,
+        out: Mutex::new(BytesMut::new()),
+        wake: Notify::new(),
+    }
+}
+
 fn hub() -> (Arc<Hub>, Notifier) {
     let hub = Arc::new(Hub {
         channels: Mutex::new(HashMap::new()),
@@ -31,11 +41,10 @@ fn hub() -> (Arc<Hub>, Notifier) {
 
 /// Whether `sub` wakes at the message `buf`.
 fn wakes(hub: &Hub, sub: &Subscription, mut buf: BytesMut) -> bool {
-    let node = NodeAddr::parse("redis://127.0.0.1:1").unwrap();
     let mut framer = Framer::new(Limits::default());
     let mut n = Box::pin(sub.notify().notified_owned());
     n.as_mut().enable();
-    assert!(deliver(hub, &node, &mut buf, &mut framer));
+    assert!(deliver(hub, &conn(), &mut buf, &mut framer));
     n.now_or_never().is_some()
 }
 
@@ -51,6 +60,13 @@ fn a_handoff_waiter_hears_its_channel_and_the_keys_empty_messages() {
     assert!(wakes(&hub, &sub, message("redlock:{k}", "")));
     assert!(!wakes(&hub, &sub, message("redlock:{k}", "88")));
     assert!(!wakes(&hub, &sub, message("redlock:{k}:h:88", "88")));
+    // A grant wakes the waiter and is written down as its node's, until forgotten.
+    let grant = "g0123456789abcdef";
+    assert!(wakes(&hub, &sub, message("redlock:{k}:h:77", grant)));
+    assert_eq!(sub.grants(grant.as_bytes()), 1 << 2);
+    assert_eq!(sub.grants(b"g0000000000000000"), 0);
+    sub.forget_grants(grant.as_bytes());
+    assert_eq!(sub.grants(grant.as_bytes()), 0);
     drop(sub);
     // Both registrations go with it (the channels linger, without names).
     assert!(hub.channels().values().all(|c| c.named.is_empty()));
@@ -64,7 +80,7 @@ fn a_named_message_wakes_only_its_waiter() {
     let plain = notifier.subscribe(&key);
     let a = notifier.subscribe_lingering(&key, Bytes::from_static(b"aaaa"));
     let b = notifier.subscribe_lingering(&key, Bytes::from_static(b"bbbb"));
-    let node = NodeAddr::parse("redis://127.0.0.1:1").unwrap();
+    let node = conn();
     let mut framer = Framer::new(Limits::default());
     let woken = |buf: &mut BytesMut, framer: &mut Framer| {
         let armed: Vec<_> = [&plain, &a, &b]
