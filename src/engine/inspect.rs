@@ -4,7 +4,6 @@
 //! quarantined nodes included.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -17,8 +16,6 @@ use crate::algo::quorum::quorum;
 use crate::error::{LockError, NodeError};
 use crate::protocol::catalog::Catalog;
 use crate::protocol::cmd::{Cmd, Keys, NodeResult, Reply};
-use crate::protocol::operator::INSPECT;
-use crate::protocol::spec::LockKind;
 use crate::transport::NodeClient;
 
 impl Redlock {
@@ -38,7 +35,7 @@ impl Redlock {
         let core = self.core();
         let resource = resource.as_ref();
         let catalog = core.catalog();
-        // Every key the kinds declare, each with its suffix beside it (see `INSPECT`).
+        // Every key the kinds declare, each with its suffix beside it (see `crate::protocol::inspect`).
         let suffixes = catalog.keys();
         let mut keys = Vec::with_capacity(1 + suffixes.len());
         let mut args = Vec::with_capacity(1 + suffixes.len());
@@ -49,7 +46,7 @@ impl Redlock {
             args.push(Bytes::from_static(suffix.name));
         }
         let cmd = Cmd::ScriptBytes {
-            script: &INSPECT,
+            script: catalog.inspect(),
             keys: Keys::Many(keys.into()),
             args: Arc::from(args),
         };
@@ -119,71 +116,13 @@ pub(crate) async fn gather_until(core: &Core, cmd: &Cmd, until: Instant) -> Vec<
     .await
 }
 
-/// Reads the inspect script's answer (see [`INSPECT`] for its fields).
+/// Reads the inspect script's answer (`crate::protocol::inspect` has its fields).
 pub(crate) fn parse(reply: NodeResult, catalog: &Catalog) -> Result<KeyState, NodeError> {
-    let data = match reply {
-        Ok(Reply::Data(data)) => data,
-        Ok(other) => return Err(other.unexpected("inspect script")),
-        Err(e) => return Err(e),
-    };
-    let bad = || NodeError::Protocol("inspect script: answer is not of its format".into());
-    let fields: Vec<&[u8]> = data.splitn(14, |&b| b == b'|').collect();
-    let [kind_of_key, pttl, ours, code, readers, mine, readers_ttl, intent, fence, wait, permits, limit, queued, label] =
-        fields[..]
-    else {
-        return Err(bad());
-    };
-    let int = |field: &[u8]| -> Result<i64, NodeError> {
-        std::str::from_utf8(field)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(bad)
-    };
-    let readers = u64::try_from(int(readers)?).map_err(|_| bad())?;
-    let key_kind = match (kind_of_key, code) {
-        (b"n", _) => None,
-        (b"o", _) | (b"s", b"?") => Some(LockKind::FOREIGN),
-        (b"s", [code]) => Some(catalog.by_code(*code).unwrap_or(LockKind::UNKNOWN)),
-        (b"s", _) => Some(LockKind::UNKNOWN),
-        _ => return Err(bad()),
-    };
-    // Readers hold the resource without its key: the kind whose holders share it.
-    let readers_kind = catalog.shared().unwrap_or(LockKind::UNKNOWN);
-    let kind = key_kind.or((readers > 0).then_some(readers_kind));
-    let remaining = if key_kind.is_some() {
-        ttl(int(pttl)?)
-    } else {
-        ttl(int(readers_ttl)?)
-    };
-    Ok(KeyState {
-        held: kind.is_some(),
-        kind,
-        remaining,
-        ours: ours == b"1" || int(mine)? > 0,
-        readers,
-        our_readers: u64::try_from(int(mine)?).map_err(|_| bad())?,
-        write_intent: ttl(int(intent)?),
-        fence: match fence {
-            b"-" => None,
-            digits => Some(
-                std::str::from_utf8(digits)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .ok_or_else(bad)?,
-            ),
-        },
-        waiters: ttl(int(wait)?),
-        permits: u64::try_from(int(permits)?).map_err(|_| bad())?,
-        permit_limit: match limit {
-            b"-" => None,
-            k => Some(u64::try_from(int(k)?).map_err(|_| bad())?),
-        },
-        fair_waiters: u64::try_from(int(queued)?).map_err(|_| bad())?,
-        label: (!label.is_empty()).then(|| String::from_utf8_lossy(label).into_owned()),
-    })
-}
-
-/// A `PTTL` answer as a duration: `None` for a missing key (-2) or one without expiry (-1).
-fn ttl(ms: i64) -> Option<Duration> {
-    u64::try_from(ms).ok().map(Duration::from_millis)
+    match reply {
+        Ok(Reply::Data(data)) => catalog.read_inspection(&data).ok_or_else(|| {
+            NodeError::Protocol("inspect script: answer is not of its format".into())
+        }),
+        Ok(other) => Err(other.unexpected("inspect script")),
+        Err(e) => Err(e),
+    }
 }

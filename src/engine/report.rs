@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::error::NodeError;
-use crate::protocol::spec::LockKind;
+pub use crate::protocol::inspect::KeyState;
 
 /// One resource as the nodes hold it, from one read-only round.
 #[derive(Debug, Clone)]
@@ -50,41 +50,6 @@ pub struct NodeInspection {
     pub not_voting: Option<NodeError>,
     /// What the node holds, or why it did not say (timeout, disconnected, an ACL refusal).
     pub state: Result<KeyState, NodeError>,
-}
-
-/// What one node holds for a resource: every key any kind of lock uses.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct KeyState {
-    /// An exclusive holder (the resource's key) or at least one live reader.
-    pub held: bool,
-    /// The kind of lock at the resource's key, or the readers' (`read`) for readers alone.
-    pub kind: Option<LockKind>,
-    /// Time to live of the resource's key, or of the last reader when only readers hold it
-    /// (`None`: nothing held, or a key without expiry).
-    pub remaining: Option<Duration>,
-    /// The holder's value (or a reader's) carries this engine's tag: this engine took it.
-    pub ours: bool,
-    /// Live readers.
-    pub readers: u64,
-    /// Of the first 256 live readers, how many are this engine's.
-    pub our_readers: u64,
-    /// A writer waits for the readers to leave (its intent's time to live).
-    pub write_intent: Option<Duration>,
-    /// The resource's fence counter (the last fencing token committed on this node).
-    pub fence: Option<u64>,
-    /// A client elsewhere marked itself as waiting (the mark's time to live).
-    pub waiters: Option<Duration>,
-    /// A semaphore's live permits on this node ([`crate::Redlock::acquire_permit`]).
-    pub permits: u64,
-    /// The semaphore's K, as its marker at the resource's key says (`None`: no semaphore here).
-    pub permit_limit: Option<u64>,
-    /// Live entries in this node's fair-lock queue other than the holder's: the waiters
-    /// ([`crate::Redlock::acquire_fair`]).
-    pub fair_waiters: u64,
-    /// The holder's label ([`crate::Builder::holder_label`]), shown only when it was written by
-    /// the current holder's acquire.
-    pub label: Option<String>,
 }
 
 /// What a forced release did, per node.

@@ -149,7 +149,11 @@ impl TakeOver {
                     tally,
                     jumps,
                 );
-                return lock.ok();
+                // The votes above are the nodes' standing now, the lock's jump mark is `since`'s: a
+                // node whose clock jumped during the wait and votes again already counts against
+                // it. Such a lock is not handed out (it would read `is_valid() == false` at once);
+                // the round that follows refreshes the keys, which hold our value.
+                return lock.ok().filter(Lock::is_valid);
             }
             if tokio::time::timeout_at(window, next).await.is_err() {
                 return None;

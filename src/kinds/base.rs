@@ -5,6 +5,7 @@
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::protocol::cmd::{Cmd, Keys};
+use crate::protocol::inspect::{ttl, InspectPart, KeyState};
 use crate::protocol::scripts::{EXTEND, HOLDS, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
 use crate::protocol::spec::{majority, Spec};
 
@@ -34,7 +35,21 @@ pub(crate) const BASE: Spec = Spec {
     multi_resource: false,
     shared: false,
     scripts: &[],
+    inspect: &[&WAITERS],
 };
+
+/// Inspect's part for the waiter mark (`WAIT_MARK`, which every kind with the mark shares): its
+/// time to live, `KeyState::waiters`.
+pub(crate) static WAITERS: InspectPart = InspectPart {
+    lua: "out[#out + 1] = pttl(K[':wait'])",
+    fields: 1,
+    read: read_waiters,
+};
+
+fn read_waiters(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
+    state.waiters = ttl(fields[0])?;
+    Some(())
+}
 
 /// The placeholder acquire: every kind names its own.
 fn no_acquire(_: &Keys, _: LockValue, _: u64, _: u64) -> Cmd {

@@ -51,10 +51,11 @@ use crate::algo::value::LockValue;
 use crate::engine::release::HeldGuard;
 use crate::engine::Redlock;
 use crate::error::{LockError, NodeError};
-use crate::kinds::base::BASE;
+use crate::kinds::base::{BASE, WAITERS};
 use crate::lock::Lock;
 use crate::observe::Op;
 use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Reply, Script};
+use crate::protocol::inspect::{maybe_count, InspectPart, KeyState};
 use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
 
 /// An exclusive lock whose acquire also reads the resource's fence counter on every node, for a
@@ -71,8 +72,23 @@ pub(crate) static FENCED: Spec = Spec {
     // Its token belongs to one holder: the next holder needs a larger one.
     hands_off: false,
     scripts: &[&ACQUIRE_FENCED, &COMMIT_FENCE],
+    inspect: &[&WAITERS, &FENCE],
     ..BASE
 };
+
+/// Inspect's part: the fence counter (`-` where there is none), `KeyState::fence`.
+static FENCE: InspectPart = InspectPart {
+    lua:
+        "local f = '-' if ty(K[':fence']) == 'string' then f = redis.call('GET', K[':fence']) end \
+out[#out + 1] = f",
+    fields: 1,
+    read: read_fence,
+};
+
+fn read_fence(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
+    state.fence = maybe_count(fields[0])?;
+    Some(())
+}
 
 fn acquire_fenced_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
     script_cmd(&ACQUIRE_FENCED, keys, value, Args::of(&[ttl_ms]))

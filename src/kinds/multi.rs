@@ -34,6 +34,7 @@ pub(crate) static MULTI: Spec = Spec {
     hands_off: false,
     multi_resource: true,
     scripts: &[&ACQUIRE_MULTI, &RELEASE_MULTI, &EXTEND_MULTI],
+    inspect: &[],
     ..BASE
 };
 

@@ -23,6 +23,7 @@ pub(crate) static PROBE: Spec = Spec {
     queues_locally: false,
     hands_off: false,
     scripts: &[&ACQUIRE_PROBE],
+    inspect: &[],
     ..BASE
 };
 

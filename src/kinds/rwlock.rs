@@ -21,11 +21,12 @@ use crate::algo::retry::Wait;
 use crate::algo::value::LockValue;
 use crate::engine::Redlock;
 use crate::error::LockError;
-use crate::kinds::base::BASE;
+use crate::kinds::base::{BASE, WAITERS};
 use crate::lock::Lock;
 use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, Op, Script};
+use crate::protocol::inspect::{count, int, ttl, InspectPart, KeyState};
 use crate::protocol::scripts::HOLDS_MEMBER;
-use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
+use crate::protocol::spec::{Forced, Kind, LockKind, Spec, Suffix};
 
 const SUFFIXES: &[Suffix] = &[
     Suffix {
@@ -55,6 +56,7 @@ pub(crate) static READ: Spec = Spec {
     hands_off: false,
     shared: true,
     scripts: &[&ACQUIRE_READ, &RELEASE_READ, &EXTEND_READ],
+    inspect: &[&READERS],
     ..BASE
 };
 
@@ -67,8 +69,47 @@ pub(crate) static WRITE: Spec = Spec {
     give_up: Some(cancel_intent_cmd),
     suffixes: SUFFIXES,
     scripts: &[&ACQUIRE_WRITE, &CANCEL_INTENT],
+    inspect: &[&WAITERS, &INTENT],
     ..BASE
 };
+
+/// Inspect's part for readers: live ones, ours among the first 256 (a value's first 8 bytes are its
+/// engine's tag), and ms until the last one expires (-2: none). Readers hold the resource without its
+/// key: with no key, they are its holders (`KeyState::kind` `read`, their time left).
+static READERS: InspectPart = InspectPart {
+    lua: "local n, mine, left = 0, 0, -2 local r = K[':rw:readers'] \
+if ty(r) == 'zset' then n = redis.call('ZCOUNT', r, '(' .. now, '+inf') \
+if n > 0 then left = math.floor(tonumber(redis.call('ZRANGE', r, -1, -1, 'WITHSCORES')[2]) - now) \
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', r, '(' .. now, '+inf', 'LIMIT', 0, 256)) do \
+if string.sub(m, 1, 8) == ARGV[1] then mine = mine + 1 end end end end \
+out[#out + 1] = n out[#out + 1] = mine out[#out + 1] = left",
+    fields: 3,
+    read: read_readers,
+};
+
+fn read_readers(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
+    state.readers = count(fields[0])?;
+    state.our_readers = count(fields[1])?;
+    state.ours |= state.our_readers > 0;
+    let left = int(fields[2])?;
+    if state.kind.is_none() && state.readers > 0 {
+        state.kind = Some(LockKind::of(&READ));
+        state.remaining = u64::try_from(left).ok().map(Duration::from_millis);
+    }
+    Some(())
+}
+
+/// Inspect's part for a waiting writer: its intent's time to live, `KeyState::write_intent`.
+static INTENT: InspectPart = InspectPart {
+    lua: "out[#out + 1] = pttl(K[':rw:intent'])",
+    fields: 1,
+    read: read_intent,
+};
+
+fn read_intent(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
+    state.write_intent = ttl(fields[0])?;
+    Some(())
+}
 
 fn acquire_read_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, max_readers: u64) -> Cmd {
     script_cmd(&ACQUIRE_READ, keys, value, Args::of(&[ttl_ms, max_readers]))

@@ -66,8 +66,9 @@ use crate::error::{LockError, NodeError};
 use crate::kinds::base::BASE;
 use crate::lock::Lock;
 use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Op, Reply, Script};
+use crate::protocol::inspect::{count, maybe_count, InspectPart, KeyState};
 use crate::protocol::scripts::HOLDS_MEMBER;
-use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
+use crate::protocol::spec::{Forced, Kind, LockKind, Spec, Suffix};
 
 /// The most permits one semaphore may have. Any K >= N already needs every node, so the cap costs
 /// nothing real; it turns a count that is a bug (a byte count passed as permits) into an error, and
@@ -95,8 +96,29 @@ pub(crate) static SEMAPHORE: Spec = Spec {
     queues_locally: false,
     hands_off: false,
     scripts: &[&ACQUIRE_PERMIT, &RELEASE_PERMIT, &EXTEND_PERMIT],
+    inspect: &[&PERMITS],
     ..BASE
 };
+
+/// Inspect's part: live permits, and the K of the marker `permits:<K>` at the resource's key (`-`:
+/// none). The marker is no lock value: where it stands, the resource is this kind's.
+static PERMITS: InspectPart = InspectPart {
+    lua: "local n, k = 0, '-' if ty(K[':sem']) == 'zset' then \
+n = redis.call('ZCOUNT', K[':sem'], '(' .. now, '+inf') end \
+if v and string.match(v, '^permits:%d+$') then k = string.sub(v, 9) end \
+out[#out + 1] = n out[#out + 1] = k",
+    fields: 2,
+    read: read_permits,
+};
+
+fn read_permits(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
+    state.permits = count(fields[0])?;
+    state.permit_limit = maybe_count(fields[1])?;
+    if state.permit_limit.is_some() {
+        state.kind = Some(LockKind::of(&SEMAPHORE));
+    }
+    Some(())
+}
 
 fn acquire_permit_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, permits: u64) -> Cmd {
     script_cmd(&ACQUIRE_PERMIT, keys, value, Args::of(&[ttl_ms, permits]))

@@ -1,10 +1,12 @@
 //! [`Catalog`]: the list of kinds (`crate::kinds::KINDS`, the only one) and everything derived from
-//! it — the scripts a handshake loads, the keys a resource can have, which kind drew a value. Built
+//! it — the scripts a handshake loads (inspect's, made of the kinds' parts, among them), the keys a
+//! resource can have, which kind drew a value. Built
 //! once at the top (`crate::kinds::catalog`) and handed down, so the engine reads the list of kinds
 //! without naming one.
 
 use super::cmd::Script;
-use super::operator::{FORCE_RELEASE, INSPECT};
+use super::inspect::{InspectPart, KeyState};
+use super::operator::FORCE_RELEASE;
 use super::spec::{Forced, LockKind, Spec, Suffix};
 
 /// The kinds of lock the nodes can hold, and what is derived from their specs.
@@ -13,6 +15,9 @@ pub(crate) struct Catalog {
     kinds: Vec<&'static Spec>,
     scripts: Vec<&'static Script>,
     keys: Vec<&'static Suffix>,
+    /// Inspect's parts, once each in list order, and the script made of them.
+    parts: Vec<&'static InspectPart>,
+    inspect: &'static Script,
 }
 
 impl Catalog {
@@ -25,7 +30,13 @@ impl Catalog {
         }
         let mut scripts: Vec<&'static Script> = Vec::new();
         let mut keys: Vec<&'static Suffix> = Vec::new();
+        let mut parts: Vec<&'static InspectPart> = Vec::new();
         for spec in &all {
+            for part in spec.inspect {
+                if !parts.iter().any(|p| std::ptr::eq(*p, *part)) {
+                    parts.push(part);
+                }
+            }
             let own = [spec.release, spec.release_notify, spec.extend, spec.holds];
             for script in own.into_iter().chain(spec.scripts.iter().copied()) {
                 if !scripts.iter().any(|s| s.sha1 == script.sha1) {
@@ -38,11 +49,14 @@ impl Catalog {
                 }
             }
         }
-        scripts.extend([&INSPECT, &FORCE_RELEASE]);
+        let inspect = super::inspect::script(&parts);
+        scripts.extend([inspect, &FORCE_RELEASE]);
         Self {
             kinds: kinds.to_vec(),
             scripts,
             keys,
+            parts,
+            inspect,
         }
     }
 
@@ -62,15 +76,19 @@ impl Catalog {
         &self.keys
     }
 
+    /// Inspect's script (see `super::inspect`).
+    pub(crate) fn inspect(&self) -> &'static Script {
+        self.inspect
+    }
+
+    /// Reads one node's answer to [`Self::inspect`]; `None` when it is not of its format.
+    pub(crate) fn read_inspection(&self, answer: &[u8]) -> Option<KeyState> {
+        super::inspect::read(answer, &self.parts, |code| self.by_code(code))
+    }
+
     /// The kind whose values carry `code` (see `Spec::code`).
     pub(crate) fn by_code(&self, code: u8) -> Option<LockKind> {
         let spec = self.kinds.iter().find(|s| s.code == code)?;
-        Some(LockKind::of(spec))
-    }
-
-    /// The kind whose holders share a resource and hold it without its key (readers).
-    pub(crate) fn shared(&self) -> Option<LockKind> {
-        let spec = self.kinds.iter().find(|s| s.shared)?;
         Some(LockKind::of(spec))
     }
 

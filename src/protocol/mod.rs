@@ -12,7 +12,9 @@
 //! - `handoff`: the plain lock's cross-process hand-off: the take-over acquire and the release that
 //!   grants the key to the oldest waiter elsewhere (its safety argument); `grant`: the grant's Lua
 //!   fragment, which the notify releases of `scripts` run too.
-//! - `operator`: inspect and forced release, which take their keys by suffix, not by position.
+//! - `inspect`: what inspect reads ([`inspect::KeyState`]) and its script, built from a prelude and
+//!   each kind's part ([`inspect::InspectPart`], declared in the kind's file).
+//! - `operator`: forced release, which takes its keys by suffix, not by position.
 //! - `server`: what a handshake learns of a node's server ([`server::Server`]) and the rendering
 //!   [`server::Profile`] each connection encodes its commands with: the per-node command seam.
 //! - `native`: the shared single-key scripts' operations as native commands (`DELIFEQ`,
@@ -22,6 +24,7 @@ pub(crate) mod catalog;
 pub(crate) mod cmd;
 pub(crate) mod grant;
 pub(crate) mod handoff;
+pub(crate) mod inspect;
 pub(crate) mod native;
 pub(crate) mod operator;
 pub(crate) mod scripts;

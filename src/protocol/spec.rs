@@ -75,6 +75,9 @@ pub(crate) struct Spec {
     pub(crate) shared: bool,
     /// Every script this kind sends, for the handshake.
     pub(crate) scripts: &'static [&'static Script],
+    /// What inspect reads of this kind's keys beyond the resource key (`super::inspect`), each part
+    /// once however many kinds list it.
+    pub(crate) inspect: &'static [&'static super::inspect::InspectPart],
 }
 
 /// A kind's release that lets the nodes grant a named waiter of the releasing engine in the same

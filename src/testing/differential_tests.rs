@@ -30,7 +30,7 @@ use crate::kinds::rwlock::{READ, WRITE};
 use crate::kinds::semaphore::SEMAPHORE;
 use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, Script};
 use crate::protocol::handoff::{Entry, PLAIN_HANDOFF};
-use crate::protocol::operator::{FORCE_RELEASE, INSPECT};
+use crate::protocol::operator::FORCE_RELEASE;
 use crate::protocol::scripts::{
     BUSY, EXTEND_MANY, MARK_WAITING, RELEASE_MANY, RELEASE_MANY_ANY_SLOT, RELEASE_NOTIFY_MANY,
     RELEASE_NOTIFY_MANY_ANY_SLOT,
@@ -448,7 +448,8 @@ impl World {
                 let keys = every_key(r);
                 let mut argv = vec![Bytes::copy_from_slice(&v.as_bytes()[..8])];
                 argv.extend(suffixes.iter().map(|s| Bytes::from_static(s.name)));
-                ("INSPECT", evalsha(&INSPECT, &keys, &argv))
+                let inspect = crate::kinds::catalog().inspect();
+                ("INSPECT", evalsha(inspect, &keys, &argv))
             }
             _ => {
                 // As `Redlock::force_release` asks: counted, deleted and kept keys, and the mark.

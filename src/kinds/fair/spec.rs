@@ -9,6 +9,7 @@ use crate::error::NodeError;
 use crate::kinds::base::BASE;
 use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply};
+use crate::protocol::inspect::{count, InspectPart, KeyState};
 use crate::protocol::spec::{Forced, Kind, Spec, Successor, Suffix};
 
 /// The fair lock (its acquire command is an attempt: see [`ATTEMPT`]).
@@ -43,8 +44,25 @@ pub(crate) static FAIR: Spec = Spec {
         &UNLOCK_FAIR,
         &LEAVE,
     ],
+    inspect: &[&QUEUED],
     ..BASE
 };
+
+/// Inspect's part: live entries of the queue other than the holder's (the holder's own entry stays
+/// until its release), `KeyState::fair_waiters`.
+static QUEUED: InspectPart = InspectPart {
+    lua: "local n = 0 local e = K[':fair:exp'] if ty(e) == 'zset' then \
+n = redis.call('ZCOUNT', e, '(' .. now, '+inf') \
+if v then local s = redis.call('ZSCORE', e, v) if s and tonumber(s) > now then n = n - 1 end end end \
+out[#out + 1] = n",
+    fields: 1,
+    read: read_queued,
+};
+
+fn read_queued(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
+    state.fair_waiters = count(fields[0])?;
+    Some(())
+}
 
 /// The fair lock's release to the next waiter of the releasing engine (see [`RELEASE_FAIR_TO`]).
 static FAIR_SUCCESSOR: Successor = Successor {
