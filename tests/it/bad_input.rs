@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, engine_with, nodes, transports, urls};
+use crate::common::{each_transport, engine, engine_with, nodes, urls};
 use redlock_engine::{Config, LockError, Redlock};
 
 fn invalid_config(err: Result<Redlock, LockError>) -> String {
@@ -88,8 +88,7 @@ async fn bad_configurations_are_rejected_with_a_reason() {
 #[tokio::test]
 async fn bad_ttls_and_resources_are_rejected() {
     let cluster = nodes(1);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let long = vec![b'x'; 1025];
         let bad: Vec<(&[u8], Duration)> = vec![
             (b"r", Duration::ZERO),
@@ -126,7 +125,8 @@ async fn bad_ttls_and_resources_are_rejected() {
         ));
         e.release(lock).await.unwrap();
         e.release(lock2).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -146,8 +146,7 @@ async fn a_ttl_not_above_the_node_timeout_is_rejected() {
 #[tokio::test]
 async fn a_key_of_another_type_counts_as_not_acquired() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         for node in &cluster {
             node.cmd(&[b"RPUSH", b"redlock:{typed}", b"x"]);
         }
@@ -180,7 +179,8 @@ async fn a_key_of_another_type_counts_as_not_acquired() {
         for node in &cluster {
             node.cmd(&[b"DEL", b"redlock:{typed}"]);
         }
-    }
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, nodes, transports, urls};
+use crate::common::{each_transport, engine, nodes, urls};
 use redlock_engine::LockError;
 
 const TTL: Duration = Duration::from_secs(5);
@@ -11,9 +11,7 @@ const TTL: Duration = Duration::from_secs(5);
 #[tokio::test]
 async fn successive_holders_get_increasing_tokens() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let a = engine(urls(&cluster), transport).await;
-        let b = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [a, b]| {
         let mut last = 0;
         for i in 0..20 {
             let e = if i % 2 == 0 { &a } else { &b };
@@ -27,7 +25,8 @@ async fn successive_holders_get_increasing_tokens() {
         let plain = a.acquire(b"plain", TTL).await.unwrap();
         assert_eq!(plain.fencing_token(), None);
         a.release(plain).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 use std::future::IntoFuture;
 use std::time::Duration;
 
-use crate::common::{engine, nodes, transports, urls};
+use crate::common::{each_transport, engine, nodes, urls};
 use redlock_engine::{ErrorClass, LockError, RenewPolicy, Verdict, Wait};
 use tokio::time::Instant;
 
@@ -26,9 +26,7 @@ async fn free(e: &redlock_engine::Redlock, resource: &str) -> bool {
 #[tokio::test]
 async fn a_dropped_guard_releases_at_once_for_every_kind() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let a = engine(urls(&cluster), transport).await;
-        let b = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |transport, [a, b]| {
         let kinds: [(&str, Shape); 6] = [
             ("exclusive", |r| r),
             ("fenced", |r| r.fenced()),
@@ -59,7 +57,8 @@ async fn a_dropped_guard_releases_at_once_for_every_kind() {
             taken.release().await.unwrap();
             assert!(free(&a, &resource).await, "{name}: something left behind");
         }
-    }
+    })
+    .await;
 }
 
 #[tokio::test]

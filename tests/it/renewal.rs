@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, engine_with, nodes, transports, urls};
+use crate::common::{each_transport, engine, engine_with, nodes, urls};
 use redlock_engine::{LockError, RenewPolicy};
 
 const TTL: Duration = Duration::from_millis(300);
@@ -10,9 +10,7 @@ const TTL: Duration = Duration::from_millis(300);
 #[tokio::test]
 async fn a_renewed_lock_outlives_its_ttl_until_released() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
-        let other = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e, other]| {
         let lock = e
             .acquire_renewed(b"long-job", TTL, RenewPolicy::default())
             .await
@@ -31,7 +29,8 @@ async fn a_renewed_lock_outlives_its_ttl_until_released() {
         lock.release().await.unwrap();
         let free = other.try_acquire(b"long-job", TTL).await.unwrap();
         other.release(free).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -69,8 +68,7 @@ async fn coalesced_renewals_answer_for_each_lock_on_its_own() {
     // key of another type on node 0 (if that failed the whole call there, every lock in its batch
     // would be lost), lock 7 someone else's value on node 2. Exactly those two are lost.
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |transport, [e]| {
         let ttl = Duration::from_millis(900);
         let policy = RenewPolicy::default().every(Duration::from_millis(150));
         let mut locks = Vec::new();
@@ -118,7 +116,8 @@ async fn coalesced_renewals_answer_for_each_lock_on_its_own() {
         for node in &cluster {
             node.cmd(&[b"DEL", odd, b"redlock:{coalesce-7}"]);
         }
-    }
+    })
+    .await;
 }
 
 /// `EVALSHA` calls this node has served so far (`INFO commandstats`).
@@ -134,8 +133,7 @@ fn evalsha_calls(node: &crate::common::RedisNode) -> u64 {
 #[tokio::test]
 async fn losing_the_majority_tells_the_holder_at_once() {
     let mut cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let lock = e
             .acquire_renewed(b"fragile", TTL, RenewPolicy::default())
             .await
@@ -154,7 +152,8 @@ async fn losing_the_majority_tells_the_holder_at_once() {
             assert_eq!(node.cmd(&[b"GET", b"redlock:{fragile}"]), "intruder");
             node.cmd(&[b"DEL", b"redlock:{fragile}"]);
         }
-    }
+    })
+    .await;
     // Nodes dying: two of three killed, the next renewal cannot win.
     let e = engine(urls(&cluster), Default::default()).await;
     let lock = e

@@ -49,6 +49,40 @@ pub async fn fresh_engine(urls: Vec<String>) -> Redlock {
         .expect("engine builds")
 }
 
+/// `n` fresh nodes and `N` engines with the default configuration on them (see [`fresh_engine`]):
+/// the setup of most single-transport tests, a holder and the owners that contend with it.
+pub async fn fresh_nodes<const N: usize>(n: usize) -> (Vec<RedisNode>, [Redlock; N]) {
+    let cluster = nodes(n);
+    let mut engines = Vec::with_capacity(N);
+    for _ in 0..N {
+        engines.push(fresh_engine(urls(&cluster)).await);
+    }
+    (cluster, into_array(engines))
+}
+
+/// `engines` as an array of its length (the callers build exactly `N`).
+fn into_array<const N: usize>(engines: Vec<Redlock>) -> [Redlock; N] {
+    engines
+        .try_into()
+        .unwrap_or_else(|v: Vec<Redlock>| panic!("{} engines, not {N}", v.len()))
+}
+
+/// Runs `test` once for each transport of [`transports`], with `N` engines on `urls` built for it
+/// (see [`engine`]): the loop most of the suite's tests are, written once. A transport's engines are
+/// built when its turn comes and dropped when it ends, as in a `for` loop.
+pub async fn each_transport<const N: usize>(
+    urls: Vec<String>,
+    mut test: impl AsyncFnMut(Transport, [Redlock; N]),
+) {
+    for transport in transports() {
+        let mut engines = Vec::with_capacity(N);
+        for _ in 0..N {
+            engines.push(engine(urls.clone(), transport).await);
+        }
+        test(transport, into_array(engines)).await;
+    }
+}
+
 /// A builder for `urls` (quarantine off, see [`builder`]) that retries a busy lock `retries` times
 /// 5 ms apart and gives up a connect after 500 ms: a test's failures come back quickly.
 pub fn quick(urls: impl IntoIterator<Item = String>, retries: u32) -> Builder {
