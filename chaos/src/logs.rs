@@ -57,20 +57,11 @@ impl Logs {
 
     fn add(&mut self, stem: &str, text: &str) {
         for line in text.lines() {
-            if let Some(r) = Renewal::parse(line) {
-                self.renewals.push(r);
-                continue;
-            }
-            if let Some(c) = FairCall::parse(line) {
-                self.fair.push(c);
-                continue;
-            }
-            if let Some(l) = Lead::parse(line) {
-                self.leads.push(l);
-                continue;
-            }
-            if let Some(o) = Observed::parse(line) {
-                self.observed.push(o);
+            let kept = keep(&mut self.renewals, Renewal::parse(line))
+                || keep(&mut self.fair, FairCall::parse(line))
+                || keep(&mut self.leads, Lead::parse(line))
+                || keep(&mut self.observed, Observed::parse(line));
+            if kept {
                 continue;
             }
             match Record::parse(line) {
@@ -102,4 +93,12 @@ impl Logs {
         v.sort_unstable();
         v
     }
+}
+
+/// Pushes `parsed` onto `records` if a line parsed as that kind of record: whether it did, so that
+/// [`Logs::add`] tries each kind in turn until one takes the line.
+fn keep<T>(records: &mut Vec<T>, parsed: Option<T>) -> bool {
+    let found = parsed.is_some();
+    records.extend(parsed);
+    found
 }
