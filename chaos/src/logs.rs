@@ -77,6 +77,12 @@ impl Logs {
         }
     }
 
+    /// When the first of the grants `which` picks returned (raw ns), if any: when the service came back
+    /// after a fault, as the scenarios that kill nodes measure it.
+    pub fn first_return(&self, which: impl Fn(&Grant) -> bool) -> Option<u64> {
+        self.grants.iter().filter(|g| which(g)).map(|g| g.t1).min()
+    }
+
     /// Grants whose attempt started after `from` and returned before `to`.
     pub fn grants_within(&self, from: u64, to: u64) -> impl Iterator<Item = &Grant> {
         self.grants.iter().filter(move |g| g.t0 > from && g.t1 < to)

@@ -57,13 +57,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let quiet_until = kill + (MAX_TTL - UPTIME_SLACK).as_nanos() as u64;
     let during = f.logs.grants_within(kill, quiet_until).count();
     // Grants whose attempt started after the kill: any earlier one was decided by the old nodes.
-    let first = f
-        .logs
-        .grants
-        .iter()
-        .filter(|g| g.t0 > kill)
-        .map(|g| g.t1)
-        .min();
+    let first = f.logs.first_return(|g| g.t0 > kill);
     let after = f.logs.grants.iter().filter(|g| g.t0 > kill).count();
     f.extra(format!(
         "{RESTARTED} of 5 nodes killed, restarted within {:.0} ms with max_ttl {} ms: grants before {before}, \
