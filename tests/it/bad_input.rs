@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{each_transport, engine, engine_with, nodes, urls};
+use crate::common::{each_transport, engine, engine_with, nodes, quick_nodes, urls};
 use redlock_engine::{Config, LockError, Redlock};
 
 fn invalid_config(err: Result<Redlock, LockError>) -> String {
@@ -217,8 +217,7 @@ async fn unreachable_nodes_fail_fast_without_a_false_acquire() {
 
 #[tokio::test]
 async fn lock_debug_never_shows_the_value() {
-    let cluster = nodes(1);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(1).await;
     let lock = e
         .acquire(b"secret-holder", Duration::from_secs(5))
         .await

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{each_transport, engine, nodes, urls};
+use crate::common::{each_transport, nodes, quick_nodes, urls};
 use redlock_engine::LockError;
 
 const TTL: Duration = Duration::from_secs(5);
@@ -31,8 +31,7 @@ async fn successive_holders_get_increasing_tokens() {
 
 #[tokio::test]
 async fn a_later_holder_after_expiry_has_the_larger_token() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (_cluster, [e]) = quick_nodes(3).await;
     let old = e
         .acquire_fenced(b"paused", Duration::from_millis(200))
         .await
@@ -46,8 +45,7 @@ async fn a_later_holder_after_expiry_has_the_larger_token() {
 
 #[tokio::test]
 async fn counters_above_the_clock_are_respected_and_losing_them_does_not_repeat_tokens() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(3).await;
     // A counter far above the clock component (as after many grants in one millisecond).
     let high = u64::MAX / 2;
     for node in &cluster[..2] {
@@ -77,8 +75,7 @@ async fn counters_above_the_clock_are_respected_and_losing_them_does_not_repeat_
 
 #[tokio::test]
 async fn local_waiters_never_inherit_a_token() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (_cluster, [e]) = quick_nodes(3).await;
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let e = e.clone();

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{each_transport, engine, engine_with, nodes, urls};
+use crate::common::{each_transport, engine, engine_with, nodes, quick_nodes, urls};
 use redlock_engine::{LockError, RenewPolicy};
 
 const TTL: Duration = Duration::from_millis(300);
@@ -35,8 +35,7 @@ async fn a_renewed_lock_outlives_its_ttl_until_released() {
 
 #[tokio::test]
 async fn many_locks_renew_together_and_a_frozen_node_does_not_lose_them() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(3).await;
     let mut locks = Vec::new();
     for i in 0..50 {
         let resource = format!("batch-{i}");
@@ -167,8 +166,7 @@ async fn losing_the_majority_tells_the_holder_at_once() {
 
 #[tokio::test]
 async fn renewal_caps_let_the_lock_expire_and_say_so() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (_cluster, [e]) = quick_nodes(3).await;
     let lock = e
         .acquire_renewed(b"capped", TTL, RenewPolicy::default().max_renewals(2))
         .await
@@ -194,8 +192,7 @@ async fn renewal_caps_let_the_lock_expire_and_say_so() {
 
 #[tokio::test]
 async fn dropping_a_renewed_lock_stops_renewal_and_releases() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(3).await;
     let lock = e
         .acquire_renewed(b"dropped", TTL, RenewPolicy::default())
         .await
@@ -209,8 +206,7 @@ async fn dropping_a_renewed_lock_stops_renewal_and_releases() {
 
 #[tokio::test]
 async fn bad_renewal_policies_are_rejected() {
-    let cluster = nodes(1);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(1).await;
     for every in [TTL, TTL * 2, Duration::ZERO] {
         let r = e
             .acquire_renewed(b"p", TTL, RenewPolicy::default().every(every))
@@ -225,8 +221,7 @@ async fn bad_renewal_policies_are_rejected() {
 
 #[tokio::test]
 async fn with_lock_runs_renews_and_releases_even_on_panic() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(3).await;
     let out = e
         .with_lock(b"scoped", TTL, |ctx| async move {
             tokio::time::sleep(TTL * 2).await; // longer than the TTL: renewal keeps it

@@ -60,6 +60,17 @@ pub async fn fresh_nodes<const N: usize>(n: usize) -> (Vec<RedisNode>, [Redlock;
     (cluster, into_array(engines))
 }
 
+/// `n` fresh nodes and `N` engines on them with short retry pauses on the default transport (see
+/// [`engine`]): the setup of the single-transport tests that contend.
+pub async fn quick_nodes<const N: usize>(n: usize) -> (Vec<RedisNode>, [Redlock; N]) {
+    let cluster = nodes(n);
+    let mut engines = Vec::with_capacity(N);
+    for _ in 0..N {
+        engines.push(engine(urls(&cluster), Transport::default()).await);
+    }
+    (cluster, into_array(engines))
+}
+
 /// `engines` as an array of its length (the callers build exactly `N`).
 fn into_array<const N: usize>(engines: Vec<Redlock>) -> [Redlock; N] {
     engines
