@@ -25,3 +25,11 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     }
     Ok(f)
 }
+
+/// Starts this scenario's contending clients in the background and lets them run for a phase: the load a
+/// fault scenario breaks its nodes under, and the calm before the fault.
+pub async fn under_load(env: &mut Env, ctx: &Ctx) -> Result<(), String> {
+    env.spawn_background(PROCS)?;
+    wait(ctx.phase).await;
+    Ok(())
+}

@@ -5,7 +5,8 @@
 use crate::env::{Ctx, Env};
 
 use super::findings::Findings;
-use super::support::{mark, under_load, wait};
+use super::s01_contention::under_load;
+use super::support::{mark, wait};
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     under_load(env, ctx).await?;

@@ -16,8 +16,9 @@ use crate::env::{Ctx, Env};
 use testkit::NodeSpec;
 
 use super::findings::Findings;
+use super::s01_contention::under_load;
 use super::s07_restart::choreography;
-use super::support::{under_load, wait};
+use super::support::wait;
 
 const RESOURCE: &str = "x17";
 

@@ -5,19 +5,11 @@ use std::time::Duration;
 use redlock_engine::{Config, Lock, LockError, Redlock};
 
 use crate::clock::{mono_ns, with_first_poll};
-use crate::env::{Ctx, Env, NODE_TIMEOUT_MS};
+use crate::env::NODE_TIMEOUT_MS;
 
 /// A sleep, spelled for timelines.
 pub async fn wait(d: Duration) {
     tokio::time::sleep(d).await;
-}
-
-/// Starts scenario 1's contending clients in the background and lets them run for a phase: the load a
-/// fault scenario breaks its nodes under, and the calm before the fault.
-pub async fn under_load(env: &mut Env, ctx: &Ctx) -> Result<(), String> {
-    env.spawn_background(super::s01_contention::PROCS)?;
-    wait(ctx.phase).await;
-    Ok(())
 }
 
 /// Now on `CLOCK_MONOTONIC`, to mark a timeline event.
