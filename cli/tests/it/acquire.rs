@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{acquire, eventually, held_on, nodes, redlock, run, urls, Bg, Pids};
+use crate::support::{
+    acquire, eventually, held_on, nodes, reader_holding, redlock, run, urls, Bg, Pids,
+};
 
 #[test]
 fn acquire_passes_the_commands_exit_code_and_refuses_when_held() {
@@ -105,10 +107,7 @@ fn the_command_gets_the_resource_and_its_fencing_token() {
 #[test]
 fn shared_holders_share_and_a_writer_waits_for_them() {
     let n = nodes(3);
-    let reader = Bg::spawn(acquire(&n, "cat").args(["--shared", "--", "sleep", "1.5"]));
-    assert!(eventually(Duration::from_secs(3), || {
-        held_on(&n, "redlock:{cat}:rw:readers") == 3
-    }));
+    let reader = reader_holding(&n, "cat", "1.5");
     let (code, _, err) = run(acquire(&n, "cat").args(["-s", "-n", "--", "true"]));
     assert_eq!(code, 0, "a second reader gets in at once: {err}");
     let (code, _, err) = run(acquire(&n, "cat").args(["--write", "-n", "--", "true"]));

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::support::{acquire, alive, eventually, held_on, nodes, Bg, Pids};
+use crate::support::{acquire, alive, eventually, held_on, nodes, reader_holding, Bg, Pids};
 
 /// The number of entries in `key`'s sorted set on each node.
 fn zcards(n: &[crate::support::RedisNode], key: &str) -> Vec<String> {
@@ -64,10 +64,7 @@ fn a_signal_while_waiting_withdraws_a_fair_waiters_place() {
 #[test]
 fn ctrl_c_while_waiting_withdraws_a_writers_intent() {
     let n = nodes(3);
-    let reader = Bg::spawn(acquire(&n, "rw").args(["--shared", "--", "sleep", "3"]));
-    assert!(eventually(Duration::from_secs(3), || {
-        held_on(&n, "redlock:{rw}:rw:readers") == 3
-    }));
+    let reader = reader_holding(&n, "rw", "3");
     let writer = Bg::spawn_piped(acquire(&n, "rw").args(["--write", "--", "true"]));
     assert!(
         eventually(Duration::from_secs(3), || held_on(

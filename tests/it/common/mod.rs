@@ -26,6 +26,15 @@ pub fn transports() -> Vec<Transport> {
     all
 }
 
+/// Two fresh standalone masters beside the node set at `url` (a cluster's or a sentinel set's), and
+/// the URLs of all three, `url` first: the mixed set the cluster and sentinel tests vote on.
+pub fn beside_standalone(url: String) -> (Vec<RedisNode>, Vec<String>) {
+    let standalone = nodes(2);
+    let mut set = vec![url];
+    set.extend(urls(&standalone));
+    (standalone, set)
+}
+
 /// A builder for nodes this test just started: they hold no lock anyone could lose, so the crashed-node
 /// quarantine (which would keep them out for `max_ttl`) is off. `tests/quarantine.rs` turns it on.
 pub fn builder() -> redlock_engine::Builder {

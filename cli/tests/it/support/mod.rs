@@ -174,3 +174,14 @@ pub fn alive(pid: i32) -> bool {
 pub fn held_on(nodes: &[RedisNode], key: &str) -> usize {
     nodes.iter().filter(|n| n.exists(key.as_bytes())).count()
 }
+
+/// A shared holder of `resource`'s read-write lock running `sleep secs` in the background, once
+/// its reader entry is on every node: the reader a writer test then waits behind.
+pub fn reader_holding(nodes: &[RedisNode], resource: &str, secs: &str) -> Bg {
+    let reader = Bg::spawn(acquire(nodes, resource).args(["--shared", "--", "sleep", secs]));
+    let readers = format!("redlock:{{{resource}}}:rw:readers");
+    assert!(eventually(Duration::from_secs(3), || {
+        held_on(nodes, &readers) == nodes.len()
+    }));
+    reader
+}
