@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    acquire, eventually, held_on, nodes, reader_holding, redlock, run, urls, Bg, Pids,
+    acquire, eventually, held_on, nodes, reader_holding, redlock, run, soon_held_on, urls, Bg, Pids,
 };
 
 #[test]
@@ -21,10 +21,7 @@ fn acquire_passes_the_commands_exit_code_and_refuses_when_held() {
         "released when the command cannot start"
     );
     let first = Bg::spawn(acquire(&n, "job").args(["--ttl", "5s", "--", "sleep", "2"]));
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{job}"
-    ) >= 2));
+    assert!(soon_held_on(&n, "redlock:{job}", 2));
     let started = Instant::now();
     let (code, _, err) = run(acquire(&n, "job").args(["--wait", "300ms", "--", "true"]));
     assert_eq!(code, 75, "{err}");
@@ -46,10 +43,7 @@ fn acquire_waits_until_granted_by_default() {
     let n = nodes(3);
     let pids = Pids::new();
     let first = Bg::spawn(acquire(&n, "queue").args(["--ttl", "5s", "--", "sleep", "1.5"]));
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{queue}"
-    ) == 3));
+    assert!(soon_held_on(&n, "redlock:{queue}", 3));
     let started = Instant::now();
     let mark = pids.path("ran");
     let script = format!("echo ran > {}", mark.display());
@@ -159,10 +153,7 @@ fn fair_waiters_get_the_lock_in_arrival_order() {
     let pids = Pids::new();
     let order = pids.path("order");
     let holder = Bg::spawn(acquire(&n, "line").args(["--fair", "--", "sleep", "1"]));
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{line}"
-    ) >= 2));
+    assert!(soon_held_on(&n, "redlock:{line}", 2));
     let mut waiters = Vec::new();
     for name in ["first", "second", "third"] {
         let script = format!("echo {name} >> {}", order.display());
