@@ -21,6 +21,8 @@ async fn bad_configurations_are_rejected_with_a_reason() {
         f(&mut c);
         c
     };
+    // A configuration whose only node is `url`.
+    let only = |url: &str| with(&|c| c.nodes = vec![url.into()]);
     let cases: Vec<(Config, &str)> = vec![
         (with(&|c| c.nodes.clear()), "no nodes"),
         (
@@ -34,28 +36,16 @@ async fn bad_configurations_are_rejected_with_a_reason() {
         (with(&|c| c.nodes.push(good.clone())), "listed twice"),
         (with(&|c| c.nodes.push(format!("{good}/0"))), "listed twice"),
         (with(&|c| c.nodes.push(format!("{good}/1"))), "listed twice"),
+        (only("http://127.0.0.1:1"), "redis://"),
+        (only("redis://127.0.0.1:notaport"), "host:port"),
+        (only("redis://u:secret@127.0.0.1:1/x"), "database"),
         (
-            with(&|c| c.nodes = vec!["http://127.0.0.1:1".into()]),
-            "redis://",
-        ),
-        (
-            with(&|c| c.nodes = vec!["redis://127.0.0.1:notaport".into()]),
-            "host:port",
-        ),
-        (
-            with(&|c| c.nodes = vec!["redis://u:secret@127.0.0.1:1/x".into()]),
-            "database",
-        ),
-        (
-            with(&|c| c.nodes = vec!["redis-sentinel://u:secret@127.0.0.1:1".into()]),
+            only("redis-sentinel://u:secret@127.0.0.1:1"),
             "sentinelServiceName",
         ),
+        (only("redis-cluster://127.0.0.1:1/2"), "database 0"),
         (
-            with(&|c| c.nodes = vec!["redis-cluster://127.0.0.1:1/2".into()]),
-            "database 0",
-        ),
-        (
-            with(&|c| c.nodes = vec!["redis://127.0.0.1:1?node=127.0.0.1:2".into()]),
+            only("redis://127.0.0.1:1?node=127.0.0.1:2"),
             "query parameter",
         ),
         (with(&|c| c.drift_factor = 1.0), "drift_factor"),

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{each_transport, engine, engine_with, nodes, quick_nodes, urls};
+use crate::common::{each_transport, engine, nodes, quick_nodes, retrying, urls};
 use redlock_engine::{LockError, RenewPolicy};
 
 const TTL: Duration = Duration::from_millis(300);
@@ -265,10 +265,7 @@ async fn with_lock_runs_renews_and_releases_even_on_panic() {
 #[tokio::test]
 async fn an_owner_reenters_what_it_holds_and_others_cannot() {
     let cluster = nodes(3);
-    let e = engine_with(&cluster, |b| {
-        b.retry(2, Duration::from_millis(5), Duration::from_millis(5))
-    })
-    .await;
+    let e = retrying(&cluster, 2).await;
     let a = e.owner();
     let b = e.owner();
     assert_eq!(a.acquire(b"tree", TTL * 10).await.unwrap(), 1);
@@ -305,10 +302,7 @@ async fn an_owner_waiting_for_one_resource_can_still_release_another() {
     // Owner a holds X and waits for Y; owner b holds Y and waits for X. a releasing X (from another
     // task) must not queue behind a's own wait for Y, or neither owner moves until retries run out.
     let cluster = nodes(3);
-    let e = engine_with(&cluster, |b| {
-        b.retry(400, Duration::from_millis(5), Duration::from_millis(5))
-    })
-    .await;
+    let e = retrying(&cluster, 400).await;
     let a = std::sync::Arc::new(e.owner());
     let b = std::sync::Arc::new(e.owner());
     a.acquire(b"x", TTL * 20).await.unwrap();

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{attempt, each_transport, engine_with, nodes, transports, urls};
+use crate::common::{attempt, each_transport, engine_with, nodes, retrying, transports, urls};
 use redlock_engine::{Config, LockError, Redlock};
 
 const TTL: Duration = Duration::from_secs(5);
@@ -44,10 +44,7 @@ async fn readers_share_writers_exclude() {
 #[tokio::test]
 async fn a_waiting_writer_is_not_starved_by_new_readers() {
     let cluster = nodes(3);
-    let e = engine_with(&cluster, |b| {
-        b.retry(200, Duration::from_millis(5), Duration::from_millis(5))
-    })
-    .await;
+    let e = retrying(&cluster, 200).await;
     // Readers keep arriving, each holding 50 ms, overlapping: without writer preference the resource is
     // never free of readers.
     let readers = {

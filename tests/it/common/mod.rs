@@ -136,6 +136,15 @@ pub async fn engine_with(nodes: &[RedisNode], tune: impl FnOnce(Builder) -> Buil
     build(tune(builder().nodes(urls(nodes)))).await
 }
 
+/// An engine on `nodes` (see [`engine_with`]) retrying `retries` times, 5 ms apart: owners that
+/// wait for each other's locks see them freed at once.
+pub async fn retrying(nodes: &[RedisNode], retries: u32) -> Redlock {
+    engine_with(nodes, |b| {
+        b.retry(retries, Duration::from_millis(5), Duration::from_millis(5))
+    })
+    .await
+}
+
 /// One attempt at `request` for `ttl`, as a bare [`Lock`]: the test releases it with
 /// `Redlock::release` (or leaves it held), not a guard dropped at the end of a statement.
 pub async fn attempt(request: LockRequest<'_>, ttl: Duration) -> Result<Lock, LockError> {
