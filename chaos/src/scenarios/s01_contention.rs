@@ -3,10 +3,8 @@
 use crate::env::{Ctx, Env};
 
 use super::findings::Findings;
+use super::load::PROCS;
 use super::support::wait;
-
-/// Background client processes; each runs 4 tasks.
-pub const PROCS: usize = 4;
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     env.spawn_background(PROCS)?;
@@ -24,12 +22,4 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         f.extra(format!("{rate:.0} grants/s"));
     }
     Ok(f)
-}
-
-/// Starts this scenario's contending clients in the background and lets them run for a phase: the load a
-/// fault scenario breaks its nodes under, and the calm before the fault.
-pub async fn under_load(env: &mut Env, ctx: &Ctx) -> Result<(), String> {
-    env.spawn_background(PROCS)?;
-    wait(ctx.phase).await;
-    Ok(())
 }

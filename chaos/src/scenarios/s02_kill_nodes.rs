@@ -5,7 +5,7 @@
 use crate::env::{Ctx, Env};
 
 use super::findings::Findings;
-use super::s01_contention::under_load;
+use super::load::under_load;
 use super::support::{mark, wait};
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {

@@ -7,7 +7,7 @@ use crate::checker::{ms, percentile};
 use crate::env::{Ctx, Env, TTL_MS};
 
 use super::findings::Findings;
-use super::s01_contention::under_load;
+use super::load::under_load;
 use super::support::{mark, ms_between, wait};
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {

@@ -8,7 +8,7 @@ use crate::checker::{ms, percentile};
 use crate::env::{Ctx, Env, NODE_TIMEOUT_MS, TTL_MS};
 
 use super::findings::Findings;
-use super::s01_contention::under_load;
+use super::load::under_load;
 use super::support::{mark, wait};
 
 /// Scheduling slack on top of the node deadline: the machine is small and shared.

@@ -28,7 +28,7 @@ const _: () = assert!((TTL_MS as u128) < MAX_TTL.as_millis());
 const RESTARTED: usize = 3;
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
-    for i in 0..super::s01_contention::PROCS {
+    for i in 0..super::load::PROCS {
         let mut args = env.client_args(&format!("c{i}"));
         args.quarantine = true;
         args.max_ttl_ms = Some(MAX_TTL.as_millis() as u64);

@@ -16,7 +16,7 @@ use crate::env::{Ctx, Env};
 use testkit::NodeSpec;
 
 use super::findings::Findings;
-use super::s01_contention::under_load;
+use super::load::under_load;
 use super::s07_restart::choreography;
 use super::support::wait;
 
