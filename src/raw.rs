@@ -7,6 +7,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
 use crate::algo::quorum::Vote;
+use crate::algo::reply::NodeResult;
 use crate::algo::value::LockValue;
 use crate::engine::fanout::{round, Deadline};
 use crate::engine::Redlock;
@@ -28,15 +29,7 @@ pub async fn set_all(
         value,
         ttl_ms,
     };
-    round(
-        r.core().nodes(),
-        &cmd,
-        Deadline::fixed(Instant::now() + timeout),
-        Vote::of_set,
-        false,
-    )
-    .await
-    .yes
+    yes_votes(r, &cmd, timeout, Vote::of_set).await
 }
 
 /// The compare-and-delete script on every node; returns how many deleted.
@@ -47,11 +40,22 @@ pub async fn release_all(r: &Redlock, key: &Bytes, value: LockValue, timeout: Du
         value,
         args: Args::NONE,
     };
+    yes_votes(r, &cmd, timeout, Vote::of_script).await
+}
+
+/// How many nodes voted yes on `cmd`, sent to every node of `r` at once and read by `read`, within
+/// `timeout` and without deciding early: every raw call counts all the nodes the same way.
+async fn yes_votes(
+    r: &Redlock,
+    cmd: &Cmd,
+    timeout: Duration,
+    read: fn(NodeResult) -> Vote,
+) -> usize {
     round(
         r.core().nodes(),
-        &cmd,
+        cmd,
         Deadline::fixed(Instant::now() + timeout),
-        Vote::of_script,
+        read,
         false,
     )
     .await

@@ -11,6 +11,8 @@
 //! - `O observer term revision value at` — an observer's `observe()` stream gave the leader of
 //!   `term` at `revision`, publishing `value` (the candidate's id), at `at`.
 
+use crate::log_fields::fields;
+
 use redlock_engine::LockError;
 
 /// What a leader was doing when it logged an `L` line.
@@ -95,17 +97,14 @@ impl Lead {
 
     /// Parses an `L` line; `None` for any other or a truncated one.
     pub fn parse(line: &str) -> Option<Self> {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() != 7 || f[0] != "L" {
-            return None;
-        }
+        let [holder, term, t1, at, vu, step] = fields(line, "L")?;
         Some(Self {
-            holder: f[1].to_string(),
-            term: f[2].parse().ok()?,
-            t1: f[3].parse().ok()?,
-            at: f[4].parse().ok()?,
-            vu: f[5].parse().ok()?,
-            step: Step::parse(f[6])?,
+            holder: holder.to_string(),
+            term: term.parse().ok()?,
+            t1: t1.parse().ok()?,
+            at: at.parse().ok()?,
+            vu: vu.parse().ok()?,
+            step: Step::parse(step)?,
         })
     }
 }
@@ -131,16 +130,13 @@ impl Observed {
 
     /// Parses an `O` line; `None` for any other or a truncated one.
     pub fn parse(line: &str) -> Option<Self> {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() != 6 || f[0] != "O" {
-            return None;
-        }
+        let [observer, term, revision, value, at] = fields(line, "O")?;
         Some(Self {
-            observer: f[1].to_string(),
-            term: f[2].parse().ok()?,
-            revision: f[3].parse().ok()?,
-            value: f[4].to_string(),
-            at: f[5].parse().ok()?,
+            observer: observer.to_string(),
+            term: term.parse().ok()?,
+            revision: revision.parse().ok()?,
+            value: value.to_string(),
+            at: at.parse().ok()?,
         })
     }
 }

@@ -10,6 +10,8 @@
 //! seen, its counts of `G`, `Q` and `L` replies, and how long the round took (ns; see
 //! [`crate::client::round_tap`]).
 
+use crate::log_fields::fields;
+
 /// How a fair acquire call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FairEnd {
@@ -97,23 +99,21 @@ impl FairCall {
 
     /// Parses an `F` line; `None` for any other or a malformed one.
     pub fn parse(line: &str) -> Option<Self> {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() != 10 || f[0] != "F" {
-            return None;
-        }
-        let rounds = match f[9] {
+        let [holder, resource, t0, t1, end, nodes, timeout_ms, attempts, rounds] =
+            fields(line, "F")?;
+        let rounds = match rounds {
             "-" => Vec::new(),
             list => list.split(',').map(round).collect::<Option<_>>()?,
         };
         Some(Self {
-            holder: f[1].to_string(),
-            resource: f[2].to_string(),
-            t0: f[3].parse().ok()?,
-            t1: f[4].parse().ok()?,
-            end: FairEnd::parse(f[5])?,
-            nodes: f[6].parse().ok()?,
-            timeout_ms: f[7].parse().ok()?,
-            attempts: match f[8] {
+            holder: holder.to_string(),
+            resource: resource.to_string(),
+            t0: t0.parse().ok()?,
+            t1: t1.parse().ok()?,
+            end: FairEnd::parse(end)?,
+            nodes: nodes.parse().ok()?,
+            timeout_ms: timeout_ms.parse().ok()?,
+            attempts: match attempts {
                 "-" => None,
                 a => Some(a.parse().ok()?),
             },

@@ -57,20 +57,11 @@ impl Logs {
 
     fn add(&mut self, stem: &str, text: &str) {
         for line in text.lines() {
-            if let Some(r) = Renewal::parse(line) {
-                self.renewals.push(r);
-                continue;
-            }
-            if let Some(c) = FairCall::parse(line) {
-                self.fair.push(c);
-                continue;
-            }
-            if let Some(l) = Lead::parse(line) {
-                self.leads.push(l);
-                continue;
-            }
-            if let Some(o) = Observed::parse(line) {
-                self.observed.push(o);
+            let kept = keep(&mut self.renewals, Renewal::parse(line))
+                || keep(&mut self.fair, FairCall::parse(line))
+                || keep(&mut self.leads, Lead::parse(line))
+                || keep(&mut self.observed, Observed::parse(line));
+            if kept {
                 continue;
             }
             match Record::parse(line) {
@@ -84,6 +75,12 @@ impl Logs {
                 None => {}
             }
         }
+    }
+
+    /// When the first of the grants `which` picks returned (raw ns), if any: when the service came back
+    /// after a fault, as the scenarios that kill nodes measure it.
+    pub fn first_return(&self, which: impl Fn(&Grant) -> bool) -> Option<u64> {
+        self.grants.iter().filter(|g| which(g)).map(|g| g.t1).min()
     }
 
     /// Grants whose attempt started after `from` and returned before `to`.
@@ -102,4 +99,12 @@ impl Logs {
         v.sort_unstable();
         v
     }
+}
+
+/// Pushes `parsed` onto `records` if a line parsed as that kind of record: whether it did, so that
+/// [`Logs::add`] tries each kind in turn until one takes the line.
+fn keep<T>(records: &mut Vec<T>, parsed: Option<T>) -> bool {
+    let found = parsed.is_some();
+    records.extend(parsed);
+    found
 }

@@ -49,6 +49,7 @@ mod fair_log;
 mod fairness;
 mod faketime;
 mod leaders;
+mod log_fields;
 mod logs;
 mod procs;
 mod record;

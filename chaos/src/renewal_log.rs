@@ -7,6 +7,8 @@
 //! ended unrenewed) or `refused` (the watchdog gave it up with validity left: a majority said the key
 //! was gone or someone else's).
 
+use crate::log_fields::fields;
+
 /// Why a renewed lock was lost, if it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Loss {
@@ -63,18 +65,15 @@ impl Renewal {
 
     /// Parses an `R` line; `None` for any other or a truncated line.
     pub fn parse(line: &str) -> Option<Self> {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() != 8 || f[0] != "R" {
-            return None;
-        }
+        let [holder, resource, t1, end, vu, renewals, loss] = fields(line, "R")?;
         Some(Self {
-            holder: f[1].to_string(),
-            resource: f[2].to_string(),
-            t1: f[3].parse().ok()?,
-            end: f[4].parse().ok()?,
-            vu: f[5].parse().ok()?,
-            renewals: f[6].parse().ok()?,
-            loss: Loss::parse(f[7])?,
+            holder: holder.to_string(),
+            resource: resource.to_string(),
+            t1: t1.parse().ok()?,
+            end: end.parse().ok()?,
+            vu: vu.parse().ok()?,
+            renewals: renewals.parse().ok()?,
+            loss: Loss::parse(loss)?,
         })
     }
 

@@ -17,7 +17,7 @@
 use std::future::IntoFuture;
 use std::time::Duration;
 
-use redlock_engine::{LockRequest, Redlock, RenewPolicy, Wait};
+use redlock_engine::{LockError, LockRequest, Redlock, RenewPolicy, Wait};
 
 use crate::args::{Acquire, Options};
 use crate::exit::{not_locked, Failure, SIGNALLED};
@@ -48,21 +48,16 @@ pub async fn run(opts: &Options, args: &Acquire) -> Result<u8, Failure> {
         );
         engine = crate::connect::engine(opts, None).await?;
     }
-    let taken = request(&engine, args)
-        .renewed(RenewPolicy::default())
-        .into_future();
-    let taken = tokio::select! {
-        taken = taken => taken.map_err(|e| not_locked(&args.resource, &e)),
-        // `select!` has dropped the request by now: its clean-up is queued on the connections.
-        sig = signals.recv() => Err(interrupted(&args.resource, sig)),
-    };
-    let lock = match taken {
-        Ok(lock) => lock,
-        Err(failure) => {
-            settle(&engine, opts, &args.resource).await;
-            return Err(failure);
-        }
-    };
+    let taken = request(&engine, args).renewed(RenewPolicy::default());
+    let lock = take(
+        &engine,
+        opts,
+        &args.resource,
+        &mut signals,
+        taken,
+        not_locked,
+    )
+    .await?;
     let mut env = vec![("REDLOCK_RESOURCE", args.resource.clone())];
     if let Some(token) = lock.fencing_token() {
         env.push(("REDLOCK_FENCING_TOKEN", token.to_string()));
@@ -99,6 +94,29 @@ pub fn wait(nonblock: bool, wait: Option<Duration>) -> Wait {
     }
 }
 
+/// Waits for `taken` (a lock's request or an election's campaign on `resource`) unless a signal
+/// comes first, the one wait of `acquire` and `elect`. A refusal is `refused`'s failure, a signal
+/// [`interrupted`]'s; either way the request is dropped and its clean-up [`settle`]d before the
+/// failure is returned.
+pub async fn take<T>(
+    engine: &Redlock,
+    opts: &Options,
+    resource: &str,
+    signals: &mut Signals,
+    taken: impl IntoFuture<Output = Result<T, LockError>>,
+    refused: fn(&str, &LockError) -> Failure,
+) -> Result<T, Failure> {
+    let taken = tokio::select! {
+        taken = taken.into_future() => taken.map_err(|e| refused(resource, &e)),
+        // `select!` has dropped the request by now: its clean-up is queued on the connections.
+        sig = signals.recv() => Err(interrupted(resource, sig)),
+    };
+    if taken.is_err() {
+        settle(engine, opts, resource).await;
+    }
+    taken
+}
+
 /// Waits until the nodes have taken what a request that ended without the lock queued for them —
 /// a release of keys a round set, a fair waiter leaving its queue, a writer withdrawing its intent
 /// (the library fires these without waiting). Exiting at once could end the connections' tasks
@@ -106,13 +124,13 @@ pub fn wait(nonblock: bool, wait: Option<Duration>) -> Wait {
 /// One more round trip on the same connections — an inspect, queued after them, so answered after
 /// them — shows they have been served. Bounded: a node that does not answer has the library's
 /// re-sends and the keys' TTL.
-pub async fn settle(engine: &Redlock, opts: &Options, resource: &str) {
+async fn settle(engine: &Redlock, opts: &Options, resource: &str) {
     let bound = crate::connect::connect_timeout(opts).max(Duration::from_millis(100)) * 2;
     let _ = tokio::time::timeout(bound, engine.inspect(resource)).await;
 }
 
 /// A signal stopped the wait (`sig`: its number): exit 128 + N, as a shell would report it.
-pub fn interrupted(resource: &str, sig: i32) -> Failure {
+fn interrupted(resource: &str, sig: i32) -> Failure {
     Failure::new(
         SIGNALLED + sig as u8,
         format!(

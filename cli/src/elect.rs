@@ -8,11 +8,9 @@
 //! group (SIGTERM, SIGKILL after `--kill-after`, exit [`LOST`](crate::exit::LOST)). The command gets
 //! `REDLOCK_ELECTION`, `REDLOCK_TERM` and `REDLOCK_LEADER_VALUE`.
 
-use std::future::IntoFuture;
-
 use redlock_engine::{LockError, RenewPolicy};
 
-use crate::acquire::{interrupted, settle, wait};
+use crate::acquire::{take, wait};
 use crate::args::{Elect, Options};
 use crate::exit::{not_locked, Failure};
 use crate::signals::Signals;
@@ -28,20 +26,16 @@ pub async fn run(opts: &Options, args: &Elect) -> Result<u8, Failure> {
         .renewal(RenewPolicy::default());
     let campaign = election
         .campaign(&value)
-        .wait(wait(args.nonblock, args.wait))
-        .into_future();
-    let won = tokio::select! {
-        won = campaign => won.map_err(|e| not_elected(&args.name, &e)),
-        // `select!` has dropped the campaign by now: its clean-up is queued on the connections.
-        sig = signals.recv() => Err(interrupted(&args.name, sig)),
-    };
-    let leadership = match won {
-        Ok(leadership) => leadership,
-        Err(failure) => {
-            settle(&engine, opts, &args.name).await;
-            return Err(failure);
-        }
-    };
+        .wait(wait(args.nonblock, args.wait));
+    let leadership = take(
+        &engine,
+        opts,
+        &args.name,
+        &mut signals,
+        campaign,
+        not_elected,
+    )
+    .await?;
     let env = [
         ("REDLOCK_ELECTION", args.name.clone()),
         ("REDLOCK_TERM", leadership.term().to_string()),

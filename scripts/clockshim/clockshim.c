@@ -89,26 +89,25 @@ static int is_wall_clock(clockid_t id) {
            id == CLOCK_TAI;
 }
 
-/* Adds `offset` (in `unit`s per second) to sec/frac, keeping 0 <= frac < unit. In int64 nanoseconds
- * this holds for clocks and offsets up to the year 2262. */
-static void shift(int64_t *sec, int64_t *frac, int64_t unit, int64_t offset) {
-    int64_t total = *sec * unit + *frac + offset;
-    *sec = total / unit;
-    *frac = total % unit;
-    if (*frac < 0) {
-        *frac += unit;
-        *sec -= 1;
+/* Adds `offset` (in `unit`s per second) to the time *sec + *frac / unit, keeping 0 <= *frac < unit:
+ * the fields of a timespec (unit 10^9) or a timeval (10^6; suseconds_t is a long), shifted in place.
+ * In int64 nanoseconds this holds for clocks and offsets up to the year 2262. */
+static void shift(time_t *sec, long *frac, int64_t unit, int64_t offset) {
+    int64_t total = (int64_t)*sec * unit + *frac + offset;
+    int64_t s = total / unit, f = total % unit;
+    if (f < 0) {
+        f += unit;
+        s -= 1;
     }
+    *sec = s;
+    *frac = f;
 }
 
 int clock_gettime(clockid_t id, struct timespec *ts) {
     long rc = syscall(SYS_clock_gettime, id, ts);
     if (rc != 0 || !is_wall_clock(id))
         return (int)rc;
-    int64_t sec = ts->tv_sec, ns = ts->tv_nsec;
-    shift(&sec, &ns, 1000000000, current_offset_ms() * 1000000);
-    ts->tv_sec = sec;
-    ts->tv_nsec = ns;
+    shift(&ts->tv_sec, &ts->tv_nsec, 1000000000, current_offset_ms() * 1000000);
     return 0;
 }
 
@@ -116,10 +115,7 @@ int gettimeofday(struct timeval *restrict tv, void *restrict tz) {
     long rc = syscall(SYS_gettimeofday, tv, tz);
     if (rc != 0) /* glibc declares tv non-null, so no NULL check */
         return (int)rc;
-    int64_t sec = tv->tv_sec, us = tv->tv_usec;
-    shift(&sec, &us, 1000000, current_offset_ms() * 1000);
-    tv->tv_sec = sec;
-    tv->tv_usec = us;
+    shift(&tv->tv_sec, &tv->tv_usec, 1000000, current_offset_ms() * 1000);
     return 0;
 }
 

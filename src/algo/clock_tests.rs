@@ -14,13 +14,23 @@ fn sample(base: Instant, node_ms: i64, sent: u64, received: u64) -> Sample {
     }
 }
 
-/// Samples every 80 ms through a watch: what the pipelined connection feeds it when idle.
-fn watch_over(steps: &[(u64, i64)]) -> Vec<Step> {
-    let watch = ClockWatch::new(Some(GuardSettings {
+/// How the rule judges the step from `a` to `b` with the tests' 1 % drift bound and [`SLACK`].
+fn step(a: Sample, b: Sample) -> Step {
+    judge(a, b, 0.01, SLACK)
+}
+
+/// A watch with the tests' 1 % drift bound and [`SLACK`] that holds a jumped node out for `hold`.
+fn guarded(hold: Duration) -> ClockWatch {
+    ClockWatch::new(Some(GuardSettings {
         drift: 0.01,
         slack: SLACK,
-        hold: Duration::from_secs(60),
-    }));
+        hold,
+    }))
+}
+
+/// Samples every 80 ms through a watch: what the pipelined connection feeds it when idle.
+fn watch_over(steps: &[(u64, i64)]) -> Vec<Step> {
+    let watch = guarded(Duration::from_secs(60));
     let t = Instant::now();
     steps
         .iter()
@@ -54,7 +64,7 @@ fn a_clock_in_step_is_steady_whatever_the_queueing() {
     // 1 s later, the node ran TIME anywhere within a 300 ms round trip.
     for node_ms in [1000, 1150, 1299] {
         let b = sample(t, node_ms, 1000, 1300);
-        assert_eq!(judge(a, b, 0.01, SLACK), Step::Steady, "{node_ms}");
+        assert_eq!(step(a, b), Step::Steady, "{node_ms}");
     }
 }
 
@@ -63,29 +73,23 @@ fn a_step_beyond_the_window_and_drift_is_a_jump() {
     let t = Instant::now();
     let a = sample(t, 0, 0, 1);
     // Widest local gap 1001 ms; 1 % drift and 2 ms slack allow 1013 ms.
-    assert_eq!(
-        judge(a, sample(t, 1013, 1000, 1001), 0.01, SLACK),
-        Step::Steady
-    );
+    assert_eq!(step(a, sample(t, 1013, 1000, 1001)), Step::Steady);
     assert!(matches!(
-        judge(a, sample(t, 1015, 1000, 1001), 0.01, SLACK),
+        step(a, sample(t, 1015, 1000, 1001)),
         Step::Forward(d) if d <= Duration::from_millis(2)
     ));
     assert!(matches!(
-        judge(a, sample(t, 31_000, 1000, 1001), 0.01, SLACK),
+        step(a, sample(t, 31_000, 1000, 1001)),
         Step::Forward(d) if d > Duration::from_secs(29)
     ));
     // Narrowest local gap 999 ms; the node must have advanced at least ~987 ms.
-    assert_eq!(
-        judge(a, sample(t, 988, 1000, 1001), 0.01, SLACK),
-        Step::Steady
-    );
+    assert_eq!(step(a, sample(t, 988, 1000, 1001)), Step::Steady);
     assert!(matches!(
-        judge(a, sample(t, 900, 1000, 1001), 0.01, SLACK),
+        step(a, sample(t, 900, 1000, 1001)),
         Step::Backward(_)
     ));
     assert!(matches!(
-        judge(a, sample(t, -5000, 1000, 1001), 0.01, SLACK),
+        step(a, sample(t, -5000, 1000, 1001)),
         Step::Backward(d) if d > Duration::from_secs(5)
     ));
 }
@@ -94,11 +98,7 @@ fn a_step_beyond_the_window_and_drift_is_a_jump() {
 fn a_forward_jump_stops_the_votes_for_the_hold_and_later_samples_judge_from_it() {
     let t = Instant::now();
     let hold = Duration::from_secs(60);
-    let watch = ClockWatch::new(Some(GuardSettings {
-        drift: 0.01,
-        slack: SLACK,
-        hold,
-    }));
+    let watch = guarded(hold);
     assert_eq!(watch.observe(sample(t, 0, 0, 1)), Step::Steady);
     assert!(watch.votes());
     assert!(matches!(
@@ -120,11 +120,7 @@ fn a_lock_is_held_while_its_unjumped_grantors_are_a_quorum() {
     let log = Arc::new(JumpLog::new(5));
     let majority = |n: usize| n / 2 + 1;
     let watch = |i| {
-        let w = ClockWatch::new(Some(GuardSettings {
-            drift: 0.01,
-            slack: SLACK,
-            hold: Duration::from_secs(60),
-        }));
+        let w = guarded(Duration::from_secs(60));
         w.report_to(log.clone(), i);
         w
     };
@@ -170,12 +166,8 @@ fn a_slow_skew_within_the_drift_bound_is_steady() {
     let t = Instant::now();
     let a = sample(t, 0, 0, 0);
     // 0.5 % fast or slow over 100 s, with a 1 % bound.
-    assert_eq!(
-        judge(a, sample(t, 100_500, 100_000, 100_000), 0.01, SLACK),
-        Step::Steady
-    );
-    assert_eq!(
-        judge(a, sample(t, 99_500, 100_000, 100_000), 0.01, SLACK),
-        Step::Steady
-    );
+    for node_ms in [100_500, 99_500] {
+        let b = sample(t, node_ms, 100_000, 100_000);
+        assert_eq!(step(a, b), Step::Steady, "{node_ms}");
+    }
 }

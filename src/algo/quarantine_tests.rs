@@ -10,6 +10,14 @@ fn id(run_id: &str, uptime_s: u64) -> ServerIdentity {
     }
 }
 
+/// A quarantine with a 60 s max lifetime that has seen one connect, reporting `run_id` and
+/// `uptime_s`: where most cases start.
+fn connected(run_id: &str, uptime_s: u64) -> Quarantine {
+    let q = Quarantine::new(Some(Duration::from_secs(60)));
+    q.on_connect(&id(run_id, uptime_s));
+    q
+}
+
 #[test]
 fn reported_uptime_counts_one_second_less() {
     let max = Duration::from_secs(60);
@@ -29,29 +37,20 @@ fn reported_uptime_counts_one_second_less() {
 }
 
 #[test]
-fn a_node_reporting_exactly_max_ttl_still_waits() {
-    let q = Quarantine::new(Some(Duration::from_secs(60)));
-    q.on_connect(&id("a", 60));
-    assert!(!q.votes(), "60 s reported may be 59.01 s");
-    let q = Quarantine::new(Some(Duration::from_secs(60)));
-    q.on_connect(&id("a", 61));
-    assert!(q.votes());
-}
-
-#[test]
-fn young_nodes_wait_until_old_enough() {
-    let q = Quarantine::new(Some(Duration::from_secs(60)));
-    q.on_connect(&id("a", 10));
-    assert!(!q.votes(), "10 s old, max lifetime 60 s");
-    let old = Quarantine::new(Some(Duration::from_secs(60)));
-    old.on_connect(&id("a", 3600));
-    assert!(old.votes());
+fn young_nodes_wait_until_old_enough_and_exactly_max_ttl_still_waits() {
+    for (uptime_s, votes, why) in [
+        (10, false, "10 s old, max lifetime 60 s"),
+        (60, false, "60 s reported may be 59.01 s"),
+        (61, true, "61 s reported is older than 60 s"),
+        (3600, true, "an hour old"),
+    ] {
+        assert_eq!(connected("a", uptime_s).votes(), votes, "{why}");
+    }
 }
 
 #[test]
 fn a_changed_run_id_quarantines_whatever_the_uptime() {
-    let q = Quarantine::new(Some(Duration::from_secs(60)));
-    q.on_connect(&id("a", 3600));
+    let q = connected("a", 3600);
     assert!(q.votes());
     q.on_connect(&id("b", 3600)); // odd uptime reporting, but a different process
     assert!(!q.votes());

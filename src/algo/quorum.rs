@@ -310,28 +310,42 @@ mod tests {
         assert_eq!(t.mismatch, Some(3));
     }
 
-    #[test]
-    fn decides_early_on_win() {
-        let mut t = Tally::new(5);
-        assert_eq!(t.record(0, Vote::Yes), Decision::Open);
-        assert_eq!(
-            t.record(3, Vote::Failed(NodeError::Timeout)),
-            Decision::Open
-        );
-        assert_eq!(t.record(1, Vote::Yes), Decision::Open);
-        assert_eq!(t.record(4, Vote::Yes), Decision::Won);
+    /// Records `votes` into `t` in order, each with the decision expected right after it (node
+    /// index, vote, decision): a round's replies as the tally reads them one by one.
+    fn replay(mut t: Tally, votes: Vec<(usize, Vote, Decision)>) -> Tally {
+        for (i, vote, expect) in votes {
+            assert_eq!(t.record(i, vote), expect, "node {i}");
+        }
+        t
     }
 
     #[test]
-    fn decides_early_on_loss() {
-        let mut t = Tally::new(5);
-        assert_eq!(t.record(0, Vote::Taken), Decision::Open);
-        assert_eq!(
-            t.record(1, Vote::Failed(NodeError::Disconnected)),
-            Decision::Open
-        );
-        assert_eq!(t.record(2, Vote::Gone), Decision::Lost);
-        assert_eq!(t.failures, vec![(1, NodeError::Disconnected)]);
+    fn decides_early_on_win_and_on_loss() {
+        use Decision::{Lost, Open, Won};
+        let (timeout, disconnected) = (NodeError::Timeout, NodeError::Disconnected);
+        for (votes, failed) in [
+            // Won at the third yes of five, a timeout among them.
+            (
+                vec![
+                    (0, Vote::Yes, Open),
+                    (3, Vote::Failed(timeout.clone()), Open),
+                    (1, Vote::Yes, Open),
+                    (4, Vote::Yes, Won),
+                ],
+                (3, timeout),
+            ),
+            // Lost at the third refusal of five, a lost connection among them.
+            (
+                vec![
+                    (0, Vote::Taken, Open),
+                    (1, Vote::Failed(disconnected.clone()), Open),
+                    (2, Vote::Gone, Lost),
+                ],
+                (1, disconnected),
+            ),
+        ] {
+            assert_eq!(replay(Tally::new(5), votes).failures, vec![failed]);
+        }
     }
 
     #[test]
@@ -366,10 +380,12 @@ mod tests {
     #[test]
     fn a_release_counts_gone_nodes_toward_the_goal() {
         // Lock held on 3 of 5: the other two answer "gone"; two deletes already leave no majority.
-        let mut t = Tally::for_release(5);
-        assert_eq!(t.record(3, Vote::Gone), Decision::Open);
-        assert_eq!(t.record(4, Vote::Gone), Decision::Open);
-        assert_eq!(t.record(0, Vote::Yes), Decision::Won);
+        let votes = vec![
+            (3, Vote::Gone, Decision::Open),
+            (4, Vote::Gone, Decision::Open),
+            (0, Vote::Yes, Decision::Won),
+        ];
+        replay(Tally::for_release(5), votes);
         // Everything gone and nothing deleted: not won (the lock had expired).
         let mut t = Tally::for_release(3);
         for i in 0..3 {

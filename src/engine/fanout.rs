@@ -130,9 +130,7 @@ pub(crate) async fn fan_out_into(
     read: fn(NodeResult) -> Vote,
     tally: Tally,
 ) -> Tally {
-    let mut one = One { tally, read };
-    run(nodes, cmd, deadline, true, &mut one).await;
-    one.tally
+    counted(nodes, cmd, deadline, read, tally, true).await
 }
 
 /// [`fan_out_into`] that stops early only when won: a lost round waits for every reply (or the
@@ -153,18 +151,22 @@ pub(crate) async fn fan_out_until_won(
 /// [`One`], open until won.
 struct UntilWon(One);
 
-impl Count for UntilWon {
-    fn reply(&mut self, index: usize, reply: NodeResult) -> Decision {
-        match self.0.reply(index, reply) {
+impl UntilWon {
+    /// Keeps a lost decision open: only a win ends the round early.
+    fn only_won(decision: Decision) -> Decision {
+        match decision {
             Decision::Won => Decision::Won,
             _ => Decision::Open,
         }
     }
+}
+
+impl Count for UntilWon {
+    fn reply(&mut self, index: usize, reply: NodeResult) -> Decision {
+        Self::only_won(self.0.reply(index, reply))
+    }
     fn fail(&mut self, index: usize, error: NodeError) -> Decision {
-        match self.0.fail(index, error) {
-            Decision::Won => Decision::Won,
-            _ => Decision::Open,
-        }
+        Self::only_won(self.0.fail(index, error))
     }
 }
 
@@ -174,12 +176,8 @@ pub(crate) async fn release_round(
     cmd: &Cmd,
     deadline: Deadline,
 ) -> Tally {
-    let mut one = One {
-        tally: Tally::for_release(nodes.len()),
-        read: Vote::of_script,
-    };
-    run(nodes, cmd, deadline, true, &mut one).await;
-    one.tally
+    let tally = Tally::for_release(nodes.len());
+    counted(nodes, cmd, deadline, Vote::of_script, tally, true).await
 }
 
 /// [`fan_out`], optionally waiting for every reply instead of stopping at the decision (for `raw`).
@@ -190,10 +188,20 @@ pub(crate) async fn round(
     read: fn(NodeResult) -> Vote,
     early: bool,
 ) -> Tally {
-    let mut one = One {
-        tally: Tally::new(nodes.len()),
-        read,
-    };
+    counted(nodes, cmd, deadline, read, Tally::new(nodes.len()), early).await
+}
+
+/// One lock's round counted into `tally`: what every single-lock round above differs in is only its
+/// starting tally, its vote reader and whether it stops at the decision.
+async fn counted(
+    nodes: &[Arc<dyn NodeClient>],
+    cmd: &Cmd,
+    deadline: Deadline,
+    read: fn(NodeResult) -> Vote,
+    tally: Tally,
+    early: bool,
+) -> Tally {
+    let mut one = One { tally, read };
     run(nodes, cmd, deadline, early, &mut one).await;
     one.tally
 }

@@ -182,6 +182,9 @@ fn every_key(resource: &[u8]) -> Vec<Bytes> {
         .collect()
 }
 
+/// The waiters' names the hand-off operations draw from (few, so that they meet).
+const NAMES: [u64; 3] = [2, 3, 4];
+
 /// What the runs draw from: few of each, so that operations meet (the same key, value, ticket).
 struct World {
     rng: fastrand::Rng,
@@ -205,6 +208,16 @@ impl World {
     fn pick(&mut self, from: &[u64]) -> u64 {
         from[self.rng.usize(..from.len())]
     }
+    /// A queue entry for `v` and `ttl` as the hand-off scripts take it: its name drawn first, then
+    /// its enqueue time (the order every hand-off operation draws them in).
+    fn entry(&mut self, v: LockValue, ttl: u64) -> Entry {
+        Entry {
+            name: self.pick(&NAMES),
+            value: v,
+            ttl_ms: ttl,
+            since_us: self.pick(&[10, 20, 30]),
+        }
+    }
     fn any_key(&mut self) -> Bytes {
         let r = self.resource();
         let keys = every_key(r);
@@ -216,7 +229,6 @@ impl World {
         let v = self.value();
         let r = self.resource();
         let ttl = self.ttl();
-        let names = [2, 3, 4];
         let tickets = [1, 2, 3, 4, 5, 6];
         let [enqueue, _, _, _, unlock, leave] = FAIR.scripts else {
             panic!("the fair lock's scripts changed: update the differential test");
@@ -273,11 +285,8 @@ impl World {
                 ("ACQUIRE_LABELED", wire(&cmd))
             }
             10 => {
-                let kind = Kind::new(&LABELED, 0);
-                (
-                    "EXTEND_LABELED",
-                    wire(&kind.extend_cmd(&keys_of(&LABELED, r), v, ttl)),
-                )
+                let (kind, keys) = (Kind::new(&LABELED, 0), keys_of(&LABELED, r));
+                ("EXTEND_LABELED", wire(&kind.extend_cmd(&keys, v, ttl)))
             }
             11 => {
                 // The transport's coalesced releases: declared keys, or keys of any slot in ARGV.
@@ -316,15 +325,9 @@ impl World {
                 ("EXTEND_MANY", evalsha(&EXTEND_MANY, &keys, &argv))
             }
             13 => {
-                let (name, since) = (self.pick(&names), self.pick(&[10, 20, 30]));
+                let entry = self.entry(v, ttl);
                 let mark = self.ttl();
                 let keys = keys_of(&EXCLUSIVE, r);
-                let entry = Entry {
-                    name,
-                    value: v,
-                    ttl_ms: ttl,
-                    since_us: since,
-                };
                 let sweep = self.pick(&[0, 1]) == 1;
                 let cmd = PLAIN_HANDOFF.take_over_cmd(&keys, entry, mark, sweep);
                 ("TAKE_OVER", wire(&cmd))
@@ -334,43 +337,26 @@ impl World {
                 ("RELEASE_HANDOFF", wire(&cmd))
             }
             15 => {
-                let name = self.pick(&names);
+                let name = self.pick(&NAMES);
                 let cmd = PLAIN_HANDOFF.release_to_cmd(&keys_of(&EXCLUSIVE, r), v, SHORT, name);
                 ("RELEASE_TO", wire(&cmd))
             }
             16 => {
-                let (name, since, reserve) = (
-                    self.pick(&names),
-                    self.pick(&[10, 20, 30]),
-                    self.pick(&[0, SHORT]),
-                );
+                let entry = self.entry(v, ttl);
+                let reserve = self.pick(&[0, SHORT]);
                 let keys = keys_of(&EXCLUSIVE, r);
-                let entry = Entry {
-                    name,
-                    value: v,
-                    ttl_ms: ttl,
-                    since_us: since,
-                };
                 let cmd = PLAIN_HANDOFF.step_back_cmd(&keys, entry, reserve);
                 ("STEP_BACK", wire(&cmd))
             }
             17 => {
-                let entry = Entry {
-                    name: self.pick(&names),
-                    value: v,
-                    ttl_ms: ttl,
-                    since_us: self.pick(&[10, 20, 30]),
-                };
+                let entry = self.entry(v, ttl);
                 let sweep = self.pick(&[0, 1]) == 1;
                 let cmd = PLAIN_HANDOFF.unmark_cmd(&keys_of(&EXCLUSIVE, r), entry, sweep);
                 ("UNMARK", wire(&cmd))
             }
             18 => {
-                let kind = Kind::new(&FENCED, 0);
-                (
-                    "ACQUIRE_FENCED",
-                    wire(&kind.acquire_cmd(&keys_of(&FENCED, r), v, ttl)),
-                )
+                let (kind, keys) = (Kind::new(&FENCED, 0), keys_of(&FENCED, r));
+                ("ACQUIRE_FENCED", wire(&kind.acquire_cmd(&keys, v, ttl)))
             }
             19 => {
                 // Proposals as the engine makes them: ms since 1970 times 1000, plus a step.
@@ -495,41 +481,60 @@ impl World {
             3 => ("extend", kind.extend_cmd(&keys, value, ttl)),
             _ => ("holds", kind.holds_cmd(&keys, value)),
         };
-        let name = match (spec.name, what) {
-            ("fenced", _) => [
-                "fenced acquire",
-                "fenced release",
-                "fenced extend",
-                "fenced holds",
-            ],
-            ("read", _) => [
-                "ACQUIRE_READ",
-                "RELEASE_READ",
-                "EXTEND_READ",
-                "HOLDS_MEMBER (read)",
-            ],
-            ("write", _) => [
-                "ACQUIRE_WRITE",
-                "write release",
-                "write extend",
-                "write holds",
-            ],
-            ("semaphore", _) => [
-                "ACQUIRE_PERMIT",
-                "RELEASE_PERMIT",
-                "EXTEND_PERMIT",
-                "HOLDS_MEMBER (permit)",
-            ],
-            ("fair", _) => ["ATTEMPT", "RELEASE_FAIR", "fair extend", "fair holds"],
-            _ => ["acquire", "release", "extend", "holds"],
-        };
-        let at = ["acquire", "release", "extend", "holds"]
+        let names = OP_NAMES
             .iter()
-            .position(|w| *w == what)
-            .unwrap();
-        (name[at], wire(&cmd))
+            .find(|(kind, _)| *kind == spec.name)
+            .map_or(&OP_NAMES[0].1, |(_, names)| names);
+        let at = OP_NAMES[0].1.iter().position(|w| *w == what).unwrap();
+        (names[at], wire(&cmd))
     }
 }
+
+/// Each kind's coverage names for its acquire, release, extend and holds (a kind not listed is
+/// counted under the first row's plain names).
+const OP_NAMES: [(&str, [&str; 4]); 6] = [
+    ("", ["acquire", "release", "extend", "holds"]),
+    (
+        "fenced",
+        [
+            "fenced acquire",
+            "fenced release",
+            "fenced extend",
+            "fenced holds",
+        ],
+    ),
+    (
+        "read",
+        [
+            "ACQUIRE_READ",
+            "RELEASE_READ",
+            "EXTEND_READ",
+            "HOLDS_MEMBER (read)",
+        ],
+    ),
+    (
+        "write",
+        [
+            "ACQUIRE_WRITE",
+            "write release",
+            "write extend",
+            "write holds",
+        ],
+    ),
+    (
+        "semaphore",
+        [
+            "ACQUIRE_PERMIT",
+            "RELEASE_PERMIT",
+            "EXTEND_PERMIT",
+            "HOLDS_MEMBER (permit)",
+        ],
+    ),
+    (
+        "fair",
+        ["ATTEMPT", "RELEASE_FAIR", "fair extend", "fair holds"],
+    ),
+];
 
 /// Whether two numbers are the same: exactly, or within 50 for two that are times (a `PTTL`, a
 /// score of `now + ttl`; counts and codes stay below 20 here and compare exactly).

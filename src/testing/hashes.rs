@@ -14,7 +14,7 @@ pub(crate) fn hset(db: &mut Db, args: &[Bytes]) -> Reply {
     }
     let hash = match db
         .keys
-        .collection(&args[1], || Data::Hash(Default::default()), hash_of)
+        .collection(&args[1], || Data::Hash(Default::default()), Data::as_hash)
     {
         Ok(hash) => hash,
         Err(e) => return e,
@@ -24,13 +24,6 @@ pub(crate) fn hset(db: &mut Db, args: &[Bytes]) -> Reply {
         .filter(|pair| hash.insert(pair[0].clone(), pair[1].clone()).is_none())
         .count();
     Reply::Int(new as i64)
-}
-
-fn hash_of(data: &mut Data) -> Option<&mut std::collections::BTreeMap<Bytes, Bytes>> {
-    match data {
-        Data::Hash(h) => Some(h),
-        _ => None,
-    }
 }
 
 /// `HGET key field`.

@@ -21,6 +21,22 @@ pub(crate) enum Data {
 }
 
 impl Data {
+    /// The sorted set this is, if it is one.
+    pub(crate) fn as_zset(&mut self) -> Option<&mut SortedSet> {
+        match self {
+            Self::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    /// The hash this is, if it is one.
+    pub(crate) fn as_hash(&mut self) -> Option<&mut BTreeMap<Bytes, Bytes>> {
+        match self {
+            Self::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
     /// Its name as `TYPE` answers it.
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
@@ -113,14 +129,7 @@ impl Keyspace {
 
     /// The sorted set at `key` to read: `Ok(None)` when missing.
     pub(crate) fn zset(&mut self, key: &[u8]) -> Result<Option<&mut SortedSet>, Reply> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Entry {
-                data: Data::ZSet(z),
-                ..
-            }) => Ok(Some(z)),
-            Some(_) => Err(wrong_type()),
-        }
+        self.typed(key, Data::as_zset)
     }
 
     /// The hash at `key` to read: `Ok(None)` when missing.
@@ -128,13 +137,19 @@ impl Keyspace {
         &mut self,
         key: &[u8],
     ) -> Result<Option<&mut BTreeMap<Bytes, Bytes>>, Reply> {
+        self.typed(key, Data::as_hash)
+    }
+
+    /// The data at `key` that `pick` finds in it, to read: `Ok(None)` when missing, `Err` for a key of
+    /// another type (every typed read answers these alike).
+    fn typed<T>(
+        &mut self,
+        key: &[u8],
+        pick: fn(&mut Data) -> Option<&mut T>,
+    ) -> Result<Option<&mut T>, Reply> {
         match self.get(key) {
             None => Ok(None),
-            Some(Entry {
-                data: Data::Hash(h),
-                ..
-            }) => Ok(Some(h)),
-            Some(_) => Err(wrong_type()),
+            Some(entry) => pick(&mut entry.data).map(Some).ok_or_else(wrong_type),
         }
     }
 

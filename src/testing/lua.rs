@@ -165,22 +165,8 @@ impl Scripts {
             })?;
             self.set_dispatch.call::<()>(call)?;
             let globals = self.lua.globals();
-            globals.raw_set(
-                "KEYS",
-                self.lua.create_sequence_from(
-                    keys.iter()
-                        .map(|k| self.lua.create_string(k))
-                        .collect::<mlua::Result<Vec<_>>>()?,
-                )?,
-            )?;
-            globals.raw_set(
-                "ARGV",
-                self.lua.create_sequence_from(
-                    argv.iter()
-                        .map(|a| self.lua.create_string(a))
-                        .collect::<mlua::Result<Vec<_>>>()?,
-                )?,
-            )?;
+            globals.raw_set("KEYS", sequence(&self.lua, keys)?)?;
+            globals.raw_set("ARGV", sequence(&self.lua, argv)?)?;
             let (ok, value): (bool, Value) = self.run.call(script)?;
             self.set_dispatch.call::<()>(Value::Nil)?;
             Ok(if ok {
@@ -195,6 +181,16 @@ impl Scripts {
         });
         Some(outcome.unwrap_or_else(|e| Reply::err(format!("memory node's Lua failed: {e}"))))
     }
+}
+
+/// `items` as a Lua sequence of strings: how a script sees its `KEYS` and its `ARGV` alike.
+fn sequence(lua: &Lua, items: &[Bytes]) -> mlua::Result<mlua::Table> {
+    lua.create_sequence_from(
+        items
+            .iter()
+            .map(|item| lua.create_string(item))
+            .collect::<mlua::Result<Vec<_>>>()?,
+    )
 }
 
 /// A `redis.call`'s arguments as a command: strings as they are, numbers in `%.17g`.

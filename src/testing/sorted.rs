@@ -63,7 +63,7 @@ pub(crate) fn zadd(db: &mut Db, args: &[Bytes]) -> Reply {
         Ok(None) if rule.xx => return if incr { Reply::Nil } else { Reply::Int(0) },
         Ok(_) => db
             .keys
-            .collection(key, || Data::ZSet(SortedSet::default()), zset_of)
+            .collection(key, || Data::ZSet(SortedSet::default()), Data::as_zset)
             .expect("checked to be a sorted set"),
     };
     let mut counted = 0;
@@ -94,13 +94,6 @@ pub(crate) fn zadd(db: &mut Db, args: &[Bytes]) -> Reply {
         (true, Some(score)) => Reply::score(score),
         (true, None) => Reply::Nil,
         (false, _) => Reply::Int(counted),
-    }
-}
-
-fn zset_of(data: &mut Data) -> Option<&mut SortedSet> {
-    match data {
-        Data::ZSet(z) => Some(z),
-        _ => None,
     }
 }
 

@@ -5,7 +5,7 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use crate::common::{nodes, urls};
+use crate::common::{nodes, urls, RedisNode};
 use redlock_engine::{Config, ErrorClass, LockError, Redlock, RenewPolicy};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -23,21 +23,29 @@ where
     (name, Box::pin(async move { attempt.await.map(drop) }))
 }
 
-#[tokio::test]
-async fn every_configured_form_waits_until_the_acquire_timeout() {
+/// Three fresh nodes, a holder with the default configuration on them and a waiter with that
+/// configuration as `tune` changes it.
+async fn holder_and_waiter(
+    tune: impl FnOnce(Config) -> Config,
+) -> (Vec<RedisNode>, Redlock, Redlock) {
     let cluster = nodes(3);
     let base = crate::common::fresh_config(urls(&cluster));
     let holder = Redlock::new(base.clone()).await.unwrap();
+    let waiter = Redlock::new(tune(base)).await.unwrap();
+    (cluster, holder, waiter)
+}
+
+#[tokio::test]
+async fn every_configured_form_waits_until_the_acquire_timeout() {
     // One retry 10 ms apart: the retry count alone would give up after ~20 ms.
-    let waiter = Redlock::new(Config {
+    let (_cluster, holder, waiter) = holder_and_waiter(|base| Config {
         acquire_timeout: Some(TIMEOUT),
         retry_count: 1,
         retry_delay: Duration::from_millis(10),
         retry_jitter: Duration::ZERO,
         ..base
     })
-    .await
-    .unwrap();
+    .await;
 
     // Every resource held by the holder, in the kind its waiters ask for.
     let mut held = Vec::new();
@@ -128,17 +136,13 @@ async fn every_configured_form_waits_until_the_acquire_timeout() {
 
 #[tokio::test]
 async fn a_lock_freed_before_the_acquire_timeout_is_taken() {
-    let cluster = nodes(3);
-    let base = crate::common::fresh_config(urls(&cluster));
-    let holder = Redlock::new(base.clone()).await.unwrap();
-    let waiter = Redlock::new(Config {
+    let (_cluster, holder, waiter) = holder_and_waiter(|base| Config {
         acquire_timeout: Some(Duration::from_secs(5)),
         retry_count: 0,
         notify_releases: false, // the retries alone must find it free
         ..base
     })
-    .await
-    .unwrap();
+    .await;
     let guard = holder.lock("freed").ttl(TTL).once().await.unwrap();
     let release = async {
         tokio::time::sleep(Duration::from_millis(400)).await;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, engine_with, nodes, transports, urls};
+use crate::common::{each_transport, engine, engine_with, nodes, quick_nodes, urls};
 use redlock_engine::{Config, LockError, Redlock};
 
 fn invalid_config(err: Result<Redlock, LockError>) -> String {
@@ -21,6 +21,8 @@ async fn bad_configurations_are_rejected_with_a_reason() {
         f(&mut c);
         c
     };
+    // A configuration whose only node is `url`.
+    let only = |url: &str| with(&|c| c.nodes = vec![url.into()]);
     let cases: Vec<(Config, &str)> = vec![
         (with(&|c| c.nodes.clear()), "no nodes"),
         (
@@ -34,28 +36,16 @@ async fn bad_configurations_are_rejected_with_a_reason() {
         (with(&|c| c.nodes.push(good.clone())), "listed twice"),
         (with(&|c| c.nodes.push(format!("{good}/0"))), "listed twice"),
         (with(&|c| c.nodes.push(format!("{good}/1"))), "listed twice"),
+        (only("http://127.0.0.1:1"), "redis://"),
+        (only("redis://127.0.0.1:notaport"), "host:port"),
+        (only("redis://u:secret@127.0.0.1:1/x"), "database"),
         (
-            with(&|c| c.nodes = vec!["http://127.0.0.1:1".into()]),
-            "redis://",
-        ),
-        (
-            with(&|c| c.nodes = vec!["redis://127.0.0.1:notaport".into()]),
-            "host:port",
-        ),
-        (
-            with(&|c| c.nodes = vec!["redis://u:secret@127.0.0.1:1/x".into()]),
-            "database",
-        ),
-        (
-            with(&|c| c.nodes = vec!["redis-sentinel://u:secret@127.0.0.1:1".into()]),
+            only("redis-sentinel://u:secret@127.0.0.1:1"),
             "sentinelServiceName",
         ),
+        (only("redis-cluster://127.0.0.1:1/2"), "database 0"),
         (
-            with(&|c| c.nodes = vec!["redis-cluster://127.0.0.1:1/2".into()]),
-            "database 0",
-        ),
-        (
-            with(&|c| c.nodes = vec!["redis://127.0.0.1:1?node=127.0.0.1:2".into()]),
+            only("redis://127.0.0.1:1?node=127.0.0.1:2"),
             "query parameter",
         ),
         (with(&|c| c.drift_factor = 1.0), "drift_factor"),
@@ -88,8 +78,7 @@ async fn bad_configurations_are_rejected_with_a_reason() {
 #[tokio::test]
 async fn bad_ttls_and_resources_are_rejected() {
     let cluster = nodes(1);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let long = vec![b'x'; 1025];
         let bad: Vec<(&[u8], Duration)> = vec![
             (b"r", Duration::ZERO),
@@ -126,7 +115,8 @@ async fn bad_ttls_and_resources_are_rejected() {
         ));
         e.release(lock).await.unwrap();
         e.release(lock2).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -146,8 +136,7 @@ async fn a_ttl_not_above_the_node_timeout_is_rejected() {
 #[tokio::test]
 async fn a_key_of_another_type_counts_as_not_acquired() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         for node in &cluster {
             node.cmd(&[b"RPUSH", b"redlock:{typed}", b"x"]);
         }
@@ -180,7 +169,8 @@ async fn a_key_of_another_type_counts_as_not_acquired() {
         for node in &cluster {
             node.cmd(&[b"DEL", b"redlock:{typed}"]);
         }
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -217,8 +207,7 @@ async fn unreachable_nodes_fail_fast_without_a_false_acquire() {
 
 #[tokio::test]
 async fn lock_debug_never_shows_the_value() {
-    let cluster = nodes(1);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(1).await;
     let lock = e
         .acquire(b"secret-holder", Duration::from_secs(5))
         .await

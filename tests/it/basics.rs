@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::common::{engine, nodes, transports, urls};
+use crate::common::{each_transport, engine, nodes, urls};
 use redlock_engine::LockError;
 use tokio::time::Instant;
 
@@ -13,8 +13,7 @@ const TTL: Duration = Duration::from_secs(10);
 async fn acquire_release_extend_on_1_3_5_nodes() {
     for n in [1, 3, 5] {
         let cluster = nodes(n);
-        for transport in transports() {
-            let lock_engine = engine(urls(&cluster), transport).await;
+        each_transport(urls(&cluster), async |transport, [lock_engine]| {
             let resource = format!("basics-{n}-{transport:?}");
             // The engine takes its start time before it sends anything, so before its first poll
             // returns: `valid_until` may not exceed that moment + TTL - drift (drift = 1% + 2 ms).
@@ -66,16 +65,15 @@ async fn acquire_release_extend_on_1_3_5_nodes() {
                 .await
                 .unwrap();
             lock_engine.release(again).await.unwrap();
-        }
+        })
+        .await;
     }
 }
 
 #[tokio::test]
 async fn two_engines_exclude_each_other() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let a = engine(urls(&cluster), transport).await;
-        let b = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [a, b]| {
         let lock = a.acquire(b"shared", TTL).await.unwrap();
         let err = b.try_acquire(b"shared", TTL).await.unwrap_err();
         assert!(
@@ -87,7 +85,8 @@ async fn two_engines_exclude_each_other() {
         a.release(lock).await.unwrap();
         let lock = b.try_acquire(b"shared", TTL).await.unwrap();
         b.release(lock).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -116,8 +115,7 @@ async fn many_concurrent_contenders_get_one_lock_at_a_time() {
 #[tokio::test]
 async fn non_owner_release_and_extend_leave_the_owner_untouched() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let mut old = e
             .acquire(b"handover", Duration::from_millis(300))
             .await
@@ -137,7 +135,8 @@ async fn non_owner_release_and_extend_leave_the_owner_untouched() {
             assert!(pttl > 9_000, "new owner's key untouched: {pttl}");
         }
         e.release(new).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -145,8 +144,7 @@ async fn extend_by_a_non_owner_fails_on_the_nodes() {
     // The old lock still believes it is valid (a long TTL locally) but its keys were replaced by another
     // owner's: the nodes must refuse the extend.
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let mut lock = e.acquire(b"stolen", TTL).await.unwrap();
         for node in &cluster {
             node.cmd(&[
@@ -170,14 +168,14 @@ async fn extend_by_a_non_owner_fails_on_the_nodes() {
         for node in &cluster {
             node.cmd(&[b"DEL", b"redlock:{stolen}"]);
         }
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn release_after_expiry_reports_already_expired() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let lock = e
             .acquire(b"short", Duration::from_millis(100))
             .await
@@ -186,14 +184,14 @@ async fn release_after_expiry_reports_already_expired() {
         assert!(!lock.is_valid());
         let err = e.release(lock).await.unwrap_err();
         assert!(matches!(err, LockError::AlreadyExpired), "{err:?}");
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn binary_resources_work() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let resource: &[u8] = b"\0\xff\r\n' end) redis.call('FLUSHALL') --";
         let lock = e.acquire(resource, TTL).await.unwrap();
         assert_eq!(lock.resource(), resource);
@@ -210,14 +208,14 @@ async fn binary_resources_work() {
                 .all(|n| !n.exists(&key)))
             .await
         );
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn dropping_an_acquire_mid_flight_releases_in_the_background() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |transport, [e]| {
         for _ in 0..20 {
             // Poll once (the SETs are queued on every node), then drop the future mid-round.
             let mut fut = Box::pin(e.acquire(b"dropped", TTL));
@@ -238,5 +236,6 @@ async fn dropping_an_acquire_mid_flight_releases_in_the_background() {
         e.release(lock.expect("free again after the dropped attempts"))
             .await
             .unwrap();
-    }
+    })
+    .await;
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{fresh_config, fresh_engine, nodes, urls};
+use crate::common::{fresh_config, fresh_engine, fresh_nodes, nodes, urls};
 use redlock_engine::{Config, LockError, Redlock};
 
 fn within(d: Option<Duration>, low_ms: u64, high_ms: u64) -> bool {
@@ -53,9 +53,7 @@ async fn a_busy_error_names_the_holder_and_when_its_keys_run_out() {
 
 #[tokio::test]
 async fn readers_holding_off_a_writer_and_a_local_holder() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
-    let other = fresh_engine(urls(&cluster)).await;
+    let (_cluster, [redlock, other]) = fresh_nodes(3).await;
     let _reader = redlock
         .lock("doc")
         .read()

@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    attempt, build, builder, engine, eventually, guarded, nodes, until_outcome, urls, waited_behind,
+    attempt, beside_standalone, build, builder, engine, eventually, guarded, until_outcome,
+    waited_behind,
 };
 use redlock_engine::{LockError, Transport};
 use testkit::RedisCluster;
@@ -17,9 +18,7 @@ const TTL: Duration = Duration::from_secs(5);
 #[tokio::test]
 async fn a_cluster_votes_like_one_node_beside_standalone_masters() {
     let cluster = RedisCluster::start(3);
-    let standalone = nodes(2);
-    let mut node_urls = vec![cluster.url()];
-    node_urls.extend(urls(&standalone));
+    let (standalone, node_urls) = beside_standalone(cluster.url());
     // Transport::Pipeline for the standalone masters; the cluster goes through fred regardless.
     let a = engine(node_urls.clone(), Transport::Pipeline).await;
     let b = engine(node_urls, Transport::Pipeline).await;
@@ -61,9 +60,7 @@ async fn a_cluster_votes_like_one_node_beside_standalone_masters() {
 #[tokio::test]
 async fn every_lock_kind_keeps_its_keys_in_one_slot() {
     let cluster = RedisCluster::start(3);
-    let standalone = nodes(2);
-    let mut beside = vec![cluster.url()];
-    beside.extend(urls(&standalone));
+    let (_standalone, beside) = beside_standalone(cluster.url());
     for set in [vec![cluster.url()], beside] {
         let e = engine(set, Transport::Pipeline).await;
         every_kind(&e).await;

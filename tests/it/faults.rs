@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{build, nodes, quick, transports, urls};
+use crate::common::{build, each_transport, nodes, quick, transports, urls};
 use redlock_engine::{LockError, Redlock, Transport};
 use tokio::time::Instant;
 
@@ -82,8 +82,7 @@ async fn a_frozen_node_neither_blocks_nor_counts() {
 #[tokio::test]
 async fn recovers_after_a_node_is_killed_and_restarted() {
     let mut cluster = nodes(3);
-    for transport in transports() {
-        let e = crate::common::engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |transport, [e]| {
         cluster[0].kill9();
         // two of three still grant
         let lock = e.acquire(b"restart", TTL).await.unwrap();
@@ -106,7 +105,8 @@ async fn recovers_after_a_node_is_killed_and_restarted() {
         assert!(cluster[0].exists(b"redlock:{restart}"));
         e.release(lock).await.unwrap();
         cluster[1].restart();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -142,8 +142,7 @@ async fn in_flight_commands_are_not_replayed_after_a_reconnect() {
 #[tokio::test]
 async fn noscript_after_script_flush_recovers() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = crate::common::engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         for round in 0..3 {
             for node in &cluster {
                 assert_eq!(node.cmd(&[b"SCRIPT", b"FLUSH"]), "OK");
@@ -164,7 +163,8 @@ async fn noscript_after_script_flush_recovers() {
                 "released after flush {round}"
             );
         }
-    }
+    })
+    .await;
 }
 
 #[tokio::test]

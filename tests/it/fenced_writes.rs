@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{fresh_engine, nodes, urls, RedisNode};
+use crate::common::{fresh_nodes, RedisNode};
 use redlock_engine::{Redlock, Written};
 
 /// Two holders one after the other: the first's lock runs out before it writes (a pause), the
@@ -28,8 +28,7 @@ async fn paused_then_next(redlock: &Redlock, resource: &str) -> (u64, u64) {
 
 #[tokio::test]
 async fn a_redis_store_refuses_the_paused_holders_late_write() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
+    let (_cluster, [redlock]) = fresh_nodes(3).await;
     let store_node = RedisNode::start();
     let store = redlock.fenced_store(&store_node.url()).await.unwrap();
     let (stale, fresh) = paused_then_next(&redlock, "ledger").await;
@@ -54,8 +53,7 @@ async fn a_redis_store_refuses_the_paused_holders_late_write() {
 
 #[tokio::test]
 async fn tokens_survive_json_and_the_sql_form_refuses_a_stale_write() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
+    let (_cluster, [redlock]) = fresh_nodes(3).await;
     let (stale, fresh) = paused_then_next(&redlock, "account:7").await;
     for token in [stale, fresh] {
         assert!(token < 1 << 53, "{token} is exact as a JSON number");

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, nodes, transports, urls};
+use crate::common::{each_transport, nodes, quick_nodes, urls};
 use redlock_engine::LockError;
 
 const TTL: Duration = Duration::from_secs(5);
@@ -11,9 +11,7 @@ const TTL: Duration = Duration::from_secs(5);
 #[tokio::test]
 async fn successive_holders_get_increasing_tokens() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let a = engine(urls(&cluster), transport).await;
-        let b = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [a, b]| {
         let mut last = 0;
         for i in 0..20 {
             let e = if i % 2 == 0 { &a } else { &b };
@@ -27,13 +25,13 @@ async fn successive_holders_get_increasing_tokens() {
         let plain = a.acquire(b"plain", TTL).await.unwrap();
         assert_eq!(plain.fencing_token(), None);
         a.release(plain).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn a_later_holder_after_expiry_has_the_larger_token() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (_cluster, [e]) = quick_nodes(3).await;
     let old = e
         .acquire_fenced(b"paused", Duration::from_millis(200))
         .await
@@ -47,8 +45,7 @@ async fn a_later_holder_after_expiry_has_the_larger_token() {
 
 #[tokio::test]
 async fn counters_above_the_clock_are_respected_and_losing_them_does_not_repeat_tokens() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(3).await;
     // A counter far above the clock component (as after many grants in one millisecond).
     let high = u64::MAX / 2;
     for node in &cluster[..2] {
@@ -78,8 +75,7 @@ async fn counters_above_the_clock_are_respected_and_losing_them_does_not_repeat_
 
 #[tokio::test]
 async fn local_waiters_never_inherit_a_token() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (_cluster, [e]) = quick_nodes(3).await;
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let e = e.clone();

@@ -4,7 +4,7 @@
 use std::future::IntoFuture;
 use std::time::Duration;
 
-use crate::common::{engine, nodes, transports, urls};
+use crate::common::{each_transport, engine, nodes, quick_nodes, urls};
 use redlock_engine::{ErrorClass, LockError, RenewPolicy, Verdict, Wait};
 use tokio::time::Instant;
 
@@ -26,9 +26,7 @@ async fn free(e: &redlock_engine::Redlock, resource: &str) -> bool {
 #[tokio::test]
 async fn a_dropped_guard_releases_at_once_for_every_kind() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let a = engine(urls(&cluster), transport).await;
-        let b = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |transport, [a, b]| {
         let kinds: [(&str, Shape); 6] = [
             ("exclusive", |r| r),
             ("fenced", |r| r.fenced()),
@@ -59,13 +57,13 @@ async fn a_dropped_guard_releases_at_once_for_every_kind() {
             taken.release().await.unwrap();
             assert!(free(&a, &resource).await, "{name}: something left behind");
         }
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn a_guard_releases_awaited_extends_and_derefs() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(3).await;
     let mut guard = e
         .lock("guard-calls")
         .ttl(Duration::from_secs(2))
@@ -133,9 +131,7 @@ fn a_guard_dropped_during_runtime_shutdown_does_not_panic() {
 
 #[tokio::test]
 async fn every_wait_dropped_mid_wait_leaves_nothing_behind() {
-    let cluster = nodes(3);
-    let holder = engine(urls(&cluster), Default::default()).await;
-    let waiter = engine(urls(&cluster), Default::default()).await;
+    let (_cluster, [holder, waiter]) = quick_nodes(3).await;
     for kind in ["exclusive", "write", "fair", "permits"] {
         let resource = format!("waits-{kind}");
         fn shaped<'a>(
@@ -180,9 +176,7 @@ async fn every_wait_dropped_mid_wait_leaves_nothing_behind() {
 
 #[tokio::test]
 async fn a_bounded_wait_is_acquired_when_the_holder_leaves() {
-    let cluster = nodes(3);
-    let holder = engine(urls(&cluster), Default::default()).await;
-    let waiter = engine(urls(&cluster), Default::default()).await;
+    let (_cluster, [holder, waiter]) = quick_nodes(3).await;
     let held = holder.lock("handover").ttl(TTL).await.unwrap();
     let waiting = tokio::spawn(async move {
         let began = Instant::now();

@@ -3,6 +3,7 @@
 //! a round of its own — also with a node killed; a waiter that is a process killed with `kill -9`
 //! gets a reservation instead, which expires by itself.
 
+use std::future::Future;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,14 @@ use redlock_engine::{Config, Lock, Redlock};
 const TTL: Duration = Duration::from_secs(5);
 const KEY: &[u8] = b"redlock:{h}";
 const LIST: &[u8] = b"redlock:{h}:wait";
+
+/// An engine on `cluster` that waits by cross-process hand-off, retrying 200 times `retry_delay`
+/// apart (see [`config`]).
+async fn handoff_engine(cluster: &[RedisNode], retry_delay: Duration) -> Redlock {
+    Redlock::new(config(urls(cluster), retry_delay))
+        .await
+        .unwrap()
+}
 
 fn config(urls: Vec<String>, retry_delay: Duration) -> Config {
     Config {
@@ -48,6 +57,16 @@ async fn contended_lock(holder: &Redlock, other: &Redlock) -> Lock {
     lock
 }
 
+/// Two engines from `engine` and a [`contended_lock`] of the first's: the holder, the other
+/// (kept, as it was by each test) and the lock.
+async fn held_after_a_loss<F: Future<Output = Redlock>>(
+    engine: impl Fn() -> F,
+) -> (Redlock, Redlock, Lock) {
+    let (holder, other) = (engine().await, engine().await);
+    let lock = contended_lock(&holder, &other).await;
+    (holder, other, lock)
+}
+
 /// Waits for `"h"` in `waiter` and reports how long it took.
 fn wait_for(waiter: &Redlock) -> tokio::task::JoinHandle<Duration> {
     let waiter = waiter.clone();
@@ -64,11 +83,9 @@ fn wait_for(waiter: &Redlock) -> tokio::task::JoinHandle<Duration> {
 async fn a_release_hands_the_lock_to_the_waiter_elsewhere_with_a_node_killed() {
     let mut cluster = nodes(5);
     // Slow retries: only the hand-off's wake can bring the waiter in quickly.
-    let slow = || config(urls(&cluster), Duration::from_millis(1500));
-    let holder = Redlock::new(slow()).await.unwrap();
-    let other = Redlock::new(slow()).await.unwrap();
-    let waiter = Redlock::new(slow()).await.unwrap();
-    let lock = contended_lock(&holder, &other).await;
+    let slow = || handoff_engine(&cluster, Duration::from_millis(1500));
+    let (holder, _other, lock) = held_after_a_loss(slow).await;
+    let waiter = slow().await;
     let started = Instant::now();
     let waiting = wait_for(&waiter);
     assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 1)).await);
@@ -102,11 +119,9 @@ fn calls(node: &RedisNode, command: &str) -> u64 {
 #[tokio::test]
 async fn a_release_grants_the_waiter_elsewhere_without_a_round_of_its_own() {
     let cluster = nodes(3);
-    let slow = || config(urls(&cluster), Duration::from_millis(1500));
-    let holder = Redlock::new(slow()).await.unwrap();
-    let other = Redlock::new(slow()).await.unwrap();
-    let waiter = Redlock::new(slow()).await.unwrap();
-    let lock = contended_lock(&holder, &other).await;
+    let slow = || handoff_engine(&cluster, Duration::from_millis(1500));
+    let (holder, _other, lock) = held_after_a_loss(slow).await;
+    let waiter = slow().await;
     let waiting = {
         let waiter = waiter.clone();
         tokio::spawn(async move { waiter.acquire("h", TTL).await.unwrap() })
@@ -156,15 +171,15 @@ async fn waiters_elsewhere_are_let_in_in_the_order_they_began_waiting() {
     let cluster = nodes(5);
     // Slow retries: a retry timer never fires during the test, so only the releases' wake-ups
     // (each to one named waiter) decide who is next.
-    let slow = || config(urls(&cluster), Duration::from_millis(1500));
-    let holder = Redlock::new(slow()).await.unwrap();
+    let slow = || handoff_engine(&cluster, Duration::from_millis(1500));
+    let holder = slow().await;
     let lock = holder.acquire("h", TTL).await.unwrap();
     let (order, mut waiting) = (
         std::sync::Arc::new(std::sync::Mutex::new(Vec::new())),
         Vec::new(),
     );
     for i in 0..4 {
-        let (engine, order) = (Redlock::new(slow()).await.unwrap(), order.clone());
+        let (engine, order) = (slow().await, order.clone());
         waiting.push(tokio::spawn(async move {
             let lock = engine.acquire("h", TTL).await.unwrap();
             order.lock().unwrap().push(i);
@@ -251,10 +266,8 @@ async fn a_waiter_queued_in_its_own_process_keeps_the_place_its_call_began_at() 
 #[tokio::test]
 async fn a_waiter_killed_with_sigkill_holds_the_key_no_longer_than_its_reservation() {
     let cluster = nodes(3);
-    let fast = || config(urls(&cluster), Duration::from_millis(30));
-    let holder = Redlock::new(fast()).await.unwrap();
-    let other = Redlock::new(fast()).await.unwrap();
-    let lock = contended_lock(&holder, &other).await;
+    let fast = || handoff_engine(&cluster, Duration::from_millis(30));
+    let (holder, _other, lock) = held_after_a_loss(fast).await;
     // The oldest waiter: another process, killed while it waits.
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -271,7 +284,7 @@ async fn a_waiter_killed_with_sigkill_holds_the_key_no_longer_than_its_reservati
     let child_marked =
         eventually(Duration::from_secs(10), || marked_on_majority(&cluster, 1)).await;
     assert!(child_marked, "the child process waits, marked");
-    let waiter = Redlock::new(fast()).await.unwrap();
+    let waiter = fast().await;
     let waiting = wait_for(&waiter);
     assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 2)).await);
     child.kill().unwrap(); // SIGKILL

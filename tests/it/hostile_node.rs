@@ -38,6 +38,14 @@ async fn survives(bad: Hostile, expect: &str) {
     assert!(grown < MAX_GROWTH, "resident memory grew by {grown} bytes");
 }
 
+/// [`survives`] once for each of `replies`, each sent by a fresh node that `hostile` makes with it
+/// (the cases of one failure phrase).
+async fn each_survives(hostile: impl Fn(Action) -> Hostile, replies: &[&[u8]], expect: &str) {
+    for reply in replies {
+        survives(hostile(Action::Send(reply.to_vec())), expect).await;
+    }
+}
+
 /// One healthy node and the hostile one: a majority needs the hostile node's vote, so the lock must be
 /// refused, with the hostile node's failure in the error.
 async fn refused_naming(healthy: &RedisNode, bad: &Hostile, expect: &str) {
@@ -88,39 +96,24 @@ async fn deep_nesting_is_refused_without_recursion() {
 }
 
 #[tokio::test]
-async fn a_huge_declared_bulk_then_a_stream_is_refused_before_buffering() {
-    let bad = Hostile::on_lock_commands(stream(b"$2000000000\r\n", b"x"));
-    survives(bad, "larger than max_reply_size").await;
-}
-
-#[tokio::test]
-async fn a_huge_declared_array_is_refused() {
-    let bad = Hostile::on_lock_commands(stream(b"*2000000000\r\n", b":1\r\n"));
-    survives(bad, "larger than max_reply_size").await;
-}
-
-#[tokio::test]
-async fn an_endless_status_line_is_cut_at_the_buffer_bound() {
-    // Nothing declared: the bound on buffered input must stop it.
-    let bad = Hostile::on_lock_commands(stream(b"+", b"x"));
-    survives(bad, "larger than max_reply_size").await;
+async fn oversized_replies_are_refused_before_buffering() {
+    for (header, fill) in [
+        // A huge declared bulk, then a stream.
+        (&b"$2000000000\r\n"[..], &b"x"[..]),
+        // A huge declared array.
+        (b"*2000000000\r\n", b":1\r\n"),
+        // An endless status line: nothing declared, the bound on buffered input must stop it.
+        (b"+", b"x"),
+    ] {
+        let bad = Hostile::on_lock_commands(stream(header, fill));
+        survives(bad, "larger than max_reply_size").await;
+    }
 }
 
 #[tokio::test]
 async fn negative_and_non_numeric_lengths_are_malformed() {
-    for reply in [
-        &b"$-5\r\n"[..],
-        b"*-3\r\n",
-        b"$abc\r\n",
-        b"*1x\r\n",
-        b":12z\r\n",
-    ] {
-        survives(
-            Hostile::on_lock_commands(Action::Send(reply.to_vec())),
-            "malformed",
-        )
-        .await;
-    }
+    let replies: [&[u8]; 5] = [b"$-5\r\n", b"*-3\r\n", b"$abc\r\n", b"*1x\r\n", b":12z\r\n"];
+    each_survives(Hostile::on_lock_commands, &replies, "malformed").await;
 }
 
 #[tokio::test]
@@ -176,15 +169,9 @@ async fn a_node_out_of_step_from_the_start_reconnects_with_backoff() {
 /// Wrong reply types for every lock command: a failure naming the command and type, never a vote.
 #[tokio::test]
 async fn wrong_types_to_acquire_are_failures() {
-    for reply in [
-        &b":1\r\n"[..],
-        b"*1\r\n:1\r\n",
-        b"$2\r\nOK\r\n",
-        b"+QUEUED\r\n",
-    ] {
-        let bad = Hostile::on("SET", Action::Send(reply.to_vec()));
-        survives(bad, "SET NX PX: unexpected reply type").await;
-    }
+    let replies: [&[u8]; 4] = [b":1\r\n", b"*1\r\n:1\r\n", b"$2\r\nOK\r\n", b"+QUEUED\r\n"];
+    let on_set = |action| Hostile::on("SET", action);
+    each_survives(on_set, &replies, "SET NX PX: unexpected reply type").await;
 }
 
 #[tokio::test]

@@ -28,18 +28,36 @@ fn fake_cluster(
     map: impl Fn(u16) -> Action + Send + Sync + 'static,
     lock: impl Fn(u16) -> Action + Send + Sync + 'static,
 ) -> Hostile {
+    fake_cluster_by(move |own, _| map(own), lock)
+}
+
+/// [`fake_cluster`] whose map also sees the `CLUSTER` command (its subcommand).
+fn fake_cluster_by(
+    map: impl Fn(u16, &[Vec<u8>]) -> Action + Send + Sync + 'static,
+    lock: impl Fn(u16) -> Action + Send + Sync + 'static,
+) -> Hostile {
+    // The server's port is known only once it listens: the rule reads it from here.
     let port = Arc::new(AtomicU16::new(0));
     let seen = port.clone();
     let bad = Hostile::start(move |cmd| {
         let own = seen.load(Ordering::Relaxed);
         match verb(cmd).as_str() {
-            "CLUSTER" => map(own),
+            "CLUSTER" => map(own, cmd),
             "SET" | "EVALSHA" | "EVAL" => lock(own),
             _ => Action::Send(normal(cmd)),
         }
     });
     port.store(bad.port, Ordering::Relaxed);
     bad
+}
+
+/// A fake cluster with a sound map ([`one_shard`] on its own port) whose lock commands are
+/// answered with `reply(own port)`: a master that misbehaves only once routed to.
+fn shard_replying(reply: impl Fn(u16) -> Vec<u8> + Send + Sync + 'static) -> Hostile {
+    fake_cluster(
+        |port| Action::Send(one_shard(port)),
+        move |port| Action::Send(reply(port)),
+    )
 }
 
 async fn engine(urls: Vec<String>) -> Redlock {
@@ -75,31 +93,22 @@ async fn survives(bad: Hostile, expect: &str) {
     assert!(grown < 64 << 20, "resident memory grew by {grown} bytes");
 }
 
-#[tokio::test]
-async fn a_member_that_redirects_forever_costs_a_bounded_number_of_hops() {
-    let bad = fake_cluster(
-        |port| Action::Send(one_shard(port)),
-        |port| Action::Send(format!("-MOVED 1 127.0.0.1:{port}\r\n").into_bytes()),
-    );
-    survives(bad, "redirects").await;
-}
+/// A redirect reply, given the fake member's own port.
+type Redirect = fn(u16) -> String;
 
 #[tokio::test]
-async fn a_member_that_asks_forever_costs_a_bounded_number_of_hops() {
-    let bad = fake_cluster(
-        |port| Action::Send(one_shard(port)),
-        |port| Action::Send(format!("-ASK 1 127.0.0.1:{port}\r\n").into_bytes()),
-    );
-    survives(bad, "redirects").await;
-}
-
-#[tokio::test]
-async fn a_redirect_to_an_unknown_master_fails_the_vote_at_once() {
-    let bad = fake_cluster(
-        |port| Action::Send(one_shard(port)),
-        |_| Action::Send(b"-MOVED 1 127.0.0.1:1\r\n".to_vec()),
-    );
-    survives(bad, "not connected").await;
+async fn redirects_cost_a_bounded_number_of_hops() {
+    let cases: [(Redirect, &str); 3] = [
+        // A member that redirects forever to itself.
+        (|port| format!("-MOVED 1 127.0.0.1:{port}\r\n"), "redirects"),
+        // A member that asks forever.
+        (|port| format!("-ASK 1 127.0.0.1:{port}\r\n"), "redirects"),
+        // A redirect to an unknown master fails the vote at once.
+        (|_| "-MOVED 1 127.0.0.1:1\r\n".into(), "not connected"),
+    ];
+    for (redirect, why) in cases {
+        survives(shard_replying(move |port| redirect(port).into_bytes()), why).await;
+    }
 }
 
 #[tokio::test]
@@ -122,34 +131,23 @@ async fn hostile_slot_maps_are_refused() {
 #[tokio::test]
 async fn junk_from_a_shard_master_is_bounded_like_a_standalone_nodes() {
     let deep = "*1\r\n".repeat(100_000).into_bytes();
-    let bad = fake_cluster(
-        |port| Action::Send(one_shard(port)),
-        move |_| Action::Send(deep.clone()),
-    );
-    survives(bad, "nested deeper").await;
+    survives(shard_replying(move |_| deep.clone()), "nested deeper").await;
 }
 
 #[tokio::test]
 async fn a_member_without_cluster_shards_is_read_with_cluster_slots() {
-    let port = Arc::new(AtomicU16::new(0));
-    let seen = port.clone();
-    let bad = Hostile::start(move |cmd| {
-        let own = seen.load(Ordering::Relaxed);
-        match (
-            verb(cmd).as_str(),
-            cmd.get(1).map(|s| s.to_ascii_uppercase()),
-        ) {
-            ("CLUSTER", Some(sub)) if sub == b"SHARDS" => {
+    let bad = fake_cluster_by(
+        |own, cmd| match cmd.get(1).map(|s| s.to_ascii_uppercase()) {
+            Some(sub) if sub == b"SHARDS" => {
                 Action::Send(b"-ERR unknown subcommand 'SHARDS'\r\n".to_vec())
             }
-            ("CLUSTER", _) => Action::Send(
+            _ => Action::Send(
                 format!("*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:{own}\r\n")
                     .into_bytes(),
             ),
-            _ => Action::Send(normal(cmd)),
-        }
-    });
-    port.store(bad.port, Ordering::Relaxed);
+        },
+        |_| Action::Normal,
+    );
     let e = engine(vec![format!("redis-cluster://127.0.0.1:{}", bad.port)]).await;
     // The fake answers `SET` with `+OK`: routed by the map it read with CLUSTER SLOTS.
     let lock = e.try_acquire(b"old-server", TTL).await.expect("routed");

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{dead_url, fresh_engine, nodes, urls, RedisNode};
+use crate::common::{dead_url, fresh_engine, fresh_nodes, nodes, urls, RedisNode};
 use redlock_engine::{LockError, LockGuard};
 
 /// `guard.is_held()` asked while nodes 1 and 2 stop answering (SIGSTOP): an error, not a no.
@@ -21,9 +21,7 @@ async fn no_answer_with_two_frozen(guard: &LockGuard, cluster: &[RedisNode]) {
 
 #[tokio::test]
 async fn a_check_finds_every_kind_held_then_gone_after_a_forced_release_or_an_eviction() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
-    let operator = fresh_engine(urls(&cluster)).await;
+    let (cluster, [redlock, operator]) = fresh_nodes(3).await;
     let guards = vec![
         ("plain", redlock.lock("plain").await.unwrap()),
         ("fenced", redlock.lock("fenced").fenced().await.unwrap()),
@@ -64,9 +62,7 @@ async fn a_check_finds_every_kind_held_then_gone_after_a_forced_release_or_an_ev
 
 #[tokio::test]
 async fn another_owner_after_the_ttl_is_seen_and_lost_completes_when_validity_ends() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
-    let other = fresh_engine(urls(&cluster)).await;
+    let (_cluster, [redlock, other]) = fresh_nodes(3).await;
     let ttl = Duration::from_millis(400);
     let guard = redlock.lock("short").ttl(ttl).await.unwrap();
     let began = Instant::now();
@@ -102,8 +98,7 @@ async fn a_shutdown_ends_the_lost_signal_and_a_minority_down_does_not() {
 
 #[tokio::test]
 async fn too_few_answers_to_tell_is_an_error_not_a_no() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
+    let (cluster, [redlock]) = fresh_nodes(3).await;
     let guard = redlock.lock("unsure").await.unwrap();
     // Two of three nodes stop answering (SIGSTOP): no quorum can answer either way.
     no_answer_with_two_frozen(&guard, &cluster).await;
@@ -116,9 +111,7 @@ async fn too_few_answers_to_tell_is_an_error_not_a_no() {
 
 #[tokio::test]
 async fn a_renewed_lock_found_gone_is_lost_at_once() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
-    let operator = fresh_engine(urls(&cluster)).await;
+    let (_cluster, [redlock, operator]) = fresh_nodes(3).await;
     let lock = redlock
         .lock("renewed")
         .renewed(redlock_engine::RenewPolicy::default())
@@ -137,8 +130,7 @@ async fn a_renewed_lock_found_gone_is_lost_at_once() {
 async fn a_round_decided_early_by_failures_is_no_answer_not_a_no() {
     // Held on 5 nodes; then 2 lose the key, 1 is killed and 2 stop answering: the check's round is
     // lost at once (3 yes are out of reach), but the 2 silent nodes may still hold it.
-    let mut cluster = nodes(5);
-    let redlock = fresh_engine(urls(&cluster)).await;
+    let (mut cluster, [redlock]) = fresh_nodes(5).await;
     let guard = redlock.lock("early").await.unwrap();
     for node in &cluster[3..] {
         let keys = node.cmd_str(&["KEYS", "*early*"]);

@@ -157,19 +157,16 @@ async fn a_restart_without_data_loses_the_lock_and_is_quarantined() {
         .build()
         .await
         .unwrap();
+    // One attempt at `resource` for 1 s.
+    let once = |resource| guarded.lock(resource).ttl(Duration::from_secs(1)).once();
+    // Too few voters: refused as unavailable, not busy.
+    let unavailable = |refused: LockError| {
+        assert_eq!(refused.class(), ErrorClass::Unavailable, "{refused:?}");
+    };
     // Just started: too young to vote.
-    let young = guarded
-        .lock("r")
-        .ttl(Duration::from_secs(1))
-        .once()
-        .await
-        .unwrap_err();
-    assert_eq!(young.class(), ErrorClass::Unavailable, "{young:?}");
+    unavailable(once("r").await.unwrap_err());
     tokio::time::sleep(max_ttl + Duration::from_millis(200)).await;
-    let held = within(Duration::from_secs(5), || {
-        guarded.lock("r").ttl(Duration::from_secs(1)).once()
-    })
-    .await;
+    let held = within(Duration::from_secs(5), || once("r")).await;
     drop(held);
     let old_id = nodes.node(0).run_id();
     nodes.node(0).restart_empty().await.unwrap();
@@ -188,13 +185,7 @@ async fn a_restart_without_data_loses_the_lock_and_is_quarantined() {
         }
     })
     .await;
-    let refused = guarded
-        .lock("s")
-        .ttl(Duration::from_secs(1))
-        .once()
-        .await
-        .unwrap_err();
-    assert_eq!(refused.class(), ErrorClass::Unavailable, "{refused:?}");
+    unavailable(once("s").await.unwrap_err());
 }
 
 /// Two nodes' wall clocks stepped forward: they expire keys early, so the clock-jump guard (which

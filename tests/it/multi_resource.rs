@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{attempt, engine, engine_with, nodes, transports, urls};
+use crate::common::{attempt, each_transport, engine, engine_with, nodes, transports, urls};
 use redlock_engine::{LockError, Transport};
 
 const TTL: Duration = Duration::from_secs(5);
@@ -10,8 +10,7 @@ const TTL: Duration = Duration::from_secs(5);
 #[tokio::test]
 async fn all_or_none_on_every_node() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let mut both = e.acquire_many(&[b"acct:1", b"acct:2"], TTL).await.unwrap();
         assert_eq!(
             both.resources().collect::<Vec<_>>(),
@@ -48,7 +47,8 @@ async fn all_or_none_on_every_node() {
         assert!(free.await);
         let other = e.acquire_many(&[b"acct:2", b"acct:3"], TTL).await.unwrap();
         e.release(other).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]

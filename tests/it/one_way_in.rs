@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{fresh_engine, nodes, urls};
+use crate::common::fresh_nodes;
 use redlock_engine::{LockError, Redlock, RenewPolicy};
 
 /// Whether `other` gets `resource` within a second: far less than the 30 s TTL, so only a release
@@ -23,9 +23,7 @@ async fn freed(other: &Redlock, resource: &str) -> bool {
 
 #[tokio::test]
 async fn the_scoped_form_is_on_the_request_for_every_kind() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
-    let other = fresh_engine(urls(&cluster)).await;
+    let (_cluster, [redlock, other]) = fresh_nodes(3).await;
     let plain = redlock
         .lock("scoped")
         .with(|ctx| async move { !ctx.is_lost() });
@@ -56,9 +54,7 @@ async fn the_scoped_form_is_on_the_request_for_every_kind() {
 
 #[tokio::test]
 async fn an_owner_dropped_with_holds_releases_them() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
-    let other = fresh_engine(urls(&cluster)).await;
+    let (_cluster, [redlock, other]) = fresh_nodes(3).await;
     let owner = redlock.owner();
     let ttl = Duration::from_secs(30);
     assert_eq!(owner.acquire("owned", ttl).await.unwrap(), 1);
@@ -72,9 +68,7 @@ async fn an_owner_dropped_with_holds_releases_them() {
 
 #[tokio::test]
 async fn a_renewed_lock_dropped_off_the_runtime_is_released_and_renew_there_is_refused() {
-    let cluster = nodes(3);
-    let redlock = fresh_engine(urls(&cluster)).await;
-    let other = fresh_engine(urls(&cluster)).await;
+    let (_cluster, [redlock, other]) = fresh_nodes(3).await;
     let renewed = redlock
         .lock("renewed-off")
         .renewed(RenewPolicy::default())

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use crate::common::{attempt, dead_url, engine, engine_with, nodes, transports, urls};
+use crate::common::{
+    attempt, dead_url, each_transport, engine, engine_with, nodes, transports, urls,
+};
 use redlock_engine::{LockError, LockKind, NodeError, QuarantineState, Verdict};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -12,9 +14,7 @@ const TTL: Duration = Duration::from_secs(10);
 #[tokio::test]
 async fn inspect_tells_free_from_held_and_ours_from_theirs() {
     let n = nodes(3);
-    for transport in transports() {
-        let a = engine(urls(&n), transport).await;
-        let b = engine(urls(&n), transport).await;
+    each_transport(urls(&n), async |transport, [a, b]| {
         let free = a.inspect("inspected").await.unwrap();
         assert_eq!(free.verdict, Verdict::Free, "{transport:?}");
         assert_eq!((free.quorum, free.free_on, free.held_on), (2, 3, 0));
@@ -51,7 +51,8 @@ async fn inspect_tells_free_from_held_and_ours_from_theirs() {
             a.inspect("").await,
             Err(LockError::InvalidInput(_))
         ));
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -266,9 +267,7 @@ async fn labeled_locks_work_every_way_an_exclusive_lock_is_held() {
 #[tokio::test]
 async fn force_release_breaks_the_lock_but_keeps_the_fence_counter() {
     let n = nodes(3);
-    for transport in transports() {
-        let holder = engine(urls(&n), transport).await;
-        let operator = engine(urls(&n), transport).await;
+    each_transport(urls(&n), async |transport, [holder, operator]| {
         let first = holder.acquire_fenced("stuck", TTL).await.unwrap();
         let t1 = first.fencing_token().unwrap();
         assert!(
@@ -292,7 +291,8 @@ async fn force_release_breaks_the_lock_but_keeps_the_fence_counter() {
         operator.release(second).await.unwrap();
         // Nothing held: still fine, nothing deleted.
         assert_eq!(operator.force_release("stuck").await.unwrap().deleted_on, 0);
-    }
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{acl, nodes, skip_unless, tls_node, transports, urls, RedisNode};
+use crate::common::{acl, beside_standalone, skip_unless, tls_node, transports, urls, RedisNode};
 use redlock_engine::{Config, LockError, LockKind, Redlock, Verdict};
 
 const TTL: Duration = Duration::from_secs(10);
@@ -12,9 +12,7 @@ const TTL: Duration = Duration::from_secs(10);
 async fn inspect_and_force_release_reach_the_key_on_a_cluster() {
     use testkit::RedisCluster;
     let cluster = RedisCluster::start(3);
-    let standalone = nodes(2);
-    let mut node_urls = vec![cluster.url()];
-    node_urls.extend(urls(&standalone));
+    let (_standalone, node_urls) = beside_standalone(cluster.url());
     let e = crate::common::engine(node_urls.clone(), redlock_engine::Transport::Pipeline).await;
     for i in 0..6 {
         let resource = format!("c-{i}");
@@ -50,9 +48,7 @@ async fn inspect_and_force_release_reach_the_key_on_a_cluster() {
 #[tokio::test]
 async fn inspect_reads_the_master_a_sentinel_names() {
     let set = testkit::SentinelSet::start();
-    let standalone = nodes(2);
-    let mut node_urls = vec![set.url()];
-    node_urls.extend(urls(&standalone));
+    let (_standalone, node_urls) = beside_standalone(set.url());
     let e = crate::common::engine(node_urls, redlock_engine::Transport::Pipeline).await;
     let lock = e.acquire("behind-sentinel", TTL).await.unwrap();
     assert!(

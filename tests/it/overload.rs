@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::{builder, delayed_proxies, engine_with, nodes, urls, RedisNode};
-use redlock_engine::{LockError, RenewPolicy};
+use redlock_engine::{LockError, RenewPolicy, RenewedLock};
 use testkit::Proxy;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,17 +94,25 @@ async fn overload_is_its_own_error_and_asks_no_node() {
     }
 }
 
+/// Three fresh nodes and a lock on `resource` for `ttl` renewed by `policy` (its engine lives as
+/// long as the lock): where the renewal cases start.
+async fn renewed_on_three(
+    resource: &[u8],
+    ttl: Duration,
+    policy: RenewPolicy,
+) -> (Vec<RedisNode>, RenewedLock) {
+    let cluster = nodes(3);
+    let e = builder().nodes(urls(&cluster)).build().await.unwrap();
+    let lock = e.acquire_renewed(resource, ttl, policy).await.unwrap();
+    (cluster, lock)
+}
+
 /// Renewal rounds that fail because a majority is frozen are retried while validity remains; the
 /// lock survives a freeze of a third of its TTL.
 #[tokio::test]
 async fn renewals_keep_a_lock_through_a_majority_frozen_for_a_third_of_the_ttl() {
-    let cluster = nodes(3);
     let ttl = Duration::from_millis(1500);
-    let e = builder().nodes(urls(&cluster)).build().await.unwrap();
-    let lock = e
-        .acquire_renewed(b"frozen-majority", ttl, RenewPolicy::default())
-        .await
-        .unwrap();
+    let (cluster, lock) = renewed_on_three(b"frozen-majority", ttl, RenewPolicy::default()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     cluster[0].freeze();
     cluster[1].freeze();
@@ -123,17 +131,8 @@ async fn renewals_keep_a_lock_through_a_majority_frozen_for_a_third_of_the_ttl()
 
 #[tokio::test]
 async fn a_lock_whose_keys_are_gone_on_a_majority_is_reported_lost() {
-    let cluster = nodes(3);
-    let ttl = Duration::from_secs(3);
-    let e = builder().nodes(urls(&cluster)).build().await.unwrap();
-    let lock = e
-        .acquire_renewed(
-            b"deleted",
-            ttl,
-            RenewPolicy::default().every(Duration::from_millis(200)),
-        )
-        .await
-        .unwrap();
+    let every = RenewPolicy::default().every(Duration::from_millis(200));
+    let (cluster, lock) = renewed_on_three(b"deleted", Duration::from_secs(3), every).await;
     cluster[0].cmd(&[b"DEL", b"redlock:{deleted}"]);
     cluster[1].cmd(&[b"DEL", b"redlock:{deleted}"]);
     let lost_at = tokio::time::timeout(Duration::from_secs(1), lock.lost()).await;

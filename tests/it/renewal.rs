@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{engine, engine_with, nodes, transports, urls};
+use crate::common::{each_transport, engine, nodes, quick_nodes, retrying, urls};
 use redlock_engine::{LockError, RenewPolicy};
 
 const TTL: Duration = Duration::from_millis(300);
@@ -10,9 +10,7 @@ const TTL: Duration = Duration::from_millis(300);
 #[tokio::test]
 async fn a_renewed_lock_outlives_its_ttl_until_released() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
-        let other = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e, other]| {
         let lock = e
             .acquire_renewed(b"long-job", TTL, RenewPolicy::default())
             .await
@@ -31,13 +29,13 @@ async fn a_renewed_lock_outlives_its_ttl_until_released() {
         lock.release().await.unwrap();
         let free = other.try_acquire(b"long-job", TTL).await.unwrap();
         other.release(free).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn many_locks_renew_together_and_a_frozen_node_does_not_lose_them() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(3).await;
     let mut locks = Vec::new();
     for i in 0..50 {
         let resource = format!("batch-{i}");
@@ -69,8 +67,7 @@ async fn coalesced_renewals_answer_for_each_lock_on_its_own() {
     // key of another type on node 0 (if that failed the whole call there, every lock in its batch
     // would be lost), lock 7 someone else's value on node 2. Exactly those two are lost.
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |transport, [e]| {
         let ttl = Duration::from_millis(900);
         let policy = RenewPolicy::default().every(Duration::from_millis(150));
         let mut locks = Vec::new();
@@ -118,7 +115,8 @@ async fn coalesced_renewals_answer_for_each_lock_on_its_own() {
         for node in &cluster {
             node.cmd(&[b"DEL", odd, b"redlock:{coalesce-7}"]);
         }
-    }
+    })
+    .await;
 }
 
 /// `EVALSHA` calls this node has served so far (`INFO commandstats`).
@@ -134,8 +132,7 @@ fn evalsha_calls(node: &crate::common::RedisNode) -> u64 {
 #[tokio::test]
 async fn losing_the_majority_tells_the_holder_at_once() {
     let mut cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let lock = e
             .acquire_renewed(b"fragile", TTL, RenewPolicy::default())
             .await
@@ -154,7 +151,8 @@ async fn losing_the_majority_tells_the_holder_at_once() {
             assert_eq!(node.cmd(&[b"GET", b"redlock:{fragile}"]), "intruder");
             node.cmd(&[b"DEL", b"redlock:{fragile}"]);
         }
-    }
+    })
+    .await;
     // Nodes dying: two of three killed, the next renewal cannot win.
     let e = engine(urls(&cluster), Default::default()).await;
     let lock = e
@@ -168,8 +166,7 @@ async fn losing_the_majority_tells_the_holder_at_once() {
 
 #[tokio::test]
 async fn renewal_caps_let_the_lock_expire_and_say_so() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (_cluster, [e]) = quick_nodes(3).await;
     let lock = e
         .acquire_renewed(b"capped", TTL, RenewPolicy::default().max_renewals(2))
         .await
@@ -195,8 +192,7 @@ async fn renewal_caps_let_the_lock_expire_and_say_so() {
 
 #[tokio::test]
 async fn dropping_a_renewed_lock_stops_renewal_and_releases() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(3).await;
     let lock = e
         .acquire_renewed(b"dropped", TTL, RenewPolicy::default())
         .await
@@ -210,8 +206,7 @@ async fn dropping_a_renewed_lock_stops_renewal_and_releases() {
 
 #[tokio::test]
 async fn bad_renewal_policies_are_rejected() {
-    let cluster = nodes(1);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(1).await;
     for every in [TTL, TTL * 2, Duration::ZERO] {
         let r = e
             .acquire_renewed(b"p", TTL, RenewPolicy::default().every(every))
@@ -226,8 +221,7 @@ async fn bad_renewal_policies_are_rejected() {
 
 #[tokio::test]
 async fn with_lock_runs_renews_and_releases_even_on_panic() {
-    let cluster = nodes(3);
-    let e = engine(urls(&cluster), Default::default()).await;
+    let (cluster, [e]) = quick_nodes(3).await;
     let out = e
         .with_lock(b"scoped", TTL, |ctx| async move {
             tokio::time::sleep(TTL * 2).await; // longer than the TTL: renewal keeps it
@@ -271,10 +265,7 @@ async fn with_lock_runs_renews_and_releases_even_on_panic() {
 #[tokio::test]
 async fn an_owner_reenters_what_it_holds_and_others_cannot() {
     let cluster = nodes(3);
-    let e = engine_with(&cluster, |b| {
-        b.retry(2, Duration::from_millis(5), Duration::from_millis(5))
-    })
-    .await;
+    let e = retrying(&cluster, 2).await;
     let a = e.owner();
     let b = e.owner();
     assert_eq!(a.acquire(b"tree", TTL * 10).await.unwrap(), 1);
@@ -311,10 +302,7 @@ async fn an_owner_waiting_for_one_resource_can_still_release_another() {
     // Owner a holds X and waits for Y; owner b holds Y and waits for X. a releasing X (from another
     // task) must not queue behind a's own wait for Y, or neither owner moves until retries run out.
     let cluster = nodes(3);
-    let e = engine_with(&cluster, |b| {
-        b.retry(400, Duration::from_millis(5), Duration::from_millis(5))
-    })
-    .await;
+    let e = retrying(&cluster, 400).await;
     let a = std::sync::Arc::new(e.owner());
     let b = std::sync::Arc::new(e.owner());
     a.acquire(b"x", TTL * 20).await.unwrap();

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{attempt, engine, engine_with, nodes, transports, urls};
+use crate::common::{attempt, each_transport, engine_with, nodes, retrying, transports, urls};
 use redlock_engine::{Config, LockError, Redlock};
 
 const TTL: Duration = Duration::from_secs(5);
@@ -10,8 +10,7 @@ const TTL: Duration = Duration::from_secs(5);
 #[tokio::test]
 async fn readers_share_writers_exclude() {
     let cluster = nodes(3);
-    for transport in transports() {
-        let e = engine(urls(&cluster), transport).await;
+    each_transport(urls(&cluster), async |_transport, [e]| {
         let r1 = e.acquire_read(b"doc", TTL).await.unwrap();
         let mut r2 = e.acquire_read(b"doc", TTL).await.unwrap();
         assert!(r1.is_read());
@@ -38,16 +37,14 @@ async fn readers_share_writers_exclude() {
         e.release(w).await.unwrap();
         let r = e.acquire_read(b"doc", TTL).await.unwrap();
         e.release(r).await.unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn a_waiting_writer_is_not_starved_by_new_readers() {
     let cluster = nodes(3);
-    let e = engine_with(&cluster, |b| {
-        b.retry(200, Duration::from_millis(5), Duration::from_millis(5))
-    })
-    .await;
+    let e = retrying(&cluster, 200).await;
     // Readers keep arriving, each holding 50 ms, overlapping: without writer preference the resource is
     // never free of readers.
     let readers = {

@@ -4,16 +4,14 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{fresh_engine, nodes, urls};
+use crate::common::fresh_nodes;
 use redlock_engine::{LockError, RenewPolicy};
 
 const TTL: Duration = Duration::from_secs(30);
 
 #[tokio::test]
 async fn shutdown_releases_every_held_lock_and_refuses_what_comes_after() {
-    let cluster = nodes(3);
-    let a = fresh_engine(urls(&cluster)).await;
-    let b = fresh_engine(urls(&cluster)).await;
+    let (_cluster, [a, b]) = fresh_nodes(3).await;
 
     // What a service holds when it stops: a guard, a renewed lock, a bare lock, a fair lock, a
     // permit, and a task of its own waiting for the guard's resource.

@@ -16,11 +16,35 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use metrics::{SharedString, Unit};
-use metrics_util::debugging::DebugValue;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::CompositeKey;
 
 /// Held by each test for its whole run: one subscriber and recorder at a time in this process.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// One test's own metrics, as every test here sets them up: the [`SERIAL`] lock held, and a debugging
+/// recorder that is this thread's (not the process's: the other modules build engines on their own
+/// threads at the same time, and must not count here) while this lives. The engine registers its
+/// handles when it is built, so a test builds it after this, on its own thread (`#[tokio::test]` is a
+/// current-thread runtime); its rounds then record here wherever they run.
+pub(crate) struct Recording {
+    pub(crate) snapshotter: Snapshotter,
+    _local: metrics::LocalRecorderGuard<'static>,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl Recording {
+    pub(crate) async fn start() -> Self {
+        let serial = SERIAL.lock().await;
+        // Leaked, one small recorder a test: the thread's guard borrows it for the test's whole run.
+        let recorder: &'static DebuggingRecorder = Box::leak(Box::new(DebuggingRecorder::new()));
+        Self {
+            snapshotter: recorder.snapshotter(),
+            _local: metrics::set_default_local_recorder(recorder),
+            _serial: serial,
+        }
+    }
+}
 
 /// Every metric as one snapshot read it (`Snapshotter::snapshot` reads and resets them all at once).
 type Metrics = [(CompositeKey, Option<Unit>, Option<SharedString>, DebugValue)];

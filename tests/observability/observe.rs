@@ -6,18 +6,11 @@ use std::time::Duration;
 
 use crate::common::{dead_url, nodes, urls};
 use crate::Captured;
-use metrics_util::debugging::DebuggingRecorder;
 
 #[tokio::test]
 async fn rounds_are_counted_and_traced_without_the_lock_value() {
-    let _serial = crate::SERIAL.lock().await;
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    // This thread's recorder, not the process's: the other modules of this test binary build engines
-    // on their own threads at the same time, and must not count here. The engine registers its
-    // handles when it is built (below, on this thread: `#[tokio::test]` is a current-thread runtime),
-    // so its rounds record here wherever they run.
-    let _recorder = metrics::set_default_local_recorder(&recorder);
+    let recording = crate::Recording::start().await;
+    let snapshotter = &recording.snapshotter;
     let (logs, _subscriber) = Captured::install(tracing::Level::DEBUG);
 
     let cluster = nodes(2);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::common::{builder, nodes, urls};
 use crate::Captured;
-use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use metrics_util::debugging::{DebugValue, Snapshotter};
 use redlock_engine::RenewPolicy;
 
 /// A metric's value now (see [`crate::metric`]), counted since the last snapshot.
@@ -20,10 +20,8 @@ async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 #[tokio::test]
 async fn lost_locks_and_node_outages_are_signalled() {
-    let _serial = crate::SERIAL.lock().await;
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _recorder = metrics::set_default_local_recorder(&recorder);
+    let recording = crate::Recording::start().await;
+    let snapshotter = &recording.snapshotter;
     let (logs, _subscriber) = Captured::install(tracing::Level::INFO);
 
     let mut cluster = nodes(3);
@@ -31,7 +29,7 @@ async fn lost_locks_and_node_outages_are_signalled() {
 
     // Held locks: a gauge that follows the locks alive (process-wide: other modules' locks, taken
     // on other threads at the same time, count too, so only bounds are checked).
-    let held = || value(&snapshotter, "redlock_locks_held", &[]);
+    let held = || value(snapshotter, "redlock_locks_held", &[]);
     let guard = e.lock("signals-held").await.unwrap();
     let with = held();
     guard.release().await.unwrap();
@@ -53,7 +51,7 @@ async fn lost_locks_and_node_outages_are_signalled() {
         .expect("the watchdog declares it lost");
     let lost = || {
         value(
-            &snapshotter,
+            snapshotter,
             "redlock_locks_lost_total",
             &[("cause", "taken")],
         )
@@ -71,7 +69,7 @@ async fn lost_locks_and_node_outages_are_signalled() {
     drop(renewed);
 
     // Every node voting, then one killed: the gauge drops and the node is named.
-    let voting = || value(&snapshotter, "redlock_nodes_voting", &[]);
+    let voting = || value(snapshotter, "redlock_nodes_voting", &[]);
     assert!(eventually(Duration::from_secs(2), || voting() == 3.0).await);
     cluster[1].kill9();
     assert!(
@@ -112,17 +110,15 @@ fn held_per_engine(snapshotter: &Snapshotter) -> Vec<(String, f64)> {
 
 #[tokio::test]
 async fn two_engines_in_one_process_report_their_gauges_apart() {
-    let _serial = crate::SERIAL.lock().await;
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let _recorder = metrics::set_default_local_recorder(&recorder);
+    let recording = crate::Recording::start().await;
+    let snapshotter = &recording.snapshotter;
     let cluster = nodes(1);
     let one = builder().nodes(urls(&cluster)).build().await.unwrap();
     let two = builder().nodes(urls(&cluster)).build().await.unwrap();
     let a = one.lock("apart-a").await.unwrap();
     let b = two.lock("apart-b").await.unwrap();
     let c = two.lock("apart-c").await.unwrap();
-    let held = held_per_engine(&snapshotter);
+    let held = held_per_engine(snapshotter);
     assert_eq!(held.len(), 2, "one gauge per engine: {held:?}");
     assert_eq!((held[0].1, held[1].1), (1.0, 2.0), "{held:?}");
     assert_ne!(held[0].0, held[1].0);
@@ -130,6 +126,6 @@ async fn two_engines_in_one_process_report_their_gauges_apart() {
     for guard in [a, b, c] {
         guard.release().await.unwrap();
     }
-    let held = held_per_engine(&snapshotter);
+    let held = held_per_engine(snapshotter);
     assert!(held.iter().all(|(_, v)| *v == 0.0), "{held:?}");
 }

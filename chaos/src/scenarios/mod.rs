@@ -7,8 +7,9 @@
 //! no waiter overtaken, with an unordered control that must be), scenario 20 (leader election under
 //! the leader's kill -9 and SIGSTOP, an empty restart and a clock step), one file each, and the runner that
 //! turns a scenario's logs into its summary line and verdict. Shared by all: `findings` (what a
-//! scenario returns). Shared by several: `owners` (the choreographed owners A and B of scenarios 7, 16
-//! and 17), `support`, `mixed_faults`, `key_census`.
+//! scenario returns). Shared by several: `load` (scenario 1's clients, the background of the fault
+//! scenarios), `owners` (the choreographed owners A and B of scenarios 7, 16 and 17), `support`,
+//! `mixed_faults`, `key_census`.
 //!
 //! A scenario starts its background clients, plays its fault timeline, stops the clients and returns
 //! [`Findings`](findings::Findings): the logs plus its own figures and expectations. The runner adds
@@ -24,6 +25,7 @@
 
 mod findings;
 mod key_census;
+mod load;
 mod mixed_faults;
 mod owners;
 mod s01_contention;

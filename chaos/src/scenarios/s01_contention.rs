@@ -3,10 +3,8 @@
 use crate::env::{Ctx, Env};
 
 use super::findings::Findings;
+use super::load::PROCS;
 use super::support::wait;
-
-/// Background client processes; each runs 4 tasks.
-pub const PROCS: usize = 4;
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     env.spawn_background(PROCS)?;

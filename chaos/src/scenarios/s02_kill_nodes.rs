@@ -5,12 +5,12 @@
 use crate::env::{Ctx, Env};
 
 use super::findings::Findings;
+use super::load::under_load;
 use super::support::{mark, wait};
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
-    env.spawn_background(super::s01_contention::PROCS)?;
+    under_load(env, ctx).await?;
     let p = ctx.phase;
-    wait(p).await;
     let kill0 = mark();
     env.nodes[0].kill9();
     wait(p).await;

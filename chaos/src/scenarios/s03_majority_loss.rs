@@ -7,12 +7,12 @@ use crate::checker::{ms, percentile};
 use crate::env::{Ctx, Env, TTL_MS};
 
 use super::findings::Findings;
+use super::load::under_load;
 use super::support::{mark, ms_between, wait};
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
-    env.spawn_background(super::s01_contention::PROCS)?;
+    under_load(env, ctx).await?;
     let p = ctx.phase;
-    wait(p).await;
     for node in &mut env.nodes[..3] {
         node.kill9();
     }
@@ -31,13 +31,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let mut f = Findings::new(logs);
     let during = f.logs.grants_within(down, restart).count();
     let failing = f.logs.latencies_within(down, restart);
-    let first = f
-        .logs
-        .grants
-        .iter()
-        .filter(|g| g.t1 > up)
-        .map(|g| g.t1)
-        .min();
+    let first = f.logs.first_return(|g| g.t1 > up);
     f.extra(format!(
         "grants while the majority was down {during} (attempts {}, p99 {:.2} ms)",
         failing.len(),

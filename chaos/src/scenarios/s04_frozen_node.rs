@@ -8,15 +8,15 @@ use crate::checker::{ms, percentile};
 use crate::env::{Ctx, Env, NODE_TIMEOUT_MS, TTL_MS};
 
 use super::findings::Findings;
+use super::load::under_load;
 use super::support::{mark, wait};
 
 /// Scheduling slack on top of the node deadline: the machine is small and shared.
 const SLACK_MS: u64 = 150;
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
-    env.spawn_background(super::s01_contention::PROCS)?;
+    under_load(env, ctx).await?;
     let p = ctx.phase;
-    wait(p).await;
     let frozen = mark();
     env.nodes[2].freeze();
     wait(p.max(Duration::from_millis(TTL_MS * 3 / 2))).await;

@@ -69,7 +69,7 @@ fn timeline() -> Vec<Step> {
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     env.start_proxies().await?;
-    for i in 0..super::s01_contention::PROCS {
+    for i in 0..super::load::PROCS {
         let mut args = env.client_args(&format!("c{i}"));
         args.nodes = env.proxy_urls();
         env.spawn(&args, &[])?;

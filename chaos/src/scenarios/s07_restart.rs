@@ -30,7 +30,7 @@ const B_TRIES: Duration = Duration::from_secs(1);
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let quarantine = ctx.expect_quarantine.then_some(TTL);
-    for i in 0..super::s01_contention::PROCS {
+    for i in 0..super::load::PROCS {
         let mut args = env.client_args(&format!("c{i}"));
         args.quarantine = ctx.expect_quarantine;
         env.spawn(&args, &[])?;

@@ -36,7 +36,7 @@ struct Tally {
 }
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
-    env.spawn_background(super::s01_contention::PROCS)?;
+    env.spawn_background(super::load::PROCS)?;
     wait(ctx.phase / 2).await;
     let a = engine(env.node_urls()).await?;
     let b = engine(env.node_urls()).await?;

@@ -18,7 +18,7 @@ use super::support::wait;
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
-    for i in 0..super::s01_contention::PROCS {
+    for i in 0..super::load::PROCS {
         let mut args = env.client_args(&format!("c{i}"));
         args.extend_every = 2; // many script calls
         env.spawn(&args, &[])?;

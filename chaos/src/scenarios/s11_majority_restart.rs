@@ -28,7 +28,7 @@ const _: () = assert!((TTL_MS as u128) < MAX_TTL.as_millis());
 const RESTARTED: usize = 3;
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
-    for i in 0..super::s01_contention::PROCS {
+    for i in 0..super::load::PROCS {
         let mut args = env.client_args(&format!("c{i}"));
         args.quarantine = true;
         args.max_ttl_ms = Some(MAX_TTL.as_millis() as u64);
@@ -57,13 +57,7 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     let quiet_until = kill + (MAX_TTL - UPTIME_SLACK).as_nanos() as u64;
     let during = f.logs.grants_within(kill, quiet_until).count();
     // Grants whose attempt started after the kill: any earlier one was decided by the old nodes.
-    let first = f
-        .logs
-        .grants
-        .iter()
-        .filter(|g| g.t0 > kill)
-        .map(|g| g.t1)
-        .min();
+    let first = f.logs.first_return(|g| g.t0 > kill);
     let after = f.logs.grants.iter().filter(|g| g.t0 > kill).count();
     f.extra(format!(
         "{RESTARTED} of 5 nodes killed, restarted within {:.0} ms with max_ttl {} ms: grants before {before}, \

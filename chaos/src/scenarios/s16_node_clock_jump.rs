@@ -267,7 +267,7 @@ async fn unguarded(ctx: &Ctx, so: &Path) -> Result<Unguarded, String> {
 /// then split the votes of one resource for seconds at a time (each attempt's keys, released after
 /// it lost, make the next ones lose too).
 fn spawn_clients(env: &mut Env, guard: bool) -> Result<(), String> {
-    for i in 0..super::s01_contention::PROCS {
+    for i in 0..super::load::PROCS {
         let mut args = env.client_args(&format!("c{i}"));
         args.no_clock_guard = !guard;
         args.resources = (0..RESOURCES).map(|r| format!("r{r}")).collect();
@@ -348,7 +348,7 @@ async fn skew(offset: &OffsetFile, window: Duration) -> Window {
 
 /// Grants of each background process (`c0`, `c1`, …) whose attempt began and returned in `window`.
 fn grants_by_process(f: &Findings, (from, to): Window) -> Vec<usize> {
-    (0..super::s01_contention::PROCS)
+    (0..super::load::PROCS)
         .map(|i| {
             let prefix = format!("c{i}.");
             f.logs

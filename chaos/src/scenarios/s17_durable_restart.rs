@@ -16,6 +16,7 @@ use crate::env::{Ctx, Env};
 use testkit::NodeSpec;
 
 use super::findings::Findings;
+use super::load::under_load;
 use super::s07_restart::choreography;
 use super::support::wait;
 
@@ -30,8 +31,7 @@ pub fn make_durable(env: &mut Env) {
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     make_durable(env);
-    env.spawn_background(super::s01_contention::PROCS)?;
-    wait(ctx.phase).await;
+    under_load(env, ctx).await?;
     let restart = choreography(env, RESOURCE, None).await?;
     wait(ctx.phase).await;
     env.top_up(ctx).await;

@@ -60,8 +60,28 @@ pub fn cycles(ctx: &Ctx) -> usize {
     }
 }
 
+/// How this scenario's faulted nodes come back.
+const RESTART: Restart = Restart::AtOnce;
+
+/// Spawns a client taking `k` units of `resource` as `mode` and holding each for `hold_us`: the
+/// semaphores' clients and the control's differ only in these.
+fn spawn_counting(
+    env: &mut Env,
+    id: &str,
+    (mode, resource, k): (LockMode, &str, u32),
+    hold_us: u64,
+) -> Result<(), String> {
+    let mut args = locking(env, id, RESTART, mode, [resource]);
+    args.permits = k;
+    args.tasks = TASKS;
+    args.retries = super::s12_multi_resource::RETRIES;
+    args.cs_sleep_us = hold_us;
+    args.storage = None;
+    env.spawn(&args, &[])?;
+    Ok(())
+}
+
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
-    let restart = Restart::AtOnce;
     mixed_faults::prepare(env).await?;
     let kinds = [
         ("p", LockMode::Permit, PERMIT_RESOURCE, PERMITS),
@@ -69,26 +89,16 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     ];
     for (prefix, mode, resource, k) in kinds {
         for i in 0..PROCS {
-            let mut args = locking(env, &format!("{prefix}{i}"), restart, mode, [resource]);
-            args.permits = k;
-            args.tasks = TASKS;
-            args.retries = super::s12_multi_resource::RETRIES;
-            args.cs_sleep_us = HOLD_US;
-            args.storage = None;
-            env.spawn(&args, &[])?;
+            let id = format!("{prefix}{i}");
+            spawn_counting(env, &id, (mode, resource, k), HOLD_US)?;
         }
     }
     // The control: callers of one slot semaphore that disagree on K, which slots do not check.
     for (i, k) in [SLOTS, SLOTS + 1].into_iter().enumerate() {
-        let mut args = locking(env, &format!("u{i}"), restart, LockMode::Slot, [CONTROL]);
-        args.permits = k;
-        args.tasks = TASKS;
-        args.retries = super::s12_multi_resource::RETRIES;
-        args.cs_sleep_us = CONTROL_HOLD_US;
-        args.storage = None;
-        env.spawn(&args, &[])?;
+        let id = format!("u{i}");
+        spawn_counting(env, &id, (LockMode::Slot, CONTROL, k), CONTROL_HOLD_US)?;
     }
-    let windows = mixed_faults::play_cycles(env, ctx, restart, MIN_WINDOW, cycles(ctx)).await;
+    let windows = mixed_faults::play_cycles(env, ctx, RESTART, MIN_WINDOW, cycles(ctx)).await;
     env.top_up_of(ctx, |id| !id.starts_with('u')).await;
     let mut logs = env.finish().await?;
     // Judged here, not by the runner: its K+1 holders are the point.

@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{acquire, eventually, held_on, nodes, redlock, run, urls, Bg, Pids};
+use crate::support::{
+    acquire, eventually, held_on, nodes, reader_holding, redlock, run, soon_held_on, urls, Bg, Pids,
+};
 
 #[test]
 fn acquire_passes_the_commands_exit_code_and_refuses_when_held() {
@@ -19,10 +21,7 @@ fn acquire_passes_the_commands_exit_code_and_refuses_when_held() {
         "released when the command cannot start"
     );
     let first = Bg::spawn(acquire(&n, "job").args(["--ttl", "5s", "--", "sleep", "2"]));
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{job}"
-    ) >= 2));
+    assert!(soon_held_on(&n, "redlock:{job}", 2));
     let started = Instant::now();
     let (code, _, err) = run(acquire(&n, "job").args(["--wait", "300ms", "--", "true"]));
     assert_eq!(code, 75, "{err}");
@@ -44,10 +43,7 @@ fn acquire_waits_until_granted_by_default() {
     let n = nodes(3);
     let pids = Pids::new();
     let first = Bg::spawn(acquire(&n, "queue").args(["--ttl", "5s", "--", "sleep", "1.5"]));
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{queue}"
-    ) == 3));
+    assert!(soon_held_on(&n, "redlock:{queue}", 3));
     let started = Instant::now();
     let mark = pids.path("ran");
     let script = format!("echo ran > {}", mark.display());
@@ -105,10 +101,7 @@ fn the_command_gets_the_resource_and_its_fencing_token() {
 #[test]
 fn shared_holders_share_and_a_writer_waits_for_them() {
     let n = nodes(3);
-    let reader = Bg::spawn(acquire(&n, "cat").args(["--shared", "--", "sleep", "1.5"]));
-    assert!(eventually(Duration::from_secs(3), || {
-        held_on(&n, "redlock:{cat}:rw:readers") == 3
-    }));
+    let reader = reader_holding(&n, "cat", "1.5");
     let (code, _, err) = run(acquire(&n, "cat").args(["-s", "-n", "--", "true"]));
     assert_eq!(code, 0, "a second reader gets in at once: {err}");
     let (code, _, err) = run(acquire(&n, "cat").args(["--write", "-n", "--", "true"]));
@@ -160,10 +153,7 @@ fn fair_waiters_get_the_lock_in_arrival_order() {
     let pids = Pids::new();
     let order = pids.path("order");
     let holder = Bg::spawn(acquire(&n, "line").args(["--fair", "--", "sleep", "1"]));
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{line}"
-    ) >= 2));
+    assert!(soon_held_on(&n, "redlock:{line}", 2));
     let mut waiters = Vec::new();
     for name in ["first", "second", "third"] {
         let script = format!("echo {name} >> {}", order.display());

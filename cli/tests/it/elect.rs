@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use crate::support::{eventually, held_on, nodes, redlock, run, urls, Bg, Pids, RedisNode};
+use crate::support::{
+    eventually, force_release, held_on, nodes, redlock, run, soon_held_on, urls, Bg, Pids,
+    RedisNode,
+};
 
 /// `redlock --no-quarantine SUBCOMMAND ...` on `nodes` (seconds old: quarantine off).
 fn cli(nodes: &[RedisNode], args: &[&str]) -> std::process::Command {
@@ -118,10 +121,7 @@ fn a_second_campaign_waits_and_a_watcher_sees_each_leader() {
 fn a_lost_leadership_stops_the_command() {
     let n = nodes(3);
     let pids = Pids::new();
-    let script = format!(
-        "sleep 100 & echo $! > {}; wait",
-        pids.path("worker").display()
-    );
+    let script = pids.worker_script("sleep 100");
     let elect = Bg::spawn_piped(&mut cli(
         &n,
         &[
@@ -129,12 +129,8 @@ fn a_lost_leadership_stops_the_command() {
         ],
     ));
     let worker = pids.read("worker");
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{lost}"
-    ) == 3));
-    let (code, _, err) = run(&mut cli(&n, &["release", "--force", "--yes", "lost"]));
-    assert_eq!(code, 0, "{err}");
+    assert!(soon_held_on(&n, "redlock:{lost}", 3));
+    force_release(&n, "lost");
     let (code, _, err) = elect.output();
     assert_eq!(code, 113, "{err}");
     assert!(

@@ -4,29 +4,24 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{acquire, alive, eventually, held_on, nodes, redlock, run, urls, Bg, Pids};
+use crate::support::{acquire, alive, force_release, nodes, soon_held_on, Bg, Pids};
 
 #[test]
 fn a_force_released_lock_stops_the_command_and_its_worker() {
     let n = nodes(3);
     let pids = Pids::new();
     let marker = pids.path("term");
-    let script = format!(
-        "trap 'echo term > {}; wait; exit 143' TERM; sleep 100 & echo $! > {}; wait",
-        marker.display(),
-        pids.path("worker").display()
+    let trap = format!(
+        "trap 'echo term > {}; wait; exit 143' TERM",
+        marker.display()
     );
+    let script = pids.worker_script(&format!("{trap}; sleep 100"));
     let child =
         Bg::spawn_piped(acquire(&n, "lost").args(["--ttl", "1500ms", "--", "sh", "-c", &script]));
     let worker = pids.read("worker");
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{lost}"
-    ) == 3));
+    assert!(soon_held_on(&n, "redlock:{lost}", 3));
     let started = Instant::now();
-    let (code, _, err) =
-        run(redlock(&urls(&n)).args(["--no-quarantine", "release", "--force", "--yes", "lost"]));
-    assert_eq!(code, 0, "{err}");
+    force_release(&n, "lost");
     let (code, _, err) = child.output();
     assert_eq!(code, 113, "{err}");
     assert!(
@@ -51,10 +46,7 @@ fn a_lock_lost_with_its_nodes_kills_a_worker_that_ignores_sigterm() {
     let mut n = nodes(3);
     let pids = Pids::new();
     // The worker ignores SIGTERM; the shell does not, so it exits at once and leaves the worker.
-    let script = format!(
-        "(trap '' TERM; exec sleep 100) & echo $! > {}; wait",
-        pids.path("worker").display()
-    );
+    let script = pids.worker_script("(trap '' TERM; exec sleep 100)");
     let child = Bg::spawn_piped(acquire(&n, "gone").args([
         "--ttl",
         "1500ms",
@@ -66,10 +58,7 @@ fn a_lock_lost_with_its_nodes_kills_a_worker_that_ignores_sigterm() {
         &script,
     ]));
     let worker = pids.read("worker");
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{gone}"
-    ) == 3));
+    assert!(soon_held_on(&n, "redlock:{gone}", 3));
     // A majority gone: no renewal can win, and the lock is lost when its validity ends.
     n[0].kill9();
     n[1].kill9();

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use crate::support::{acquire, alive, eventually, held_on, nodes, Bg, Pids};
+use crate::support::{
+    acquire, alive, eventually, held_on, nodes, reader_holding, soon_held_on, Bg, Pids,
+};
 
 /// The number of entries in `key`'s sorted set on each node.
 fn zcards(n: &[crate::support::RedisNode], key: &str) -> Vec<String> {
@@ -17,10 +19,7 @@ fn zcards(n: &[crate::support::RedisNode], key: &str) -> Vec<String> {
 /// files (dropping them kills what they name).
 fn with_a_worker(n: &[crate::support::RedisNode], resource: &str) -> (Bg, i32, Pids) {
     let pids = Pids::new();
-    let script = format!(
-        "sleep 100 & echo $! > {}; wait",
-        pids.path("worker").display()
-    );
+    let script = pids.worker_script("sleep 100");
     let child = Bg::spawn(acquire(n, resource).args(["--", "sh", "-c", &script]));
     let worker = pids.read("worker");
     (child, worker, pids)
@@ -31,10 +30,7 @@ fn a_signal_while_waiting_withdraws_a_fair_waiters_place() {
     let n = nodes(3);
     let pids = Pids::new();
     let holder = Bg::spawn(acquire(&n, "fq").args(["--fair", "--", "sleep", "3"]));
-    assert!(eventually(Duration::from_secs(3), || held_on(
-        &n,
-        "redlock:{fq}"
-    ) == 3));
+    assert!(soon_held_on(&n, "redlock:{fq}", 3));
     let mark = pids.path("ran");
     let script = format!("echo ran > {}", mark.display());
     let waiter = Bg::spawn_piped(acquire(&n, "fq").args(["--fair", "--", "sh", "-c", &script]));
@@ -64,16 +60,10 @@ fn a_signal_while_waiting_withdraws_a_fair_waiters_place() {
 #[test]
 fn ctrl_c_while_waiting_withdraws_a_writers_intent() {
     let n = nodes(3);
-    let reader = Bg::spawn(acquire(&n, "rw").args(["--shared", "--", "sleep", "3"]));
-    assert!(eventually(Duration::from_secs(3), || {
-        held_on(&n, "redlock:{rw}:rw:readers") == 3
-    }));
+    let reader = reader_holding(&n, "rw", "3");
     let writer = Bg::spawn_piped(acquire(&n, "rw").args(["--write", "--", "true"]));
     assert!(
-        eventually(Duration::from_secs(3), || held_on(
-            &n,
-            "redlock:{rw}:rw:intent"
-        ) >= 2),
+        soon_held_on(&n, "redlock:{rw}:rw:intent", 2),
         "the writer's intent holds new readers back"
     );
     writer.signal(libc::SIGINT);

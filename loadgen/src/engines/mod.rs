@@ -143,3 +143,12 @@ pub struct RetrySpec {
 
 /// The key prefix every engine's keys carry, so all engines write keys of the same length.
 pub const KEY_PREFIX: &[u8] = b"redlock:";
+
+/// The key of `resource`: [`KEY_PREFIX`] and the resource, as every engine that builds its own keys
+/// writes it.
+pub fn lock_key(resource: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(KEY_PREFIX.len() + resource.len());
+    key.extend_from_slice(KEY_PREFIX);
+    key.extend_from_slice(resource);
+    key
+}

@@ -7,11 +7,11 @@
 
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use redlock_engine::__private::{release_all, set_all, LockValue, RetryPolicy};
 use redlock_engine::{Redlock, Transport};
 
-use super::{Acquired, LockClient, RetrySpec, Waiting, KEY_PREFIX};
+use super::{lock_key, Acquired, LockClient, RetrySpec, Waiting};
 
 /// The engine's transport, used without the algorithm.
 #[derive(Debug)]
@@ -59,10 +59,7 @@ impl LockClient for RawClient {
     type Held = RawHeld;
 
     async fn acquire(&self, resource: &[u8]) -> Acquired<RawHeld> {
-        let mut key = BytesMut::with_capacity(KEY_PREFIX.len() + resource.len());
-        key.put_slice(KEY_PREFIX);
-        key.put_slice(resource);
-        let key = key.freeze();
+        let key = Bytes::from(lock_key(resource));
         let mut attempts = 0;
         loop {
             attempts += 1;

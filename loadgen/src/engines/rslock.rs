@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rslock::{Lock, LockError, LockManager};
 
-use super::{Acquired, LockClient, RetrySpec, KEY_PREFIX};
+use super::{lock_key, Acquired, LockClient, RetrySpec};
 
 /// An rslock manager plus the workload's TTL and retry policy.
 #[derive(Debug)]
@@ -83,9 +83,7 @@ impl LockClient for RslockClient {
     type Held = Lock;
 
     async fn acquire(&self, resource: &[u8]) -> Acquired<Lock> {
-        let mut key = Vec::with_capacity(KEY_PREFIX.len() + resource.len());
-        key.extend_from_slice(KEY_PREFIX);
-        key.extend_from_slice(resource);
+        let key = lock_key(resource);
         let mut attempts = 0;
         loop {
             attempts += 1;

@@ -111,6 +111,12 @@ fn describe(e: std::io::Error) -> String {
     }
 }
 
+/// The number a reply line carries (`what` it is, for the error): integers, bulk and array lengths
+/// are read alike.
+fn number<T: std::str::FromStr>(line: &str, what: &str) -> Result<T, String> {
+    line.parse().map_err(|_| format!("bad {what} `{line}`"))
+}
+
 /// Parses one reply from the front of `buf`: `None` if incomplete.
 fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, String> {
     let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
@@ -124,14 +130,9 @@ fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, String> {
     let reply = match buf[0] {
         b'+' => Reply::Simple(line),
         b'-' => Reply::Error(line),
-        b':' => Reply::Int(
-            line.parse()
-                .map_err(|_| format!("bad integer reply `{line}`"))?,
-        ),
+        b':' => Reply::Int(number(&line, "integer reply")?),
         b'$' => {
-            let len: i64 = line
-                .parse()
-                .map_err(|_| format!("bad bulk length `{line}`"))?;
+            let len: i64 = number(&line, "bulk length")?;
             if len < 0 {
                 return Ok(Some((Reply::Bulk(None), after)));
             }
@@ -145,9 +146,7 @@ fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, String> {
             )));
         }
         b'*' => {
-            let len: i64 = line
-                .parse()
-                .map_err(|_| format!("bad array length `{line}`"))?;
+            let len: i64 = number(&line, "array length")?;
             if len < 0 {
                 return Ok(Some((Reply::Bulk(None), after)));
             }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{loadgen, read_json, run_ok, spawned_and_stopped};
+use crate::common::{loadgen, per_process_cycles, read_json, run_ok, spawned_and_stopped};
 use serde_json::Value;
 
 /// The rows the scenario runs with its default engines, in run order: (layout, processes, lock, engine).
@@ -102,12 +102,7 @@ fn every_row_of_the_contention_scenario_measures_something() {
         let fairness = num(r, "fairness");
         assert!((1.0 / 64.0..=1.0).contains(&fairness), "{r}");
         if processes > 1 {
-            let per: Vec<u64> = r["per_process_cycles"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_u64().unwrap())
-                .collect();
+            let per = per_process_cycles(r);
             assert_eq!(per.len() as u64, processes, "{r}");
             assert_eq!(per.iter().sum::<u64>(), cycles, "{r}");
             let pf = num(r, "process_fairness");

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    ended_by_dead_node, loadgen, read_json, run_ok, spawned_and_stopped, spawned_ports, stderr,
-    wait_within,
+    ended_by_dead_node, loadgen, per_process_cycles, read_json, run_ok, spawned_and_stopped,
+    spawned_ports, stderr, wait_within,
 };
 
 /// Pids of live loadgen worker processes whose command line names `needle` (a node URL of this test).
@@ -116,12 +116,7 @@ fn two_processes_merge_into_one_record() {
         // Every worker of both processes counts: 8 workers, so the index is at least 1/8.
         let fairness = run["fairness"].as_f64().unwrap();
         assert!((0.125..=1.0).contains(&fairness), "{run}");
-        let per_process: Vec<u64> = run["per_process_cycles"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c.as_u64().unwrap())
-            .collect();
+        let per_process = per_process_cycles(run);
         assert_eq!(per_process.len(), 2, "{run}");
         assert_eq!(
             per_process.iter().sum::<u64>(),

@@ -7,10 +7,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 RUNS=${RUNS:-3}
-for i in $(seq 1 "$RUNS"); do
-  for side in N S; do
-    echo "== $side $i, load $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -c1-40)" >&2
-    if [[ $side == S ]]; then export LOADGEN_SCRIPTS_ONLY=1; else unset LOADGEN_SCRIPTS_ONLY; fi
-    "$LOADGEN" --engine redlock,ceiling --quiet --json "$side-$i.json" > "$side-$i.txt"
-  done
-done
+. ../../lib/native-sides.sh
+native_sides "$RUNS" "" --engine redlock,ceiling

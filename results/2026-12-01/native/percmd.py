@@ -2,17 +2,13 @@
 """Server CPU per lock operation on one node: the scripts vs the native commands, single and
 batched (16 per write), on present keys. Usage: percmd.py PORT [ROUNDS]. Prints usec of server CPU
 (INFO cpu user+sys delta) per operation, each variant minus the cost of the SETs that create the keys."""
-import socket, sys, time
+import os, socket, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../lib"))
+from resp import enc  # noqa: E402
 
 port = int(sys.argv[1]); rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
 s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
-
-def enc(*a):
-    out = [b"*%d\r\n" % len(a)]
-    for x in a:
-        x = x if isinstance(x, bytes) else str(x).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(x), x))
-    return b"".join(out)
 
 def read():
     line = f.readline()

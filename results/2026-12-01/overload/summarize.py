@@ -29,17 +29,29 @@ def load(doc):
     m = doc["machine"]
     return f"{m.get('loadavg_start')}→{m.get('loadavg_end')}"
 
+def section(scenario, runs, columns):
+    """The heading and the table head of one scenario's section: every section names its runs and lays
+    out its columns alike."""
+    out.append(f"### {scenario} ({len(runs)} runs: {', '.join(f for f, _ in runs)})\n")
+    out.append("| " + " | ".join(columns) + " |")
+    out.append("|" + "---|" * len(columns))
+
+def rows_by(runs, field, key):
+    """The records of every run's `field`, (record, its run's document) by `key` of the record, in the
+    order first seen: one table row a key, its figures the medians over the runs."""
+    rows = {}
+    for _, doc in runs:
+        for r in doc[field]:
+            rows.setdefault(key(r), []).append((r, doc))
+    return rows
+
 out = []
 b = docs("burst")
 if b:
-    out.append(f"### burst ({len(b)} runs: {', '.join(f for f, _ in b)})\n")
-    out.append("| engine | B | success rate | drain s | goodput/s | (b) cycles/s | goodput ÷ (b) | redlock ÷ rslock goodput | failures by cause (per run) | failed releases | load avg (1 min, per run) |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
-    rows = {}
-    for _, doc in b:
-        for r in doc["burst"]:
-            rows.setdefault((r["label"], r["burst"]), []).append((r, doc))
-    for (lab, size), rs in rows.items():
+    section("burst", b, ["engine", "B", "success rate", "drain s", "goodput/s", "(b) cycles/s", "goodput ÷ (b)",
+                         "redlock ÷ rslock goodput", "failures by cause (per run)", "failed releases",
+                         "load avg (1 min, per run)"])
+    for (lab, size), rs in rows_by(b, "burst", lambda r: (r["label"], r["burst"])).items():
         ratio = []
         for r, doc in rs:
             peer = [p for p in doc["burst"] if p["label"] == "rslock" and p["burst"] == size]
@@ -53,14 +65,11 @@ if b:
     out.append("")
 h = docs("held")
 if h:
-    out.append(f"### held ({len(h)} runs: {', '.join(f for f, _ in h)})\n")
-    out.append("| engine | H | hold s | acquired | lost (any time) | lost at end | renewals/s | expected/s | client CPU µs/renewal | server CPU µs/renewal (all nodes) | EVALSHA/renewal | failures by cause (per run) | load avg (1 min, per run) |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    rows = {}
-    for _, doc in h:
-        for r in doc["held"]:
-            rows.setdefault((r["label"], r["held"]), []).append(r)
-    for (lab, size), rs in rows.items():
+    section("held", h, ["engine", "H", "hold s", "acquired", "lost (any time)", "lost at end", "renewals/s",
+                        "expected/s", "client CPU µs/renewal", "server CPU µs/renewal (all nodes)",
+                        "EVALSHA/renewal", "failures by cause (per run)", "load avg (1 min, per run)"])
+    for (lab, size), rs in rows_by(h, "held", lambda r: (r["label"], r["held"])).items():
+        rs = [r for r, _ in rs]
         if not rs[0]["supported"]:
             out.append(f"| {lab} | {size:,} | | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | {rs[0]['note']} | |")
             continue
@@ -73,14 +82,10 @@ if h:
     out.append("")
 o = docs("overload")
 if o:
-    out.append(f"### overload ({len(o)} runs: {', '.join(f for f, _ in o)})\n")
-    out.append("| engine | scenario | cycles/s | overload ÷ (b) | redlock ÷ rslock cycles/s | acquire p50 ms | acquire p99 ms | failed acquires by cause (per run) | failed releases by cause (per run) | load avg (1 min, run start) |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
-    rows = {}
-    for _, doc in o:
-        for r in doc["runs"]:
-            rows.setdefault((r["label"], r["scenario"]), []).append((r, doc))
-    for (lab, sc), rs in rows.items():
+    section("overload", o, ["engine", "scenario", "cycles/s", "overload ÷ (b)", "redlock ÷ rslock cycles/s",
+                            "acquire p50 ms", "acquire p99 ms", "failed acquires by cause (per run)",
+                            "failed releases by cause (per run)", "load avg (1 min, run start)"])
+    for (lab, sc), rs in rows_by(o, "runs", lambda r: (r["label"], r["scenario"])).items():
         vs_b = [doc["overload_vs_b"].get(lab) for _, doc in rs] if sc == "overload" else []
         ratio = [doc["ratios"].get(sc, {}).get("redlock/rslock", {}).get("cycles_per_s") for _, doc in rs] if lab == "redlock" else []
         p = lambda k: med([r["acquire_us"][k] / 1e3 if r["acquire_us"] else None for r, _ in rs])

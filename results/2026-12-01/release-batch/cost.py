@@ -8,7 +8,10 @@ Each pass pipelines, on one connection, batches of N `SET key value PX 60000` fo
 release's own server CPU (INFO cpu user+sys) per key.
    python3 results/2026-12-01/release-batch/cost.py > results/2026-12-01/release-batch/cost.txt
 """
-import os, socket, subprocess, time
+import os, socket, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../lib"))
+from resp import enc  # noqa: E402
 
 RELEASE = ("local v = redis.call('GET', KEYS[1]) "
            "if v == ARGV[1] then return redis.call('DEL', KEYS[1]) "
@@ -19,14 +22,6 @@ RELEASE_MANY = ("local out = {} for i, k in ipairs(KEYS) do local v = redis.call
                 "elseif v == false then out[i] = '0' else out[i] = '-' end end "
                 "return table.concat(out)")
 KEYS = 64_000
-
-
-def enc(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 class Conn:

@@ -10,11 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 RUNS=${RUNS:-2}
-for i in $(seq 1 "$RUNS"); do
-  for side in N S; do
-    echo "== $side $i, load $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -c1-40)" >&2
-    if [[ $side == S ]]; then export LOADGEN_SCRIPTS_ONLY=1; else unset LOADGEN_SCRIPTS_ONLY; fi
-    "$LOADGEN" --engine redlock --scenario held --held 10k,100k --hold-for 20s --held-ttl 3s \
-      --renew-every 1s --quiet --json "held-$side-$i.json" > "held-$side-$i.txt"
-  done
-done
+. ../../lib/native-sides.sh
+native_sides "$RUNS" held- --engine redlock --scenario held --held 10k,100k --hold-for 20s --held-ttl 3s \
+  --renew-every 1s

@@ -26,6 +26,15 @@ pub fn transports() -> Vec<Transport> {
     all
 }
 
+/// Two fresh standalone masters beside the node set at `url` (a cluster's or a sentinel set's), and
+/// the URLs of all three, `url` first: the mixed set the cluster and sentinel tests vote on.
+pub fn beside_standalone(url: String) -> (Vec<RedisNode>, Vec<String>) {
+    let standalone = nodes(2);
+    let mut set = vec![url];
+    set.extend(urls(&standalone));
+    (standalone, set)
+}
+
 /// A builder for nodes this test just started: they hold no lock anyone could lose, so the crashed-node
 /// quarantine (which would keep them out for `max_ttl`) is off. `tests/quarantine.rs` turns it on.
 pub fn builder() -> redlock_engine::Builder {
@@ -47,6 +56,51 @@ pub async fn fresh_engine(urls: Vec<String>) -> Redlock {
     Redlock::new(fresh_config(urls))
         .await
         .expect("engine builds")
+}
+
+/// `n` fresh nodes and `N` engines with the default configuration on them (see [`fresh_engine`]):
+/// the setup of most single-transport tests, a holder and the owners that contend with it.
+pub async fn fresh_nodes<const N: usize>(n: usize) -> (Vec<RedisNode>, [Redlock; N]) {
+    let cluster = nodes(n);
+    let mut engines = Vec::with_capacity(N);
+    for _ in 0..N {
+        engines.push(fresh_engine(urls(&cluster)).await);
+    }
+    (cluster, into_array(engines))
+}
+
+/// `n` fresh nodes and `N` engines on them with short retry pauses on the default transport (see
+/// [`engine`]): the setup of the single-transport tests that contend.
+pub async fn quick_nodes<const N: usize>(n: usize) -> (Vec<RedisNode>, [Redlock; N]) {
+    let cluster = nodes(n);
+    let mut engines = Vec::with_capacity(N);
+    for _ in 0..N {
+        engines.push(engine(urls(&cluster), Transport::default()).await);
+    }
+    (cluster, into_array(engines))
+}
+
+/// `engines` as an array of its length (the callers build exactly `N`).
+fn into_array<const N: usize>(engines: Vec<Redlock>) -> [Redlock; N] {
+    engines
+        .try_into()
+        .unwrap_or_else(|v: Vec<Redlock>| panic!("{} engines, not {N}", v.len()))
+}
+
+/// Runs `test` once for each transport of [`transports`], with `N` engines on `urls` built for it
+/// (see [`engine`]): the loop most of the suite's tests are, written once. A transport's engines are
+/// built when its turn comes and dropped when it ends, as in a `for` loop.
+pub async fn each_transport<const N: usize>(
+    urls: Vec<String>,
+    mut test: impl AsyncFnMut(Transport, [Redlock; N]),
+) {
+    for transport in transports() {
+        let mut engines = Vec::with_capacity(N);
+        for _ in 0..N {
+            engines.push(engine(urls.clone(), transport).await);
+        }
+        test(transport, into_array(engines)).await;
+    }
 }
 
 /// A builder for `urls` (quarantine off, see [`builder`]) that retries a busy lock `retries` times
@@ -80,6 +134,15 @@ pub async fn engine(urls: Vec<String>, transport: Transport) -> Redlock {
 /// An engine on `nodes` (quarantine off, see [`builder`]) with what `tune` sets on the builder.
 pub async fn engine_with(nodes: &[RedisNode], tune: impl FnOnce(Builder) -> Builder) -> Redlock {
     build(tune(builder().nodes(urls(nodes)))).await
+}
+
+/// An engine on `nodes` (see [`engine_with`]) retrying `retries` times, 5 ms apart: owners that
+/// wait for each other's locks see them freed at once.
+pub async fn retrying(nodes: &[RedisNode], retries: u32) -> Redlock {
+    engine_with(nodes, |b| {
+        b.retry(retries, Duration::from_millis(5), Duration::from_millis(5))
+    })
+    .await
 }
 
 /// One attempt at `request` for `ttl`, as a bare [`Lock`]: the test releases it with

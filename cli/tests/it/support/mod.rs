@@ -122,6 +122,16 @@ impl Pids {
         self.0.path().join(name)
     }
 
+    /// A shell script that starts `worker` in the background, writes its pid to the file `worker`
+    /// (for [`Pids::read`]) and waits for it: a command with a child of its own, whose stop the
+    /// tests check.
+    pub fn worker_script(&self, worker: &str) -> String {
+        format!(
+            "{worker} & echo $! > {}; wait",
+            self.path("worker").display()
+        )
+    }
+
     /// The pid written to `name`, once it is there.
     pub fn read(&self, name: &str) -> i32 {
         let path = self.path(name);
@@ -173,4 +183,28 @@ pub fn alive(pid: i32) -> bool {
 /// On how many of `nodes` `key` exists.
 pub fn held_on(nodes: &[RedisNode], key: &str) -> usize {
     nodes.iter().filter(|n| n.exists(key.as_bytes())).count()
+}
+
+/// A shared holder of `resource`'s read-write lock running `sleep secs` in the background, once
+/// its reader entry is on every node: the reader a writer test then waits behind.
+pub fn reader_holding(nodes: &[RedisNode], resource: &str, secs: &str) -> Bg {
+    let reader = Bg::spawn(acquire(nodes, resource).args(["--shared", "--", "sleep", secs]));
+    let readers = format!("redlock:{{{resource}}}:rw:readers");
+    assert!(soon_held_on(nodes, &readers, nodes.len()));
+    reader
+}
+
+/// Whether `key` is on at least `at_least` of `nodes` within 3 s: a command's lock is granted by a
+/// majority, and the last nodes' writes may still be on their way.
+pub fn soon_held_on(nodes: &[RedisNode], key: &str, at_least: usize) -> bool {
+    eventually(Duration::from_secs(3), || held_on(nodes, key) >= at_least)
+}
+
+/// `redlock release --force --yes RESOURCE` on `nodes`: an operator taking a command's lock away
+/// under it; the release itself must succeed.
+pub fn force_release(nodes: &[RedisNode], resource: &str) {
+    let mut cmd = redlock(&urls(nodes));
+    cmd.args(["--no-quarantine", "release", "--force", "--yes", resource]);
+    let (code, _, err) = run(&mut cmd);
+    assert_eq!(code, 0, "{err}");
 }

@@ -124,3 +124,13 @@ pub fn port_closed(port: u16) -> bool {
     }
     false
 }
+
+/// A run's `per_process_cycles` of loadgen's JSON: the successful cycles of each of its processes.
+pub fn per_process_cycles(run: &serde_json::Value) -> Vec<u64> {
+    run["per_process_cycles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect()
+}
