@@ -5,7 +5,6 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::error::ErrorKind;
 use clap::Parser;
 
 use crate::cli::{one_line, NodeSource, Options, Plan, RuntimeKind, Server};
@@ -26,7 +25,8 @@ fn failure(code: u8) -> impl Fn(String) -> Failure {
 pub fn main() -> ExitCode {
     let opts = match Options::try_parse() {
         Ok(opts) => opts,
-        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+        // `--help` and `--version`: clap's only messages for stdout, and not failures.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }

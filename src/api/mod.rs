@@ -12,6 +12,28 @@
 //! - `slots`: the slot semaphore, one of K exclusive locks on a majority: not a kind of its own,
 //!   a way of taking exclusive locks.
 
+/// The wait shorthands of a request with a `wait(Wait)` method (a lock request, a campaign):
+/// `once`, `wait_up_to` and `wait_forever`, each with its own doc line. Written once, so every way
+/// in waits by the same words.
+macro_rules! wait_shorthands {
+    (once: $once:literal, up_to: $up_to:literal, forever: $forever:literal $(,)?) => {
+        #[doc = $once]
+        pub fn once(self) -> Self {
+            self.wait(Wait::Once)
+        }
+
+        #[doc = $up_to]
+        pub fn wait_up_to(self, limit: Duration) -> Self {
+            self.wait(Wait::UpTo(limit))
+        }
+
+        #[doc = $forever]
+        pub fn wait_forever(self) -> Self {
+            self.wait(Wait::Forever)
+        }
+    };
+}
+
 pub(crate) mod election;
 pub(crate) mod guard;
 mod open;

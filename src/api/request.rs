@@ -121,19 +121,10 @@ impl<'a> LockRequest<'a> {
         self
     }
 
-    /// One attempt, no retry ([`Wait::Once`]).
-    pub fn once(self) -> Self {
-        self.wait(Wait::Once)
-    }
-
-    /// Retry until acquired or `limit` has passed ([`Wait::UpTo`]).
-    pub fn wait_up_to(self, limit: Duration) -> Self {
-        self.wait(Wait::UpTo(limit))
-    }
-
-    /// Retry until acquired ([`Wait::Forever`]); drop the future to give up.
-    pub fn wait_forever(self) -> Self {
-        self.wait(Wait::Forever)
+    wait_shorthands! {
+        once: "One attempt, no retry ([`Wait::Once`]).",
+        up_to: "Retry until acquired or `limit` has passed ([`Wait::UpTo`]).",
+        forever: "Retry until acquired ([`Wait::Forever`]); drop the future to give up.",
     }
 
     /// An exclusive lock with a fencing token ([`Lock::fencing_token`]), larger than every earlier

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::core::Core;
-use super::fanout::{fan_out_into, fan_out_until_won};
+use super::fanout::fan_out_into;
 use super::takeover::TakeOver;
 use crate::algo::clock::JumpMark;
 use crate::algo::quorum::Tally;
@@ -60,10 +60,9 @@ impl Core {
         };
         let deadline = self.round_deadline(start, ttl, None);
         let quorum = target.kind.tally(self.nodes().len());
-        let tally = match take_over {
-            Some(_) => fan_out_until_won(self.nodes(), &cmd, deadline, vote, quorum).await,
-            None => fan_out_into(self.nodes(), &cmd, deadline, vote, quorum).await,
-        };
+        // A lost take-over waits for every reply: its step back goes only where it may have set.
+        let until_won = take_over.is_some();
+        let tally = fan_out_into(self.nodes(), &cmd, deadline, vote, quorum, until_won).await;
         // One clock read serves the metric and the validity (a read is most of what observing costs).
         let elapsed = start.elapsed();
         self.metrics().round(Op::Acquire, &tally, elapsed);

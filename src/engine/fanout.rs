@@ -122,27 +122,21 @@ pub(crate) async fn fan_out(
     round(nodes, cmd, deadline, read, true).await
 }
 
-/// [`fan_out`] counting into `tally` (a kind's own quorum: see `Kind::tally`).
+/// [`fan_out`] counting into `tally` (a kind's own quorum: see `Kind::tally`). With `until_won` it
+/// stops early only when won: a lost round waits for every reply (or the deadline), so its replies
+/// say where the command set nothing (a take-over, whose step back then goes only where it may
+/// have: `super::attempt`).
 pub(crate) async fn fan_out_into(
     nodes: &[Arc<dyn NodeClient>],
     cmd: &Cmd,
     deadline: Deadline,
     read: fn(NodeResult) -> Vote,
     tally: Tally,
+    until_won: bool,
 ) -> Tally {
-    counted(nodes, cmd, deadline, read, tally, true).await
-}
-
-/// [`fan_out_into`] that stops early only when won: a lost round waits for every reply (or the
-/// deadline), so its replies say where the command set nothing (a take-over, whose step back then
-/// goes only where it may have: `super::attempt`).
-pub(crate) async fn fan_out_until_won(
-    nodes: &[Arc<dyn NodeClient>],
-    cmd: &Cmd,
-    deadline: Deadline,
-    read: fn(NodeResult) -> Vote,
-    tally: Tally,
-) -> Tally {
+    if !until_won {
+        return counted(nodes, cmd, deadline, read, tally, true).await;
+    }
     let mut one = UntilWon(One { tally, read });
     run(nodes, cmd, deadline, true, &mut one).await;
     one.0.tally

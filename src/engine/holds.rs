@@ -95,6 +95,7 @@ impl Core {
             deadline,
             Vote::of_script,
             check.quorum,
+            false,
         )
         .await;
         self.metrics().round(Op::Check, &tally, start.elapsed());

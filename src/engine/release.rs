@@ -182,7 +182,8 @@ impl Core {
         // Replies after the current validity ended prove nothing: someone else may hold it by then.
         let deadline = self.round_deadline(start, ttl, Some(lock.valid_until()));
         let quorum = lock.kind().tally(self.nodes().len());
-        let tally = fan_out_into(self.nodes(), &cmd, deadline, Vote::of_script, quorum).await;
+        let tally =
+            fan_out_into(self.nodes(), &cmd, deadline, Vote::of_script, quorum, false).await;
         self.metrics().round(Op::Extend, &tally, start.elapsed());
         lock.settle_extend(&self.settings().timing, ttl, (start, jumps_at), tally)
     }

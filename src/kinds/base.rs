@@ -5,7 +5,7 @@
 use crate::algo::quorum::Vote;
 use crate::algo::value::LockValue;
 use crate::protocol::cmd::{Cmd, Keys};
-use crate::protocol::inspect::{ttl, InspectPart, KeyState};
+use crate::protocol::inspect::{ttl, InspectPart};
 use crate::protocol::scripts::{EXTEND, HOLDS, RELEASE, RELEASE_NOTIFY, WAIT_MARK};
 use crate::protocol::spec::{majority, Spec};
 
@@ -43,13 +43,11 @@ pub(crate) const BASE: Spec = Spec {
 pub(crate) static WAITERS: InspectPart = InspectPart {
     lua: "out[#out + 1] = pttl(K[':wait'])",
     fields: 1,
-    read: read_waiters,
+    read: |f, s| {
+        s.waiters = ttl(f[0])?;
+        Some(())
+    },
 };
-
-fn read_waiters(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
-    state.waiters = ttl(fields[0])?;
-    Some(())
-}
 
 /// The placeholder acquire: every kind names its own.
 fn no_acquire(_: &Keys, _: LockValue, _: u64, _: u64) -> Cmd {

@@ -55,7 +55,7 @@ use crate::kinds::base::{BASE, WAITERS};
 use crate::lock::Lock;
 use crate::observe::Op;
 use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Reply, Script};
-use crate::protocol::inspect::{maybe_count, InspectPart, KeyState};
+use crate::protocol::inspect::{maybe_count, InspectPart};
 use crate::protocol::spec::{Forced, Kind, Spec, Suffix};
 
 /// An exclusive lock whose acquire also reads the resource's fence counter on every node, for a
@@ -82,13 +82,11 @@ static FENCE: InspectPart = InspectPart {
         "local f = '-' if ty(K[':fence']) == 'string' then f = redis.call('GET', K[':fence']) end \
 out[#out + 1] = f",
     fields: 1,
-    read: read_fence,
+    read: |f, s| {
+        s.fence = maybe_count(f[0])?;
+        Some(())
+    },
 };
-
-fn read_fence(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
-    state.fence = maybe_count(fields[0])?;
-    Some(())
-}
 
 fn acquire_fenced_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, _: u64) -> Cmd {
     script_cmd(&ACQUIRE_FENCED, keys, value, Args::of(&[ttl_ms]))

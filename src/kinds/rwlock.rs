@@ -25,7 +25,7 @@ use crate::kinds::base::{BASE, WAITERS};
 use crate::lock::Lock;
 use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, Op, Script};
 use crate::protocol::inspect::{count, int, ttl, InspectPart, KeyState};
-use crate::protocol::scripts::HOLDS_MEMBER;
+use crate::protocol::scripts::{node_now, HOLDS_MEMBER};
 use crate::protocol::spec::{Forced, Kind, LockKind, Spec, Suffix};
 
 const SUFFIXES: &[Suffix] = &[
@@ -103,13 +103,11 @@ fn read_readers(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
 static INTENT: InspectPart = InspectPart {
     lua: "out[#out + 1] = pttl(K[':rw:intent'])",
     fields: 1,
-    read: read_intent,
+    read: |f, s| {
+        s.write_intent = ttl(f[0])?;
+        Some(())
+    },
 };
-
-fn read_intent(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
-    state.write_intent = ttl(fields[0])?;
-    Some(())
-}
 
 fn acquire_read_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, max_readers: u64) -> Cmd {
     script_cmd(&ACQUIRE_READ, keys, value, Args::of(&[ttl_ms, max_readers]))
@@ -193,13 +191,15 @@ pub(crate) fn write_kind() -> Kind {
 /// Read acquire: refused while a writer holds the lock **or waits for it** (writer preference), or
 /// when `ARGV[3]` readers already hold it.
 pub(crate) static ACQUIRE_READ: Script = Script {
-    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
+    source: concat!(
+        node_now!(),
+        "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return -1 end \
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end \
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) \
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end \
-return 1",
+return 1"
+    ),
     sha1: "be7b575b29d19e8db78f9362077740aff941e98b",
     resend: false,
     op: Op::Own,
@@ -208,15 +208,17 @@ return 1",
 /// Write acquire: granted when no writer and no live reader; while readers remain, it records the
 /// writer's intent (its ticket) so no new reader gets in, and only the intent's owner may take it next.
 pub(crate) static ACQUIRE_WRITE: Script = Script {
-    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
+    source: concat!(
+        node_now!(),
+        "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
 if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end \
 local intent = redis.call('GET', KEYS[3]) \
 if intent ~= false and intent ~= ARGV[3] then return -1 end \
 if redis.call('ZCARD', KEYS[2]) > 0 then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) return -1 end \
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
 if intent ~= false then redis.call('DEL', KEYS[3]) end \
-return 1",
+return 1"
+    ),
     sha1: "211c41ebffeaba5bcb83db4f358e5f535c71907c",
     resend: false,
     op: Op::Own,
@@ -240,12 +242,14 @@ pub(crate) static RELEASE_READ: Script = Script {
 
 /// Read extend: move our entry's expiry, only while it is still live.
 pub(crate) static EXTEND_READ: Script = Script {
-    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
-local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
+    source: concat!(
+        node_now!(),
+        "local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
 if s == false or tonumber(s) <= now then return 0 end \
 redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[2]), ARGV[1]) \
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end \
-return 1",
+return 1"
+    ),
     sha1: "0b53351cbdc5e6054c1cc78b771c22eba7d2af5f",
     resend: true,
     op: Op::Own,

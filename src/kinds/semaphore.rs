@@ -67,7 +67,7 @@ use crate::kinds::base::BASE;
 use crate::lock::Lock;
 use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Op, Reply, Script};
 use crate::protocol::inspect::{count, maybe_count, InspectPart, KeyState};
-use crate::protocol::scripts::HOLDS_MEMBER;
+use crate::protocol::scripts::{node_now, HOLDS_MEMBER};
 use crate::protocol::spec::{Forced, Kind, LockKind, Spec, Suffix};
 
 /// The most permits one semaphore may have. Any K >= N already needs every node, so the cap costs
@@ -272,8 +272,9 @@ fn permit_vote(result: NodeResult) -> Vote {
 /// Permit acquire: refused on a marker of another K (`M<K>`, digits only: a lock value sitting at
 /// the key is never echoed) or of another kind of lock (`-1`), and while K live permits are there.
 pub(crate) static ACQUIRE_PERMIT: Script = Script {
-    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
-local want = 'permits:' .. ARGV[3] local m = redis.call('GET', KEYS[1]) \
+    source: concat!(
+        node_now!(),
+        "local want = 'permits:' .. ARGV[3] local m = redis.call('GET', KEYS[1]) \
 if m and m ~= want then local k = string.match(m, '^permits:(%d+)$') \
 if k then return 'M' .. k end return -1 end \
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
@@ -282,7 +283,8 @@ local ttl = tonumber(ARGV[2]) \
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[1]) \
 if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end \
 if m == false or redis.call('PTTL', KEYS[1]) < ttl then redis.call('SET', KEYS[1], want, 'PX', ttl) end \
-return 1",
+return 1"
+    ),
     sha1: "f5fdbd347633e3f2c4b68d6c4466c3a390342bfd",
     resend: false,
     op: Op::Own,
@@ -291,13 +293,15 @@ return 1",
 /// Permit release: remove our permit (`1` if it was still live, `0` if gone or expired); the last
 /// live permit out also removes the marker, so the resource is free for any K at once.
 pub(crate) static RELEASE_PERMIT: Script = Script {
-    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
-local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
+    source: concat!(
+        node_now!(),
+        "local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
 if s == false then return 0 end redis.call('ZREM', KEYS[2], ARGV[1]) \
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
 if redis.call('ZCARD', KEYS[2]) == 0 then local m = redis.call('GET', KEYS[1]) \
 if m and string.match(m, '^permits:%d+$') then redis.call('DEL', KEYS[1]) end end \
-if tonumber(s) <= now then return 0 end return 1",
+if tonumber(s) <= now then return 0 end return 1"
+    ),
     sha1: "1197812551be759f8b61c473f237171c7b4559f4",
     resend: true,
     op: Op::Own,
@@ -306,14 +310,16 @@ if tonumber(s) <= now then return 0 end return 1",
 /// Permit extend: move our permit's expiry (ms in `ARGV[2]`), only while it is still live; both keys
 /// live at least as long.
 pub(crate) static EXTEND_PERMIT: Script = Script {
-    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
-local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
+    source: concat!(
+        node_now!(),
+        "local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) \
 if s == false or tonumber(s) <= now then return 0 end \
 local ttl = tonumber(ARGV[2]) \
 redis.call('ZADD', KEYS[2], 'XX', now + ttl, ARGV[1]) \
 if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end \
 if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end \
-return 1",
+return 1"
+    ),
     sha1: "e10d5533d1494f18b58fd4feaf53486dd6297c20",
     resend: true,
     op: Op::Own,

@@ -34,6 +34,15 @@ pub(crate) fn extend_many_vote(code: u8) -> Vote {
     }
 }
 
+/// Lua: `now`, the node's clock in ms (`TIME`), for the scripts that compare expiries kept on the
+/// node's own clock (entries of sets: readers, permits, fair-queue entries).
+macro_rules! node_now {
+    () => {
+        "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) "
+    };
+}
+pub(crate) use node_now;
+
 /// The plain lock's hand-off to the first waiter elsewhere, on the key `$k` (a Lua expression) just
 /// freed of our value `v`: its waiter list's first entry taken out and granted the key
 /// (`crate::protocol::grant`), or, not granted, its name published on that waiter's own channel; for a
@@ -154,7 +163,10 @@ pub(crate) static HOLDS_ALL: Script = Script {
 /// [`HOLDS`] for a holder that is an entry of a set (a reader, a permit: `KEYS[2]`): 1 while our
 /// entry is there and its expiry (the node's ms) has not passed, else 0.
 pub(crate) static HOLDS_MEMBER: Script = Script {
-    source: "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) if s and tonumber(s) > now then return 1 end return 0",
+    source: concat!(
+        node_now!(),
+        "local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) if s and tonumber(s) > now then return 1 end return 0"
+    ),
     sha1: "5a7f0f95c295953673019027ee4a80ef28f2ef9c",
     resend: true,
     op: Op::Own,

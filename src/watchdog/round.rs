@@ -113,7 +113,15 @@ async fn renew_one(engine: &Core, entry: &Entry) -> Option<Instant> {
     let start = Instant::now();
     let deadline = engine.round_deadline(start, due.ttl, Some(due.valid_until));
     let quorum = kind.tally(engine.nodes().len());
-    let tally = fan_out_into(engine.nodes(), &cmd, deadline, Vote::of_script, quorum).await;
+    let tally = fan_out_into(
+        engine.nodes(),
+        &cmd,
+        deadline,
+        Vote::of_script,
+        quorum,
+        false,
+    )
+    .await;
     settle(engine, entry, due.ttl, (start, jumps_at), timeout, tally)
 }
 

@@ -136,42 +136,14 @@ fn worker_process_mode() {
     .unwrap();
     assert_eq!(p.child.as_deref(), Some("03"));
     assert!(p.quiet);
-    for args in [
-        &[
-            "--worker-process",
-            "--tag",
-            "1",
-            "--concurrency",
-            "2",
-            "--keys",
-            "2",
-        ][..],
-        &[
-            "--worker-process",
-            "--tag",
-            "1",
-            "--nodes",
-            "redis://127.0.0.1:1",
-            "--engine",
-            "redlock,rslock",
-            "--keys",
-            "2",
-        ][..],
-        &[
-            "--worker-process",
-            "--tag",
-            "1",
-            "--nodes",
-            "redis://127.0.0.1:1",
-            "--engine",
-            "redlock",
-            "--waiting",
-            "plain,smart",
-            "--keys",
-            "2",
-        ][..],
+    // Each a command line (split at spaces) that only a worker's parent may give.
+    for line in [
+        "--worker-process --tag 1 --concurrency 2 --keys 2",
+        "--worker-process --tag 1 --nodes redis://127.0.0.1:1 --engine redlock,rslock --keys 2",
+        "--worker-process --tag 1 --nodes redis://127.0.0.1:1 --engine redlock --waiting plain,smart --keys 2",
     ] {
-        let err = plan(args).unwrap_err();
+        let args: Vec<&str> = line.split(' ').collect();
+        let err = plan(&args).unwrap_err();
         assert!(
             err.contains("--worker-process is internal"),
             "{args:?}: {err}"

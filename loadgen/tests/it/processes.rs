@@ -59,26 +59,10 @@ fn two_processes_merge_into_one_record() {
     let dir = std::env::temp_dir().join(format!("loadgen-procs-{}", std::process::id()));
     let json = dir.join("run.json");
     let mut cmd = loadgen();
-    cmd.args(["--spawn", "3", "--concurrency", "8", "--keys", "2"])
-        .args([
-            "--duration",
-            "700ms",
-            "--warmup",
-            "200ms",
-            "--processes",
-            "2",
-        ])
-        .args(["--engine", "redlock,rslock", "--waiting", "plain,smart"])
-        .args([
-            "--ttl",
-            "2s",
-            "--retry-delay",
-            "2ms",
-            "--retry-jitter",
-            "2ms",
-        ])
-        .arg("--json")
-        .arg(&json);
+    // Spawned nodes, two worker processes, both waiting modes, quick retries.
+    let line = "--spawn 3 --concurrency 8 --keys 2 --duration 700ms --warmup 200ms --processes 2 \
+        --engine redlock,rslock --waiting plain,smart --ttl 2s --retry-delay 2ms --retry-jitter 2ms";
+    cmd.args(line.split_whitespace()).arg("--json").arg(&json);
     let (table, err) = run_ok(cmd, Duration::from_secs(60));
     none_left(&err, 3);
 

@@ -64,19 +64,10 @@ impl<'a> Campaign<'a> {
         self
     }
 
-    /// One attempt ([`Wait::Once`]): busy at once while another leader holds it.
-    pub fn once(self) -> Self {
-        self.wait(Wait::Once)
-    }
-
-    /// Until elected or `limit` has passed ([`Wait::UpTo`]).
-    pub fn wait_up_to(self, limit: Duration) -> Self {
-        self.wait(Wait::UpTo(limit))
-    }
-
-    /// Until elected, through outages too ([`Wait::Forever`]); drop the future to give up.
-    pub fn wait_forever(self) -> Self {
-        self.wait(Wait::Forever)
+    wait_shorthands! {
+        once: "One attempt ([`Wait::Once`]): busy at once while another leader holds it.",
+        up_to: "Until elected or `limit` has passed ([`Wait::UpTo`]).",
+        forever: "Until elected, through outages too ([`Wait::Forever`]); drop the future to give up.",
     }
 }
 

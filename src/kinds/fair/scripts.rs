@@ -6,6 +6,7 @@
 //! exactly.
 
 use crate::protocol::cmd::{Op, Script};
+use crate::protocol::scripts::node_now;
 
 /// The scripts that grant ([`ENQUEUE`], [`ATTEMPT`]) start here: `now` on the node's clock, and the
 /// expired entries dropped (`pruned` says some were). Only a count is read unless one has expired,
@@ -13,8 +14,8 @@ use crate::protocol::cmd::{Op, Script};
 macro_rules! prune {
     ($($body:expr),+) => {
         concat!(
-            "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) \
-local pruned = redis.call('ZCOUNT', KEYS[3], '-inf', now) > 0 \
+            node_now!(),
+            "local pruned = redis.call('ZCOUNT', KEYS[3], '-inf', now) > 0 \
 if pruned then \
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do redis.call('ZREM', KEYS[2], m) end \
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now) end ",

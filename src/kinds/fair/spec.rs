@@ -9,7 +9,7 @@ use crate::error::NodeError;
 use crate::kinds::base::BASE;
 use crate::protocol::cmd::script_cmd;
 use crate::protocol::cmd::{Args, Cmd, Keys, NodeResult, Reply};
-use crate::protocol::inspect::{count, InspectPart, KeyState};
+use crate::protocol::inspect::{count, InspectPart};
 use crate::protocol::spec::{Forced, Kind, Spec, Successor, Suffix};
 
 /// The fair lock (its acquire command is an attempt: see [`ATTEMPT`]).
@@ -56,13 +56,11 @@ n = redis.call('ZCOUNT', e, '(' .. now, '+inf') \
 if v then local s = redis.call('ZSCORE', e, v) if s and tonumber(s) > now then n = n - 1 end end end \
 out[#out + 1] = n",
     fields: 1,
-    read: read_queued,
+    read: |f, s| {
+        s.fair_waiters = count(f[0])?;
+        Some(())
+    },
 };
-
-fn read_queued(fields: &[&[u8]], state: &mut KeyState) -> Option<()> {
-    state.fair_waiters = count(fields[0])?;
-    Some(())
-}
 
 /// The fair lock's release to the next waiter of the releasing engine (see [`RELEASE_FAIR_TO`]).
 static FAIR_SUCCESSOR: Successor = Successor {

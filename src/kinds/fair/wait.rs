@@ -124,10 +124,7 @@ impl FairWait<'_> {
                     (attempt, !complete, parked)
                 }
                 Outcome::Requeue(err) => {
-                    self.requeue(&target, value);
-                    if patience.outage_over(&mut outage, &err, s.retry.count) {
-                        return Err(err);
-                    }
+                    let err = self.requeue(&target, value, err, (patience, &mut outage))?;
                     last_err = Some(err);
                     wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
                     continue;
@@ -184,10 +181,7 @@ impl FairWait<'_> {
                         last_err = Some(err);
                     }
                     Outcome::Requeue(err) => {
-                        self.requeue(&target, value);
-                        if patience.outage_over(&mut outage, &err, s.retry.count) {
-                            return Err(err);
-                        }
+                        let err = self.requeue(&target, value, err, (patience, &mut outage))?;
                         last_err = Some(err);
                         wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
                         continue 'enqueue;
@@ -210,8 +204,21 @@ impl FairWait<'_> {
     /// place's grant (same value) and delete it, leaving our lock a node short (with 5 nodes and a
     /// bare majority, another waiter could then win). Where it does not land, the enqueue replaces
     /// the stale entry, or the entry expires.
-    fn requeue(&self, target: &Target, value: LockValue) {
+    ///
+    /// The place was lost with `err`: that error back to keep as the last one, or as the wait's end
+    /// (`Err`) when it is one more loss of an outage that ends the wait (`Wait::outage_over`).
+    fn requeue(
+        &self,
+        target: &Target,
+        value: LockValue,
+        err: LockError,
+        (patience, outage): (Wait, &mut u32),
+    ) -> Result<LockError, LockError> {
         crate::engine::fanout::fire(self.core.nodes(), &leave_cmd(&target.keys, value));
+        match patience.outage_over(outage, &err, self.core.settings().retry.count) {
+            true => Err(err),
+            false => Ok(err),
+        }
     }
 
     /// One enqueue (`Round::Enqueue`, which waits for every answer) or attempt round: granted,
