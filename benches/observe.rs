@@ -1,4 +1,4 @@
-//! Observability's cost on the hot path (issue 8): "zero cost when no subscriber/recorder is installed",
+//! Observability's cost on the hot path: "zero cost when no subscriber/recorder is installed",
 //! measured. No Redis, no I/O, no runtime.
 //!
 //! Per acquire+release cycle the engine calls into `observe` twice: once after the acquire round

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A loopback TCP proxy that adds a random delay to every chunk, each way, for slow-network runs of
-loadgen (issue 14: "every node behind a proxy adding 20-40 ms each way").
+loadgen (every node behind a proxy adding 20-40 ms each way).
 
     scripts/delay-proxy.py --delay-ms 20:40 --seconds 60 7001 7002 7003
     -> prints one line per upstream: "127.0.0.1:7001 -> 127.0.0.1:41234", then forwards for 60 s.

@@ -1,4 +1,4 @@
-//! `chaos`: the fault-injection suite of redlock-engine (issue 5).
+//! `chaos`: the fault-injection suite of redlock-engine.
 //!
 //! `chaos [--short] [--scenario N]...` runs the orchestrator; `chaos client ...` is one client process,
 //! started by the orchestrator re-executing itself.

@@ -33,14 +33,14 @@ fn the_short_suite_passes() {
     // Renewed locks under load and a kill -9: back in the short set once it stopped finding false
     // losses (see chaos/README.md).
     assert!(text.contains("scenario 15-renewed-under-load: grants"));
-    // Issue 16: a node's clock stepped (guard off must overlap, guard on must not), and scenario 7's
+    // A node's clock stepped (guard off must overlap, guard on must not), and scenario 7's
     // restart on durable nodes. Scenario 16 needs `cc` for the clock shim; CI has one (it links Rust).
     assert!(
         text.contains("scenario 16-node-clock-jump: grants"),
         "scenario 16 did not run (skipped without cc?)"
     );
     assert!(text.contains("scenario 17-durable-restart-fsync-always: grants"));
-    // Issue 17: the semaphores (never more than K holders) and the fair lock (no overtaking) under
+    // The semaphores (never more than K holders) and the fair lock (no overtaking) under
     // the mixed faults.
     assert!(text.contains("scenario 18-semaphore-faults: grants"));
     assert!(text.contains("scenario 19-fair-lock-faults: grants"));

@@ -1,4 +1,4 @@
-//! `--scenario contention` (issue 29): the plain lock and the fair lock across processes, side by side,
+//! `--scenario contention`: the plain lock and the fair lock across processes, side by side,
 //! in one invocation on one node set.
 //!
 //! 64 workers on 4 keys in three layouts, in this order: one process (the reference every row's

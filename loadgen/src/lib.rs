@@ -1,5 +1,5 @@
 //! loadgen: throughput and latency of redlock-engine under contention, side by side with the `rslock`
-//! crate, the raw command stream and the Redis-side ceiling (issue 3).
+//! crate, the raw command stream and the Redis-side ceiling.
 //!
 //! # Layout
 //! - `main.rs`: thin — the allocator and [`app::main`].
@@ -12,11 +12,11 @@
 //! - [`nodes`]: spawned servers (`--server`: which binary; stopped on every way out), pre-run checks
 //!   (each server's name and version from `INFO server`), the mid-run health monitor.
 //! - [`engines`]: the [`engines::LockClient`] trait and one file per engine; the redis-benchmark ceiling.
-//! - [`overload`]: issue 14's overload scenarios — burst, held (renewed locks: [`overload::held`], one
+//! - [`overload`]: the overload scenarios — burst, held (renewed locks: [`overload::held`], one
 //!   file per engine family), overload — their options, CPU counters and table.
 //! - [`worker`]: one worker's acquire-hold-release loop; [`run`]: one engine on one scenario;
 //!   [`measure`]: one run (in this process or over [`procs`]) as a report record, its status line.
-//! - [`contention`]: `--scenario contention` (issue 29): 64 workers on 4 keys in 1, 4 and 16
+//! - [`contention`]: `--scenario contention`: 64 workers on 4 keys in 1, 4 and 16
 //!   processes, the exclusive and the fair lock, one row each ([`report::ContentionRow`]); their
 //!   ratios and table are [`report::contention`], their JSON part in [`report::json`].
 //! - [`election`]: `--scenario election`: leader failover after `kill -9` (candidate and observer

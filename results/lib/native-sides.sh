@@ -1,4 +1,4 @@
-# What the dated run.sh scripts of issue 27 share: one build's loadgen with the nodes' native commands
+# What the dated native-command run.sh scripts share: one build's loadgen with the nodes' native commands
 # (side N) against the same build forced to the scripts (side S, LOADGEN_SCRIPTS_ONLY=1), alternating,
 # so that a drift in the machine's load hits both sides alike. A run.sh sources it from its own
 # directory (`. ../../lib/native-sides.sh`) and calls

@@ -127,7 +127,7 @@ def print_contention_and_standard(d):
               f"| {m(B,p999):.1f} → **{m(A,p999):.1f}** | {m(B,pf):.3f} → {m(A,pf):.3f} | {m(B,ov):.0f}/{m(B,ovm):.2f} → {m(A,ov):.0f}/{m(A,ovm):.2f} "
               f"| {m(B,srv):.0f} → {m(A,srv):.0f} |")
 
-    print("\ngoals (issue 29), after, per round:\n")
+    print("\ngoals, after, per round:\n")
     for f in sorted(glob.glob(f"{d}/contention-after-*.json")):
         g = json.load(open(f))["contention"]["goals"]
         print(os.path.basename(f) + ": " + "; ".join(

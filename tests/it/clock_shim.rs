@@ -127,8 +127,8 @@ fn a_backward_step_lengthens_ttls() {
 
 #[test]
 fn uptime_follows_the_wall_clock() {
-    // Issue 16's quarantine hazard: uptime_in_seconds is wall-clock time since start, so a step
-    // changes it as if the node had run (or not run) that long.
+    // The quarantine's clock-step hazard: uptime_in_seconds is wall-clock time since start, so a
+    // step changes it as if the node had run (or not run) that long.
     let node = SteppableNode::start();
     assert_near("uptime at start", uptime_s(&node), 0, 2);
     node.step(HOUR_MS);

@@ -1,5 +1,5 @@
-//! Past capacity the engine queues and slows down; it never reports a failure that did not happen
-//! (issue 14). Real redis-server nodes; no timing assertions beyond generous bounds.
+//! Past capacity the engine queues and slows down; it never reports a failure that did not happen.
+//! Real redis-server nodes; no timing assertions beyond generous bounds.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

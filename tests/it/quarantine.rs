@@ -211,7 +211,7 @@ fn subsec_ms() -> u32 {
         .subsec_millis()
 }
 
-/// Issue 12. Redis reports `uptime_in_seconds` as the difference of two wall-clock seconds, each
+/// Redis reports `uptime_in_seconds` as the difference of two wall-clock seconds, each
 /// truncated, so a node started at x.92 s says `1` at x+1.03 s. The node is restarted just before a
 /// second boundary, a fresh engine (which never saw the old `run_id`) connects just after it, and the
 /// node must still not vote before `MAX_LIFETIME` has passed since the restart began (the restart

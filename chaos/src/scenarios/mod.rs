@@ -1,8 +1,8 @@
-//! The ten scenarios of issue 5, scenario 11 (issue 7: a majority restart under quarantine),
+//! The first ten scenarios, scenario 11 (a majority restart under quarantine),
 //! scenarios 12-14 (the multi-resource, read-write and waiting locks under the faults of
-//! `mixed_faults`), scenario 15 (issue 14: renewed locks under load and a `kill -9`), scenarios 16
-//! and 17 (issue 16: a node's wall clock stepped, with the engine's clock guard off and on; scenario
-//! 7's restart on nodes with `appendfsync always`), scenarios 18 and 19 (issue 17, under the faults of
+//! `mixed_faults`), scenario 15 (renewed locks under load and a `kill -9`), scenarios 16
+//! and 17 (a node's wall clock stepped, with the engine's clock guard off and on; scenario
+//! 7's restart on nodes with `appendfsync always`), scenarios 18 and 19 (under the faults of
 //! `mixed_faults`: the counting and slot semaphores, never more than K holders at once; the fair lock,
 //! no waiter overtaken, with an unordered control that must be), scenario 20 (leader election under
 //! the leader's kill -9 and SIGSTOP, an empty restart and a clock step), one file each, and the runner that

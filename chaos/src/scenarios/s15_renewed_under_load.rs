@@ -1,4 +1,4 @@
-//! Scenario 15 (issue 14): renewed locks under load, and a `kill -9` of one node.
+//! Scenario 15: renewed locks under load, and a `kill -9` of one node.
 //!
 //! [`PROCS`] client processes each hold hundreds (`--short`) or thousands of renewed locks at once
 //! (`acquire_renewed`, the default [`redlock_engine::RenewPolicy`]: a renewal every third of the TTL),

@@ -1,4 +1,4 @@
-//! Scenario 16: a **node's** wall clock is stepped (issue 16). Redis expires keys by its wall clock, so
+//! Scenario 16: a **node's** wall clock is stepped. Redis expires keys by its wall clock, so
 //! a node stepped forward drops every lock key at once while their holders still count its vote.
 //! Node 2 runs under the clock shim (`testkit::clock`); the orchestrator steps it. Choreographed,
 //! like scenario 7, so the hazard happens every run (the **forward jump**, [`forward_jump`]):

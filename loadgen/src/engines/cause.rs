@@ -2,7 +2,7 @@
 //! of a failed quorum. Counted per cause (never stored one by one), so the key set must stay small.
 //!
 //! The name is read from the error's `Debug` text (the part before the first ` `, `{` or `(`), not from a
-//! `match` on the variants: `LockError` is `#[non_exhaustive]`, and a variant added later (issue 14's
+//! `match` on the variants: `LockError` is `#[non_exhaustive]`, and a variant added later (such as
 //! `Overloaded`) must show up under its own name in a run of the new engine without a loadgen change.
 
 use std::collections::BTreeSet;
@@ -17,8 +17,9 @@ pub fn of(err: &LockError) -> &'static str {
         // Same variant, different story: the attempt never reached the nodes.
         LockError::Contended { local: true, .. } => "ContendedLocal",
         LockError::QuorumNotReached { failures, .. } => {
-            // Which node failure made the quorum fail is the point of issue 14 (a queueing delay
-            // turned into "timed out"), so it is part of the key; distinct causes only, to keep it small.
+            // Which node failure made the quorum fail is the point of the overload scenarios (a
+            // queueing delay turned into "timed out"), so it is part of the key; distinct causes
+            // only, to keep it small.
             let causes: BTreeSet<String> = failures.iter().map(|(_, e)| e.to_string()).collect();
             let causes: Vec<String> = causes.into_iter().collect();
             intern(&format!("QuorumNotReached({})", causes.join(",")))

@@ -115,7 +115,7 @@ pub fn with_waiting(builder: Builder, waiting: Waiting) -> Builder {
                 .filter(|_| waiting == Waiting::Smart)
                 .unwrap_or(handoffs),
         )
-        // The engine's cross-process hand-off (issue 29; on by default): `LOADGEN_CROSS_PROCESS_HANDOFF=0`
+        // The engine's cross-process hand-off (on by default): `LOADGEN_CROSS_PROCESS_HANDOFF=0`
         // turns it off for A/B runs; inherited by the worker processes of a `--processes` run.
         .cross_process_handoff(
             waiting == Waiting::Smart

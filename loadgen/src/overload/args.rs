@@ -1,4 +1,4 @@
-//! The options of the overload scenarios (`--scenario burst|held|overload`, issue 14) and their
+//! The options of the overload scenarios (`--scenario burst|held|overload`) and their
 //! validation into a [`Spec`]. Flattened into [`crate::cli::Options`]; kept here so `cli.rs` only wires.
 
 use std::time::Duration;

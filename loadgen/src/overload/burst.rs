@@ -1,7 +1,8 @@
 //! burst: B acquires on distinct keys started at once, each its own tokio task, then each winner
-//! releases. Nothing contends, so every failure is the engine's own (issue 14: queueing delay turned
-//! into node timeouts). Measures the success rate, the time to drain (first start to last finish), the
-//! goodput (successes per second of drain) against (b)'s throughput, and the failures by cause.
+//! releases. Nothing contends, so every failure is the engine's own (before admission control:
+//! queueing delay turned into node timeouts). Measures the success rate, the time to drain (first
+//! start to last finish), the goodput (successes per second of drain) against (b)'s throughput, and
+//! the failures by cause.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

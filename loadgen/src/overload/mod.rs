@@ -1,4 +1,4 @@
-//! The overload scenarios of issue 14 — past capacity, does the engine report failures that did not
+//! The overload scenarios — past capacity, does the engine report failures that did not
 //! happen? Each runs side by side with rslock where it applies, through the engines' public API only.
 //!
 //! - [`args`]: their options (`--burst`, `--held`, `--hold-for`, …) and validation into a [`args::Spec`].

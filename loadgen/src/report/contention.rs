@@ -1,4 +1,4 @@
-//! The contention scenario's results (issue 29, run by [`crate::contention`]; its rows are
+//! The contention scenario's results (run by [`crate::contention`]; its rows are
 //! [`ContentionRow`]s): each row's rate against the one-process reference, the same-run ratios
 //! (redlock against rslock, the fair lock against the exclusive lock), the regression targets, and the
 //! text table, [`render`]. Their `--json` part (under the document's `contention` key, [`Compare`]

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-/// The key names issue 3 fixes as the contract.
+/// The key names the `--json` contract fixes.
 #[test]
 fn contract_keys() {
     let doc: Value = serde_json::from_str(&super::render(&crate::report::sample())).unwrap();
@@ -51,7 +51,8 @@ fn contract_keys() {
     assert_eq!(doc["goals"].as_array().unwrap().len(), 7);
 }
 
-/// Issue 27's fields: each server's name and version, the native ceiling next to the ceiling.
+/// The fields added with the native commands: each server's name and version, the native ceiling
+/// next to the ceiling.
 #[test]
 fn servers_and_native_ceiling() {
     let doc: Value = serde_json::from_str(&super::render(&crate::report::sample())).unwrap();

@@ -9,7 +9,7 @@
 //!   included; its contract test in `json_tests`).
 //! - [`markdown`]: the `--out` summary.
 //! - [`svg`]: the `--out` latency-percentile plot.
-//! - [`contention`]: the contention scenario's ratios, goals and table (issue 29).
+//! - [`contention`]: the contention scenario's ratios, goals and table.
 //! - `sample` (tests only): a small report with made-up numbers, for the renderers' tests.
 
 pub mod contention;

@@ -1,4 +1,4 @@
-//! `--scenario contention` (issue 29) for real, with short rows: every layout x lock x engine row in
+//! `--scenario contention` for real, with short rows: every layout x lock x engine row in
 //! the table and in the JSON document, each with cycles and sane figures; the nodes stopped after.
 
 use std::time::Duration;

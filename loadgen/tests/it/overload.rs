@@ -1,4 +1,4 @@
-//! Issue 14's overload scenarios at a tiny size against spawned nodes: each writes its JSON section with
+//! The overload scenarios at a tiny size against spawned nodes: each writes its JSON section with
 //! sane figures, keeps the old contract keys, and leaves no redis-server behind.
 
 use std::time::Duration;

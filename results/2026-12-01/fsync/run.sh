@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 part 2: what `appendfsync` costs a pipelined lock client. loadgen's standard scenarios with
+# What `appendfsync` costs a pipelined lock client. loadgen's standard scenarios with
 # redlock, rslock and the ceiling, on 5 nodes it spawns with `--persistence none|everysec|always` (the AOF
 # in a directory of each node's own under the system temp dir; /tmp is the VM's disk here, not tmpfs), modes
 # alternating, ROUNDS rounds, runs FIRST.. numbered.

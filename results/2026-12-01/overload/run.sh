@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's overload figures: burst, held and overload, 3 runs each (one benchmark at a time), JSON per
+# The overload figures: burst, held and overload, 3 runs each (one benchmark at a time), JSON per
 # run in this directory, then the median table (summarize.py). Re-run as is for the "after" figures:
 #   results/2026-12-01/overload/run.sh            # all three scenarios, 3 runs each
 #   RUNS=1 HOLD_FOR=60s results/2026-12-01/overload/run.sh held

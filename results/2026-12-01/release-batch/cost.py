@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Server cost of owner-checked releases on PRESENT keys (issue 19, item 3): one RELEASE script call per
+"""Server cost of owner-checked releases on PRESENT keys: one RELEASE script call per
 lock against one RELEASE_MANY call carrying N locks (answering one character per lock), on one
 redis-server this script starts on a free port and stops by pid.
 

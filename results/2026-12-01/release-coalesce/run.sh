@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coalesced releases (issue 19, item 3): loadgen's standard scenarios, redlock, rslock and the
+# Coalesced releases: loadgen's standard scenarios, redlock, rslock and the
 # redis-benchmark ceiling, release loadgen of the parent (A, ef97f01) against the change (B),
 # alternating, RUNS pairs.
 #   A=/tmp/loadgen-A B=/tmp/loadgen-B scripts/with-redis results/2026-12-01/release-coalesce/run.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's slow-network row: every node behind a proxy adding 20-40 ms each way (RTT 40-80 ms), TTL 200 ms,
+# The slow-network row: every node behind a proxy adding 20-40 ms each way (RTT 40-80 ms), TTL 200 ms,
 # 16 contending workers on one key in 4 processes, redlock and rslock in the same run, default node deadline.
 #   results/2026-12-01/slow-network/run.sh [RUN_LABEL]     (LOADGEN=path/to/loadgen for another build)
 set -euo pipefail

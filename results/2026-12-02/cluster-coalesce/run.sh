@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28, cross-slot coalescing on cluster shards: build A (the parent) against build B (the
+# Cross-slot coalescing on cluster shards: build A (the parent) against build B (the
 # change), alternating. Starts SETS (default 3) local 3-master clusters (3 x SETS redis-servers, no
 # replicas) and SETS standalone masters on loopback ports from $BASE (default 7400) once, then RUNS
 # rounds of

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28: Redis Cluster node sets on the engine's pipelined transport against fred, and against
+# Redis Cluster node sets on the engine's pipelined transport against fred, and against
 # standalone masters. Starts three local 3-master clusters (9 redis-servers, no replicas) and three
 # standalone masters on loopback ports from $BASE (default 7400), then alternates, RUNS times:
 #   C: loadgen on the three clusters (`redis-cluster://` node sets), engines redlock and redlock-fred

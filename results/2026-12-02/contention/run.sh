@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29, the plain lock's cross-process hand-off. Three builds alternate, ROUNDS rounds (default 3):
+# The plain lock's cross-process hand-off. Three builds alternate, ROUNDS rounds (default 3):
 #   before  the parent, 17c1d16
 #   after   branch contend, defaults (Config::cross_process_handoff off)
 #   handoff branch contend with the hand-off on (LOADGEN_CROSS_PROCESS_HANDOFF=1, inherited by the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29 part 2, the fair lock's cost: alternating A/B runs of two release loadgen binaries
+# The fair lock's cost: alternating A/B runs of two release loadgen binaries
 # (AFTER = this branch, BEFORE = its parent on main), 64 workers on 4 keys over 4 processes x 16 and
 # 16 processes x 4, the fair and the plain (exclusive) lock, 5 spawned redis-server nodes each run;
 # then one run of each fair layout per build on 5 nodes of our own, for the servers' commandstats

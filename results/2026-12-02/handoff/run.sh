@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29: the reworked cross-process hand-off, on by default, against its parent. Two builds
+# The reworked cross-process hand-off, on by default, against its parent. Two builds
 # alternate, ROUNDS rounds (default 3), each round: `loadgen --scenario contention` (64 workers on
 # 4 keys in 1 process, 4 x 16 and 16 x 4, plain and fair lock, rslock beside the plain lock) and
 # `loadgen --engine redlock --scenario standard` ((a), (b), (c): the no-regression check).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 27: the standard scenarios on 5 spawned Valkey 9.1.2 nodes, redlock waiting `smart` (release
+# The standard scenarios on 5 spawned Valkey 9.1.2 nodes, redlock waiting `smart` (release
 # notifications: a release is DELIFEQ + EXISTS key:wait per node) and `plain` (no notifications: a
 # release is DELIFEQ alone), against both ceilings of the same nodes: SET NX PX + EVALSHA release
 # (naive) and SET NX PX + DELIFEQ (native). RUNS runs.

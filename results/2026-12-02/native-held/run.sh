@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 27: held renewals on 5 spawned Valkey 9.1.2 nodes, native commands (N: one SET ... IFEQ ... GET
+# Held renewals on 5 spawned Valkey 9.1.2 nodes, native commands (N: one SET ... IFEQ ... GET
 # PX per lock, pipelined) against the same build forced to the scripts (S, LOADGEN_SCRIPTS_ONLY=1:
 # EXTEND_MANY, 32 locks per call), alternating, RUNS pairs:
 #   CARGO_TARGET_DIR=/tmp/ab-target cargo build --release -p loadgen

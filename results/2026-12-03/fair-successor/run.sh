@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29: the fair lock's release to its engine's next waiter and the hand-off's places by call start, against ffe8d1c. Two builds
+# The fair lock's release to its engine's next waiter and the hand-off's places by call start, against ffe8d1c. Two builds
 # alternate, ROUNDS rounds (default 3), each round: `loadgen --scenario contention` (64 workers on
 # 4 keys in 1 process, 4 x 16 and 16 x 4, plain and fair lock, rslock beside the plain lock) and
 # `loadgen --engine redlock --scenario standard` ((a), (b), (c): the no-regression check).

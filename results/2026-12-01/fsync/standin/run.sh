@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 part 2, first figures: what `appendfsync always` costs a pipelined lock client. Starts 5
+# First figures: what `appendfsync always` costs a pipelined lock client. Starts 5
 # redis-servers on free loopback ports with an AOF under /work (a real disk; /tmp is the same disk here)
 # for each persistence mode, runs loadgen's standard scenarios (a)/(b)/(c) with redlock, rslock and the
 # ceiling on them (`--nodes`), stops the servers by pid. One run per mode per round; ROUNDS rounds, modes
