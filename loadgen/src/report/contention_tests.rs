@@ -131,7 +131,7 @@ fn same_run_ratios_per_layout() {
 }
 
 #[test]
-fn issue_29s_goals_met_and_missed() {
+fn the_contention_goals_met_and_missed() {
     let verdicts: Vec<(&str, &str, Option<bool>)> = goals(&rows())
         .iter()
         .map(|g| (g.scenario, g.what, g.met()))
