@@ -126,6 +126,10 @@ impl Core {
                 Err(lost) => {
                     if lost.stepped_back {
                         take_over.step_back();
+                        // Before the next epoch's value is first sent (see `forget_all_grants`).
+                        if let Some(sub) = &subscription {
+                            sub.forget_all_grants();
+                        }
                     }
                     (lost.err, lost.partial)
                 }

@@ -228,11 +228,14 @@ impl Core {
             self.notifier()
                 .subscribe_handoff(&own, key, wake_name(name))
         };
-        // Kept by the local queue for its next heads (same name): no resubscribing per head.
-        *subscription = Some(match hold {
+        // Kept by the local queue for its next heads (same name): no resubscribing per head. The
+        // value below is new: nothing heard on the channel yet can be its grant.
+        let sub = match hold {
             Some(hold) => hold.kept(subscribe),
             None => Arc::new(subscribe()),
-        });
+        };
+        sub.forget_all_grants();
+        *subscription = Some(sub);
         // The list lives while someone refreshes it: a waiter refreshes it at every attempt, at
         // most one retry pause apart.
         let mark_for = s.retry.delay + s.retry.jitter + s.timing.node_timeout(ttl) * 2;

@@ -188,6 +188,16 @@ impl Subscription {
             channel.grants.remove(message);
         }
     }
+
+    /// Forgets every grant heard on this channel: called before a waiter first sends a new value,
+    /// so nothing written down can be for it yet, and the late grants of the channel's earlier
+    /// values (the nodes a won wait did not need, an earlier epoch's) never fill the channel's
+    /// list, whose overflow would also drop the current value's grants (a round more for it).
+    pub(crate) fn forget_all_grants(&self) {
+        if let Some(channel) = self.hub.channels().get_mut(&self.channel) {
+            channel.grants.clear();
+        }
+    }
 }
 
 impl Drop for Subscription {
