@@ -7,6 +7,7 @@
 use super::node::{node_step, Answer, Msg, Node, TTL};
 use super::BOTH;
 use crate::model::sim::Rng;
+use crate::model::{engine_script, plain_release};
 use testkit::RedisNode;
 
 const LOCK: &[u8] = b"redlock:{model}";
@@ -23,28 +24,14 @@ struct Scripts {
 
 impl Scripts {
     fn find() -> Self {
-        let all = redlock_engine::__private::all_scripts();
-        let one = |what: &str, is: &dyn Fn(&str) -> bool| {
-            let mut found: Vec<&'static str> =
-                all.iter().map(|(src, _)| *src).filter(|s| is(s)).collect();
-            found.sort_by_key(|s| s.len());
-            *found
-                .first()
-                .unwrap_or_else(|| panic!("no {what} script among the engine's scripts"))
-        };
         Self {
-            acquire: one("fenced acquire", &|s| {
+            acquire: engine_script("fenced acquire", |s| {
                 s.contains("'NX', 'PX'") && s.contains("return '+' .. c")
             }),
-            commit: one("fence commit", &|s| {
+            commit: engine_script("fence commit", |s| {
                 s.contains("string.rep('0', 20 - #ARGV[2])") && s.contains("'C' .. c")
             }),
-            // The plain owner-checked release (the shortest: the others also notify or unmark).
-            release: one("release", &|s| {
-                s.starts_with("local v = redis.call('GET', KEYS[1])")
-                    && s.contains("return redis.call('DEL', KEYS[1])")
-                    && !s.contains("KEYS[2]")
-            }),
+            release: plain_release(),
         }
     }
 }
