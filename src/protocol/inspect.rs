@@ -17,10 +17,47 @@
 //! is passed and ignored. A suffix not passed reads as an absent key. "Live" in a part means an
 //! expiry after the node's `TIME`, as the kinds' own scripts prune.
 
+use std::fmt;
 use std::time::Duration;
 
 use super::cmd::{Op, Script};
-use super::spec::LockKind;
+
+/// The kind of lock inspect found at a resource's key: the name of the kind that drew the value
+/// ([`Self::name`]: `exclusive`, `fenced`, `multi`, `read`, `write`, `semaphore`, `fair`), or
+/// [`FOREIGN`](Self::FOREIGN) / [`UNKNOWN`](Self::UNKNOWN). A name, not an enum: the list of kinds
+/// is the engine's one list, and a kind added there is reported without a new variant here.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LockKind(&'static str);
+
+impl LockKind {
+    /// Not a lock of this engine's format: another value length, or another data type at the key.
+    pub const FOREIGN: Self = Self("foreign");
+    /// A lock value whose kind byte this version does not know.
+    pub const UNKNOWN: Self = Self("unknown");
+
+    /// The kind named `name` (a kind's `Spec::name`: `LockKind::of`).
+    pub(crate) const fn named(name: &'static str) -> Self {
+        Self(name)
+    }
+
+    /// The kind's name: `exclusive` (also renewed, scoped, owner and slot locks), `fenced`,
+    /// `multi`, `read`, `write`, `semaphore`, `fair`, `foreign` or `unknown`.
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Debug for LockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl fmt::Display for LockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
 
 /// What one node holds for a resource: every key any kind of lock uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -11,6 +11,7 @@ use std::fmt;
 use bytes::Bytes;
 
 use super::cmd::{script_cmd, Args, Cmd, Keys, NodeResult, Script};
+pub use super::inspect::LockKind;
 use crate::algo::quorum::{Tally, Vote};
 use crate::algo::value::LockValue;
 
@@ -115,39 +116,10 @@ pub(crate) enum Forced {
     Wakes,
 }
 
-/// The kind of lock inspect found at a resource's key: the name of the kind that drew the value
-/// ([`Self::name`]: `exclusive`, `fenced`, `multi`, `read`, `write`, `semaphore`, `fair`), or
-/// [`FOREIGN`](Self::FOREIGN) / [`UNKNOWN`](Self::UNKNOWN). A name, not an enum: the list of kinds
-/// is the engine's one list, and a kind added there is reported without a new variant here.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct LockKind(&'static str);
-
 impl LockKind {
-    /// Not a lock of this engine's format: another value length, or another data type at the key.
-    pub const FOREIGN: Self = Self("foreign");
-    /// A lock value whose kind byte this version does not know.
-    pub const UNKNOWN: Self = Self("unknown");
-
+    /// The kind `spec` draws values of (its name).
     pub(crate) fn of(spec: &Spec) -> Self {
-        Self(spec.name)
-    }
-
-    /// The kind's name: `exclusive` (also renewed, scoped, owner and slot locks), `fenced`,
-    /// `multi`, `read`, `write`, `semaphore`, `fair`, `foreign` or `unknown`.
-    pub fn name(self) -> &'static str {
-        self.0
-    }
-}
-
-impl fmt::Debug for LockKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
-    }
-}
-
-impl fmt::Display for LockKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
+        Self::named(spec.name)
     }
 }
 

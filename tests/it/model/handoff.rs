@@ -10,20 +10,14 @@
 //! Nothing expires (TTLs far beyond the test), so the property is exact: **a waiter that believes
 //! it holds the lock has its value on a majority of nodes**, checked on the servers when it wins
 //! and after every event until it sends its release. Grants are heard on one pattern subscription
-//! per node (`PSUBSCRIBE *:h:*`: every waiter listens), read up to a `PING` sent behind each
-//! command: every message the command's script published comes before the `PING`'s answer.
+//! per node (`*:h:*`: every waiter listens; `super::wire`).
 //!
 //! Waiters that count every grant they hear on their channel, whatever its epoch, show the check is
 //! not blind: they come to believe they hold nodes their own step back took from them.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
-
 use super::sim::{Queue, Rng};
+use super::wire::Listened;
 use super::{engine_script, plain_release};
-use testkit::resp::encode;
-use testkit::RedisNode;
 
 const KEY: &[u8] = b"redlock:{handoff-model}";
 /// The lock's and the list's TTL: far beyond the test, so nothing expires on its own.
@@ -56,124 +50,6 @@ impl Scripts {
             release: plain_release(),
         }
     }
-}
-
-/// The messages a command's script published: `(channel, payload)` each.
-type Published = Vec<(Vec<u8>, Vec<u8>)>;
-
-/// A node: the server, and the pattern subscription its grant messages are read from.
-struct Node {
-    server: RedisNode,
-    sub: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Node {
-    fn start() -> Self {
-        let server = RedisNode::start();
-        let addr: SocketAddr = server.addr().parse().expect("a node's address");
-        let mut sub = TcpStream::connect(addr).expect("the subscriber connects");
-        sub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        sub.write_all(&encode(&[b"PSUBSCRIBE", b"*:h:*"])).unwrap();
-        let mut node = Self {
-            server,
-            sub,
-            buf: Vec::new(),
-        };
-        let confirm = node.next_array();
-        assert_eq!(confirm[0], b"psubscribe");
-        node
-    }
-
-    /// `EVAL` of `script` on `KEY`, and the grant messages it published: `(channel, payload)`.
-    fn eval(&mut self, script: &str, args: &[&[u8]]) -> (String, Published) {
-        let mut cmd: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), b"1", KEY];
-        cmd.extend(args);
-        let reply = self.server.cmd(&cmd);
-        // Every message published before this `PING` reached the server comes before its answer.
-        self.sub.write_all(&encode(&[b"PING"])).unwrap();
-        let mut published = Vec::new();
-        loop {
-            let mut m = self.next_array();
-            match m[0].as_slice() {
-                b"pong" => return (reply, published),
-                b"pmessage" => {
-                    let payload = m.pop().unwrap();
-                    let channel = m.pop().unwrap();
-                    published.push((channel, payload));
-                }
-                other => panic!("subscriber read {:?}", String::from_utf8_lossy(other)),
-            }
-        }
-    }
-
-    /// The value at `KEY`, if a string is there.
-    fn holder(&self) -> Option<Vec<u8>> {
-        let mut s = TcpStream::connect(self.server.addr()).unwrap();
-        s.write_all(&encode(&[b"GET", KEY])).unwrap();
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 256];
-        loop {
-            let n = s.read(&mut chunk).unwrap();
-            assert!(n > 0, "the node closed the connection");
-            buf.extend_from_slice(&chunk[..n]);
-            if let Some((value, _)) = bulk(&buf, 0) {
-                return value;
-            }
-        }
-    }
-
-    /// The next array the subscription reads (its elements' bytes).
-    fn next_array(&mut self) -> Vec<Vec<u8>> {
-        loop {
-            if let Some((items, used)) = array(&self.buf) {
-                self.buf.drain(..used);
-                return items;
-            }
-            let mut chunk = [0u8; 4096];
-            let n = self.sub.read(&mut chunk).expect("the subscriber reads");
-            assert!(n > 0, "the subscriber's connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
-/// A RESP line at `at`: its text and where the next element starts.
-fn line(buf: &[u8], at: usize) -> Option<(&[u8], usize)> {
-    let end = at + buf.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
-    Some((&buf[at..end], end + 2))
-}
-
-/// A bulk string (or nil) at `at`.
-fn bulk(buf: &[u8], at: usize) -> Option<(Option<Vec<u8>>, usize)> {
-    let (head, next) = line(buf, at)?;
-    assert_eq!(head.first(), Some(&b'$'), "a bulk string");
-    let len: i64 = std::str::from_utf8(&head[1..]).ok()?.parse().ok()?;
-    if len < 0 {
-        return Some((None, next));
-    }
-    let stop = next + len as usize;
-    (buf.len() >= stop + 2).then(|| (Some(buf[next..stop].to_vec()), stop + 2))
-}
-
-/// An array of bulk strings and integers (what a subscription reads), and its length.
-fn array(buf: &[u8]) -> Option<(Vec<Vec<u8>>, usize)> {
-    let (head, mut at) = line(buf, 0)?;
-    assert_eq!(head.first(), Some(&b'*'), "an array");
-    let n: usize = std::str::from_utf8(&head[1..]).ok()?.parse().ok()?;
-    let mut items = Vec::with_capacity(n);
-    for _ in 0..n {
-        if buf.get(at) == Some(&b':') {
-            let (int, next) = line(buf, at)?;
-            items.push(int[1..].to_vec());
-            at = next;
-        } else {
-            let (item, next) = bulk(buf, at)?;
-            items.push(item.unwrap_or_default());
-            at = next;
-        }
-    }
-    Some((items, at))
 }
 
 /// What a command a waiter or holder sends does.
@@ -276,7 +152,7 @@ impl Client {
 
 struct Sim<'a> {
     rng: Rng,
-    nodes: &'a mut [Node],
+    nodes: &'a mut [Listened],
     scripts: &'a Scripts,
     clients: Vec<Client>,
     queue: Queue<Ev>,
@@ -346,14 +222,17 @@ impl Sim<'_> {
         let (reply, published) = match cmd {
             Cmd::TakeOver { value, .. } => node.eval(
                 s.take_over,
+                &[KEY],
                 &[value, ttl.as_bytes(), name, ttl.as_bytes(), since, sweep],
             ),
-            Cmd::StepBack { value } => node.eval(s.step_back, &[value, b"0", name]),
-            Cmd::Unmark { value, .. } => {
-                node.eval(s.unmark, &[value, name, ttl.as_bytes(), since, sweep])
-            }
-            Cmd::Release { value } => node.eval(s.release, &[value]),
-            Cmd::HandOff { value } => node.eval(s.release_handoff, &[value, RESERVE_MS]),
+            Cmd::StepBack { value } => node.eval(s.step_back, &[KEY], &[value, b"0", name]),
+            Cmd::Unmark { value, .. } => node.eval(
+                s.unmark,
+                &[KEY],
+                &[value, name, ttl.as_bytes(), since, sweep],
+            ),
+            Cmd::Release { value } => node.eval(s.release, &[KEY], &[value]),
+            Cmd::HandOff { value } => node.eval(s.release_handoff, &[KEY], &[value, RESERVE_MS]),
         };
         let node = node_at;
         for (channel, payload) in published {
@@ -431,7 +310,7 @@ impl Sim<'_> {
     fn check(&self, c: usize, when: &str) -> Result<(), String> {
         let value = self.clients[c].value();
         let holding: Vec<usize> = (0..self.nodes.len())
-            .filter(|&i| self.nodes[i].holder().as_deref() == Some(&value[..]))
+            .filter(|&i| self.nodes[i].get(KEY).as_deref() == Some(&value[..]))
             .collect();
         if holding.len() >= self.quorum {
             return Ok(());
@@ -584,7 +463,7 @@ impl Sim<'_> {
 /// One run: `clients` waiters on `nodes`, seeded; the first violation, if any, and the counts.
 fn simulate(
     seed: u64,
-    nodes: &mut [Node],
+    nodes: &mut [Listened],
     scripts: &Scripts,
     clients: usize,
     any_grant: bool,
@@ -652,7 +531,7 @@ fn simulate(
 fn a_waiter_that_believes_it_holds_the_lock_holds_it_on_a_majority() {
     let scripts = Scripts::find();
     for (n, clients, seeds) in [(3, 3, 0..12u64), (5, 4, 100..106)] {
-        let mut nodes: Vec<Node> = (0..n).map(|_| Node::start()).collect();
+        let mut nodes: Vec<Listened> = (0..n).map(|_| Listened::start(b"*:h:*")).collect();
         let (mut wins, mut by_grants, mut step_backs) = (0, 0, 0);
         for seed in seeds {
             let (violation, w, g, s) = simulate(seed, &mut nodes, &scripts, clients, false);
@@ -671,7 +550,7 @@ fn a_waiter_that_believes_it_holds_the_lock_holds_it_on_a_majority() {
 #[test]
 fn counting_grants_of_earlier_epochs_is_caught() {
     let scripts = Scripts::find();
-    let mut nodes: Vec<Node> = (0..3).map(|_| Node::start()).collect();
+    let mut nodes: Vec<Listened> = (0..3).map(|_| Listened::start(b"*:h:*")).collect();
     let caught = (0..20u64)
         .filter_map(|seed| simulate(seed, &mut nodes, &scripts, 3, true).0)
         .count();

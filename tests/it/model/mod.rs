@@ -9,6 +9,7 @@ mod fair;
 mod fencing;
 mod handoff;
 mod sim;
+mod wire;
 
 /// The engine's script that `is` picks out (the shortest of those it picks), by its source as the
 /// engine loads it (`redlock_engine::__private::all_scripts`): the models send the real scripts.

@@ -34,6 +34,7 @@
 
 mod client;
 mod node;
+mod scripts;
 mod sim;
 
 use node::Rules;

@@ -1,0 +1,184 @@
+//! The fair model's node transitions against the engine's real scripts on a real node: the same
+//! random messages go to [`Node::step`] and, as `EVAL` of the script source the engine loads, to a
+//! redis-server; every answer, the lock key and the queue after every message, and whether the
+//! message woke the head (the `PUBLISH` on its wake channel, read by a pattern subscription) must
+//! agree. Nothing expires (the server's TTL is far beyond the test), so the comparison does not
+//! depend on timing; expiry and pruning are the simulation's (`super::sim`).
+
+use super::node::{Answer, Msg, Node, Rules};
+use crate::model::engine_script;
+use crate::model::sim::Rng;
+use crate::model::wire::Listened;
+
+const LOCK: &[u8] = b"redlock:{fair-model}";
+const QUEUE: &[u8] = b"redlock:{fair-model}:fair:q";
+const EXPIRIES: &[u8] = b"redlock:{fair-model}:fair:exp";
+/// The server's TTL: far beyond the test, so no entry and no key expires on its own.
+const SERVER_TTL_MS: &[u8] = b"600000";
+
+/// The scripts the model's messages stand for.
+struct Scripts {
+    enqueue: &'static str,
+    attempt: &'static str,
+    unlock: &'static str,
+    leave: &'static str,
+    release: &'static str,
+    release_to: &'static str,
+}
+
+impl Scripts {
+    fn find() -> Self {
+        Self {
+            enqueue: engine_script("fair enqueue", |s| {
+                s.contains("local top = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')")
+            }),
+            attempt: engine_script("fair attempt", |s| {
+                s.contains("redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])")
+            }),
+            unlock: engine_script("fair unlock", |s| s.contains("if h and h ~= ARGV[1] then")),
+            leave: engine_script("fair leave", |s| {
+                s.starts_with("local top = redis.call('ZRANGE', KEYS[2], 0, 1)")
+            }),
+            release: engine_script("fair release", |s| {
+                s.starts_with(
+                    "local v = redis.call('GET', KEYS[1]) local top = redis.call('ZRANGE', KEYS[2], 0, 1)",
+                )
+            }),
+            release_to: engine_script("fair release to", |s| {
+                s.contains("string.sub(d, 1, 13), 16) == tonumber(ARGV[4])")
+            }),
+        }
+    }
+}
+
+/// Waiter `w`'s value: 25 bytes, zero-padded so that the server orders equal tickets by waiter as
+/// the model does.
+fn value(w: u64) -> Vec<u8> {
+    format!("00000000q{w:016}").into_bytes()
+}
+
+fn sha1(bytes: &[u8]) -> String {
+    sha1_smol::Sha1::from(bytes).digest().to_string()
+}
+
+/// Sends `msg` of waiter `w` to the server: its answer as the model's, and the wake names published.
+fn on_server(node: &mut Listened, s: &Scripts, w: u64, msg: Msg) -> (Option<Answer>, Vec<Vec<u8>>) {
+    let keys: [&[u8]; 3] = [LOCK, QUEUE, EXPIRIES];
+    let v = value(w);
+    let (reply, published) = match msg {
+        Msg::Enqueue { hint } => {
+            let hint = hint.to_string();
+            node.eval(s.enqueue, &keys, &[&v, SERVER_TTL_MS, hint.as_bytes()])
+        }
+        Msg::Attempt { ticket } => {
+            let ticket = ticket.to_string();
+            node.eval(s.attempt, &keys, &[&v, SERVER_TTL_MS, ticket.as_bytes()])
+        }
+        Msg::Unlock => node.eval(s.unlock, &keys, &[&v]),
+        Msg::Leave => node.eval(s.leave, &keys, &[&v]),
+        Msg::Release => node.eval(s.release, &keys, &[&v]),
+        Msg::ReleaseTo { next, ticket, .. } => {
+            // The engine's `successor_name`: the next waiter's value digest, 13 hex digits.
+            let name = u64::from_str_radix(&sha1(&value(next))[..13], 16).unwrap();
+            let (ticket, name) = (ticket.to_string(), name.to_string());
+            let args: [&[u8]; 4] = [&v, SERVER_TTL_MS, ticket.as_bytes(), name.as_bytes()];
+            node.eval(s.release_to, &keys, &args)
+        }
+    };
+    let answer = match msg {
+        Msg::Enqueue { .. } => {
+            let (granted, ticket) = reply.split_at(1);
+            Some(Answer::Placed {
+                granted: granted == "G",
+                ticket: ticket.parse().expect("an enqueue answers its ticket"),
+            })
+        }
+        Msg::Attempt { .. } => Some(match reply.as_str() {
+            "G" => Answer::Granted,
+            "Q" => Answer::Queued,
+            "L" => Answer::Missing,
+            other => panic!("attempt answered {other:?}"),
+        }),
+        Msg::ReleaseTo { next, .. } => Some(Answer::Released {
+            granted: reply.ends_with(&format!("G{}", sha1(&value(next)))),
+        }),
+        _ => None,
+    };
+    let woken = published.into_iter().map(|(_, name)| name).collect();
+    (answer, woken)
+}
+
+/// The server's queue: `(waiter, ticket)` in the server's order.
+fn queue_on(node: &Listened) -> Vec<(u64, u64)> {
+    let all = node
+        .server
+        .cmd(&[b"ZRANGE", QUEUE, b"0", b"-1", b"WITHSCORES"]);
+    let parts: Vec<&str> = all.split_whitespace().collect();
+    parts
+        .chunks(2)
+        .map(|p| (p[0][9..].parse().unwrap(), p[1].parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn the_node_transitions_match_the_real_scripts() {
+    let scripts = Scripts::find();
+    let mut node = Listened::start(b"*:w:*");
+    // What the runs exercised: grants (an enqueue's, an attempt's, a release's to a named waiter)
+    // and wake-ups.
+    let (mut grants, mut wakes) = (0, 0);
+    for seed in 0..40u64 {
+        node.server.cmd(&[b"FLUSHALL"]);
+        let mut model = Node::default();
+        let mut rng = Rng::seeded(seed);
+        for step in 0..60 {
+            let w = 1 + rng.below(4);
+            let msg = match rng.below(6) {
+                // Hints are at least 1, as the engine sends them (`enqueue_cmd`).
+                0 => Msg::Enqueue {
+                    hint: 1 + rng.below(12),
+                },
+                1 | 2 => Msg::Attempt {
+                    ticket: rng.below(12),
+                },
+                3 => Msg::Unlock,
+                4 => [Msg::Leave, Msg::Release][rng.below(2) as usize],
+                _ => Msg::ReleaseTo {
+                    holder: w,
+                    next: 1 + rng.below(4),
+                    ticket: rng.below(12),
+                    claim: 0,
+                },
+            };
+            let what = format!("seed {seed}, step {step}: waiter {w} {msg:?}");
+            let expected = model.step(0, w, msg, Rules::Real, false);
+            let (answer, woken) = on_server(&mut node, &scripts, w, msg);
+            assert_eq!(answer, expected.answer, "{what}");
+            // The model's wake names its head; one with no head wakes nobody.
+            let head = model.head().filter(|_| expected.publish);
+            let named = head.map(|h| sha1(&value(h)).as_bytes()[..16].to_vec());
+            assert_eq!(woken, Vec::from_iter(named), "{what}: wake-ups");
+            let holder = node.get(LOCK);
+            let model_holder = model.lock.map(|(v, _)| value(v));
+            assert_eq!(holder, model_holder, "{what}: the lock key");
+            let mut queue: Vec<(u64, u64)> =
+                model.queue.iter().map(|(&w, &(t, _))| (w, t)).collect();
+            queue.sort_by_key(|&(w, t)| (t, w));
+            assert_eq!(queue_on(&node), queue, "{what}: the queue");
+            grants += u32::from(matches!(
+                answer,
+                Some(
+                    Answer::Placed { granted: true, .. }
+                        | Answer::Granted
+                        | Answer::Released { granted: true }
+                )
+            ));
+            wakes += u32::from(!woken.is_empty());
+        }
+    }
+    eprintln!("2,400 messages: {grants} grants, {wakes} wake-ups");
+    assert!(
+        grants > 100 && wakes > 100,
+        "{grants} grants, {wakes} wake-ups"
+    );
+}
