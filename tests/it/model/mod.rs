@@ -11,6 +11,10 @@ mod handoff;
 mod sim;
 mod wire;
 
+/// The TTL the script models give their keys: far beyond a run, so nothing expires on its own and
+/// a run does not depend on timing (expiry is the simulations' own).
+const SERVER_TTL_MS: &[u8] = b"600000";
+
 /// The engine's script that `is` picks out (the shortest of those it picks), by its source as the
 /// engine loads it (`redlock_engine::__private::all_scripts`): the models send the real scripts.
 fn engine_script(what: &str, is: impl Fn(&str) -> bool) -> &'static str {

@@ -6,48 +6,39 @@
 //! depend on timing; expiry and pruning are the simulation's (`super::sim`).
 
 use super::node::{Answer, Msg, Node, Rules};
-use crate::model::engine_script;
 use crate::model::sim::Rng;
 use crate::model::wire::Listened;
+use crate::model::{engine_script, SERVER_TTL_MS};
 
 const LOCK: &[u8] = b"redlock:{fair-model}";
-const QUEUE: &[u8] = b"redlock:{fair-model}:fair:q";
-const EXPIRIES: &[u8] = b"redlock:{fair-model}:fair:exp";
-/// The server's TTL: far beyond the test, so no entry and no key expires on its own.
-const SERVER_TTL_MS: &[u8] = b"600000";
+/// The lock key, the queue and the entries' expiries: the fair scripts' `KEYS`.
+const KEYS: [&[u8]; 3] = [
+    LOCK,
+    b"redlock:{fair-model}:fair:q",
+    b"redlock:{fair-model}:fair:exp",
+];
 
-/// The scripts the model's messages stand for.
-struct Scripts {
-    enqueue: &'static str,
-    attempt: &'static str,
-    unlock: &'static str,
-    leave: &'static str,
-    release: &'static str,
-    release_to: &'static str,
-}
-
-impl Scripts {
-    fn find() -> Self {
-        Self {
-            enqueue: engine_script("fair enqueue", |s| {
-                s.contains("local top = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')")
-            }),
-            attempt: engine_script("fair attempt", |s| {
-                s.contains("redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])")
-            }),
-            unlock: engine_script("fair unlock", |s| s.contains("if h and h ~= ARGV[1] then")),
-            leave: engine_script("fair leave", |s| {
-                s.starts_with("local top = redis.call('ZRANGE', KEYS[2], 0, 1)")
-            }),
-            release: engine_script("fair release", |s| {
-                s.starts_with(
-                    "local v = redis.call('GET', KEYS[1]) local top = redis.call('ZRANGE', KEYS[2], 0, 1)",
-                )
-            }),
-            release_to: engine_script("fair release to", |s| {
-                s.contains("string.sub(d, 1, 13), 16) == tonumber(ARGV[4])")
-            }),
-        }
+/// The engine's script a message of the model stands for.
+fn script_of(msg: Msg) -> &'static str {
+    match msg {
+        Msg::Enqueue { .. } => engine_script("fair enqueue", |s| {
+            s.contains("local top = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')")
+        }),
+        Msg::Attempt { .. } => engine_script("fair attempt", |s| {
+            s.contains("redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])")
+        }),
+        Msg::Unlock => engine_script("fair unlock", |s| s.contains("if h and h ~= ARGV[1] then")),
+        Msg::Leave => engine_script("fair leave", |s| {
+            s.starts_with("local top = redis.call('ZRANGE', KEYS[2], 0, 1)")
+        }),
+        Msg::Release => engine_script("fair release", |s| {
+            s.starts_with(
+                "local v = redis.call('GET', KEYS[1]) local top = redis.call('ZRANGE', KEYS[2], 0, 1)",
+            )
+        }),
+        Msg::ReleaseTo { .. } => engine_script("fair release to", |s| {
+            s.contains("string.sub(d, 1, 13), 16) == tonumber(ARGV[4])")
+        }),
     }
 }
 
@@ -62,27 +53,26 @@ fn sha1(bytes: &[u8]) -> String {
 }
 
 /// Sends `msg` of waiter `w` to the server: its answer as the model's, and the wake names published.
-fn on_server(node: &mut Listened, s: &Scripts, w: u64, msg: Msg) -> (Option<Answer>, Vec<Vec<u8>>) {
-    let keys: [&[u8]; 3] = [LOCK, QUEUE, EXPIRIES];
+fn on_server(node: &mut Listened, w: u64, msg: Msg) -> (Option<Answer>, Vec<Vec<u8>>) {
+    let keys = KEYS;
     let v = value(w);
+    let script = script_of(msg);
     let (reply, published) = match msg {
         Msg::Enqueue { hint } => {
             let hint = hint.to_string();
-            node.eval(s.enqueue, &keys, &[&v, SERVER_TTL_MS, hint.as_bytes()])
+            node.eval(script, &keys, &[&v, SERVER_TTL_MS, hint.as_bytes()])
         }
         Msg::Attempt { ticket } => {
             let ticket = ticket.to_string();
-            node.eval(s.attempt, &keys, &[&v, SERVER_TTL_MS, ticket.as_bytes()])
+            node.eval(script, &keys, &[&v, SERVER_TTL_MS, ticket.as_bytes()])
         }
-        Msg::Unlock => node.eval(s.unlock, &keys, &[&v]),
-        Msg::Leave => node.eval(s.leave, &keys, &[&v]),
-        Msg::Release => node.eval(s.release, &keys, &[&v]),
+        Msg::Unlock | Msg::Leave | Msg::Release => node.eval(script, &keys, &[&v]),
         Msg::ReleaseTo { next, ticket, .. } => {
             // The engine's `successor_name`: the next waiter's value digest, 13 hex digits.
             let name = u64::from_str_radix(&sha1(&value(next))[..13], 16).unwrap();
             let (ticket, name) = (ticket.to_string(), name.to_string());
             let args: [&[u8]; 4] = [&v, SERVER_TTL_MS, ticket.as_bytes(), name.as_bytes()];
-            node.eval(s.release_to, &keys, &args)
+            node.eval(script, &keys, &args)
         }
     };
     let answer = match msg {
@@ -112,7 +102,7 @@ fn on_server(node: &mut Listened, s: &Scripts, w: u64, msg: Msg) -> (Option<Answ
 fn queue_on(node: &Listened) -> Vec<(u64, u64)> {
     let all = node
         .server
-        .cmd(&[b"ZRANGE", QUEUE, b"0", b"-1", b"WITHSCORES"]);
+        .cmd(&[b"ZRANGE", KEYS[1], b"0", b"-1", b"WITHSCORES"]);
     let parts: Vec<&str> = all.split_whitespace().collect();
     parts
         .chunks(2)
@@ -122,7 +112,6 @@ fn queue_on(node: &Listened) -> Vec<(u64, u64)> {
 
 #[test]
 fn the_node_transitions_match_the_real_scripts() {
-    let scripts = Scripts::find();
     let mut node = Listened::start(b"*:w:*");
     // What the runs exercised: grants (an enqueue's, an attempt's, a release's to a named waiter)
     // and wake-ups.
@@ -152,7 +141,7 @@ fn the_node_transitions_match_the_real_scripts() {
             };
             let what = format!("seed {seed}, step {step}: waiter {w} {msg:?}");
             let expected = model.step(0, w, msg, Rules::Real, false);
-            let (answer, woken) = on_server(&mut node, &scripts, w, msg);
+            let (answer, woken) = on_server(&mut node, w, msg);
             assert_eq!(answer, expected.answer, "{what}");
             // The model's wake names its head; one with no head wakes nobody.
             let head = model.head().filter(|_| expected.publish);

@@ -7,13 +7,11 @@
 use super::node::{node_step, Answer, Msg, Node, TTL};
 use super::BOTH;
 use crate::model::sim::Rng;
-use crate::model::{engine_script, plain_release};
+use crate::model::{engine_script, plain_release, SERVER_TTL_MS};
 use testkit::RedisNode;
 
 const LOCK: &[u8] = b"redlock:{model}";
 const FENCE: &[u8] = b"redlock:{model}:fence";
-/// The servers' lock TTL: far beyond the test, so nothing expires on its own.
-const SERVER_TTL_MS: &[u8] = b"600000";
 
 /// The three scripts the model's messages stand for.
 struct Scripts {
