@@ -92,15 +92,6 @@ impl Wait {
     pub(crate) fn counts(self, err: &LockError) -> bool {
         !(self == Self::UntilAcquired && matches!(err, LockError::Contended { .. }))
     }
-
-    /// For a kind's own waiting loop, after a round lost with `err`: counts it in `in_a_row` (how
-    /// many of its rounds in a row were lost for a reason [`counts`](Self::counts) counts; another
-    /// loss starts it again from 0), and says whether [`Wait::UntilAcquired`] gives up now (after
-    /// `retry_count` retries). The other waits are bounded by time alone there.
-    pub(crate) fn outage_over(self, in_a_row: &mut u32, err: &LockError, retry_count: u32) -> bool {
-        *in_a_row = if self.counts(err) { *in_a_row + 1 } else { 0 };
-        self == Self::UntilAcquired && *in_a_row > retry_count
-    }
 }
 
 /// Validated retry knobs of [`crate::Config`].

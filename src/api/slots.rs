@@ -9,15 +9,20 @@
 //! the application's contract. `examples/permits_vs_slots.rs` measures both; the repository's
 //! `results/README.md` has the figures.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::algo::retry::Wait;
+use crate::engine::core::Core;
+use crate::engine::wait::{After, Bounds, Ended, Next, Waiter};
 use crate::engine::Redlock;
 use crate::error::LockError;
 use crate::kinds::exclusive::exclusive;
 use crate::lock::Lock;
+use crate::protocol::spec::Target;
 
 /// Most slots one slot semaphore may have: a busy pass tries each of them, one round trip each.
 const MAX_SLOTS: u32 = 64;
@@ -79,57 +84,67 @@ impl Redlock {
             .map(|i| core.target(exclusive(), &slot_name(resource, i)))
             .collect::<Result<Vec<_>, _>>()?;
         let s = core.settings();
-        let began = Instant::now();
-        let deadline = wait.deadline(began, s.acquire_timeout);
-        let end = wait.budget_end(deadline, began, s.retry.budget(s.timing.node_timeout(ttl)));
-        let mut attempts = 0;
-        // Passes in a row lost for another reason than the slots being held (`Wait::outage_over`).
-        let mut outage = 0u32;
-        loop {
-            // From a random slot on, so contenders spread over the slots instead of all trying 0.
-            let first = fastrand::usize(..targets.len());
-            let mut last = None;
-            for j in 0..targets.len() {
-                let target = targets[(first + j) % targets.len()].clone();
-                // One attempt per slot, without the busy read a caller-facing acquire adds.
-                match core
-                    .acquire_since(target, ttl, Wait::Once, Instant::now())
-                    .await
-                {
-                    Ok(mut lock) => {
-                        attempts += lock.attempts();
-                        lock.set_attempts(attempts);
-                        return Ok(lock);
-                    }
-                    Err(err) if err.is_retryable() => {
-                        if !matches!(err, LockError::Contended { local: true, .. }) {
-                            attempts += 1;
-                        }
-                        last = Some(err);
-                    }
-                    Err(err) => return Err(err),
+        let budget = s.retry.budget(s.timing.node_timeout(ttl));
+        let bounds = Bounds::new(core, wait, Instant::now(), budget);
+        core.wait_for(&mut Pass { core, targets, ttl }, bounds)
+            .await
+    }
+}
+
+/// The slot semaphore's waiter: each round a pass over the slots, one attempt each, from a random
+/// slot on (contenders spread over the slots instead of all trying 0); the retry pause between
+/// passes.
+struct Pass<'a> {
+    core: &'a Core,
+    targets: Vec<Target>,
+    ttl: Duration,
+}
+
+impl Waiter for Pass<'_> {
+    fn wake(&self) -> Option<Arc<Notify>> {
+        None
+    }
+
+    async fn round(
+        &mut self,
+        attempts: &mut u32,
+        _until: Option<Instant>,
+    ) -> Result<Lock, LockError> {
+        let first = fastrand::usize(..self.targets.len());
+        let mut last = None;
+        for j in 0..self.targets.len() {
+            let target = self.targets[(first + j) % self.targets.len()].clone();
+            // One attempt per slot, without the busy read a caller-facing acquire adds.
+            match self
+                .core
+                .acquire_since(target, self.ttl, Wait::Once, Instant::now())
+                .await
+            {
+                Ok(lock) => {
+                    *attempts += lock.attempts();
+                    return Ok(lock);
                 }
+                Err(err) if err.is_retryable() => {
+                    if !matches!(err, LockError::Contended { local: true, .. }) {
+                        *attempts += 1;
+                    }
+                    last = Some(err);
+                }
+                Err(err) => return Err(err),
             }
-            let pause = s.retry.next_delay();
-            let last = last.unwrap_or(LockError::Timeout {
-                attempts,
-                last: None,
-            });
-            let outage_over = wait.outage_over(&mut outage, &last, s.retry.count);
-            if !wait.retries() || outage_over {
-                return Err(last);
-            }
-            if end.is_some_and(|end| Instant::now() + pause >= end) {
-                return Err(match deadline {
-                    Some(_) => LockError::Timeout {
-                        attempts,
-                        last: Some(Box::new(last)),
-                    },
-                    None => last,
-                });
-            }
-            tokio::time::sleep(pause).await;
         }
+        Err(last.unwrap_or(LockError::Timeout {
+            attempts: *attempts,
+            last: None,
+        }))
+    }
+
+    async fn next(&mut self, _err: &LockError, pause: Duration) -> Next {
+        Next::Pause { pause, free: false }
+    }
+
+    async fn after(&mut self, _ended: Ended, _until: Instant) -> After {
+        After::Round
     }
 }
 

@@ -1,15 +1,19 @@
-//! The attempt loop every lock kind shares: local queue, attempts, random pauses cut short by release
-//! notifications, and taking over a lock handed off by the previous local holder.
+//! The exclusive family's acquire (every kind but the fair lock and the slots): its turn in the local
+//! queue, taking over a lock handed off by the previous local holder, then the shared wait loop
+//! (`super::wait`) with this family's waiter: plain attempts, the waiter mark once it waits on
+//! another process, or a named take-over that a release can grant.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::core::Core;
 use super::fanout::{fire, Deadline};
 use super::release::HeldGuard;
 use super::takeover::TakeOver;
+use super::wait::{After, Bounds, Ended, Next, Waiter};
 use super::waitq::LocalHold;
 use crate::algo::quorum::Vote;
 use crate::algo::retry::Wait;
@@ -61,216 +65,52 @@ impl Core {
                 return Ok(lock.with_local(hold));
             }
         }
-        let mut subscription = None;
-        let mut attempts = 0;
-        // Retries after a release notification do not use up `retry_count` (a queue head may lose a
-        // few races to other processes in a row); they are bounded by the time the counted retries
-        // would take instead.
-        let mut counted = 0u32;
         // Without an acquire timeout, the retry budget counts from here: time in the local queue
         // (or the semaphore's gate) is waiting for our own tasks, not attempts lost to others.
-        let budget = s.retry.budget(s.timing.node_timeout(ttl));
-        let budget_end = wait.budget_end(deadline, Instant::now(), budget);
-        let retries = wait.retry_count(s.retry.count, s.acquire_timeout);
-        // A writer that gives up, or whose caller drops this future mid-wait, must not keep readers
-        // out with its intent until the intent's TTL runs out.
-        let give_up = GiveUpOnDrop {
-            nodes: self.nodes(),
-            cmd: target.kind.give_up_cmd(&target.keys),
-        };
-        // A kind with a cross-process hand-off (`crate::protocol::handoff`) attempts as a named
-        // take-over once it waits on another process: one command tries and marks it at once.
-        // Until the lock is ours, its entry leaves the lists when the wait ends (error, timeout, or
-        // this future dropped).
-        let mut take_over = LeaveOnDrop {
+        let bounds = Bounds::new(
+            self,
+            wait,
+            began,
+            s.retry.budget(s.timing.node_timeout(ttl)),
+        );
+        let mut waiter = Rounds {
             core: self,
             target: &target,
-            take_over: None,
-            retired: Vec::new(),
+            ttl,
+            began,
+            hold: hold.as_ref(),
+            subscription: None,
+            // A writer that gives up, or whose caller drops this future mid-wait, must not keep
+            // readers out with its intent until the intent's TTL runs out.
+            give_up: GiveUpOnDrop {
+                nodes: self.nodes(),
+                cmd: target.kind.give_up_cmd(&target.keys),
+            },
+            // A kind with a cross-process hand-off (`crate::protocol::handoff`) attempts as a
+            // named take-over once it waits on another process: one command tries and marks it at
+            // once. Until the lock is ours, its entry leaves the lists when the wait ends (error,
+            // timeout, or this future dropped).
+            take_over: LeaveOnDrop {
+                core: self,
+                target: &target,
+                take_over: None,
+                retired: Vec::new(),
+            },
+            mark_ahead: None,
+            just_marked: false,
+            splits: 0,
+            partial: false,
         };
         if hold.as_ref().is_some_and(LocalHold::remote_waiting)
             || self.recently_contended(&target, hold.as_ref())
         {
             // Our process just yielded to a waiter elsewhere, or waited on one a moment ago: we
             // will likely wait too, so mark at once.
-            take_over.take_over =
-                self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription, began);
+            waiter.take_over.take_over =
+                self.take_over_mode(&target, ttl, hold.as_ref(), &mut waiter.subscription, began);
         }
-        // Once we wait on another process, every attempt is preceded by our waiter mark on each
-        // connection: a release that beats the attempt then still finds the mark and publishes.
-        let mut mark_ahead: Option<Cmd> = None;
-        // The mark just landed (first loss): the retry right after needs no second one.
-        let mut just_marked = false;
-        // Rounds in a row lost with some nodes granting (see `free` below).
-        let mut splits = 0u32;
-        let result = loop {
-            attempts += 1;
-            match &mark_ahead {
-                Some(mark) if !just_marked => fire(self.nodes(), mark),
-                _ => {}
-            }
-            just_marked = false;
-            // Armed before the attempt, so a release that lands while it runs still wakes us.
-            let notify = subscription.as_deref().map(Subscription::notify);
-            let mut woken = notify.as_ref().map(|n| Box::pin(n.notified()));
-            if let Some(w) = woken.as_mut() {
-                w.as_mut().enable();
-            }
-            let attempt = self.attempt(&target, ttl, budget_end, take_over.take_over.as_ref());
-            let (err, partial) = match attempt.await {
-                Ok(mut lock) => {
-                    lock.set_attempts(attempts);
-                    take_over.won(lock.held());
-                    break Ok(lock);
-                }
-                Err(lost) => {
-                    if lost.stepped_back {
-                        take_over.step_back();
-                        // Before the next epoch's value is first sent (see `forget_all_grants`).
-                        if let Some(sub) = &subscription {
-                            sub.forget_all_grants();
-                        }
-                    }
-                    (lost.err, lost.partial)
-                }
-            };
-            // A loss to another owner does not count for a call that waits until acquired: only
-            // an outage's losses in a row end it (`Wait::counts`).
-            counted = match wait.counts(&err) {
-                true => counted + 1,
-                false => 0,
-            };
-            let out_of_time = budget_end.is_some_and(|end| Instant::now() >= end);
-            if out_of_time && deadline.is_some() && wait.retries() && err.is_retryable() {
-                // The call's own time ran out (as at the retry pause below): say so, with why the
-                // last attempt lost.
-                let last = Some(Box::new(err));
-                break Err(LockError::Timeout { attempts, last });
-            }
-            if !wait.retries() || !err.is_retryable() || counted > retries || out_of_time {
-                break Err(err);
-            }
-            let mut pause = s.retry.next_delay();
-            // A round granted on some nodes but lost: the votes may have split three ways with
-            // nobody holding a majority, and then no release will wake anyone. Retry early (free)
-            // at a random moment, so the other sides are not met again, each time in a row twice
-            // as late, until that is the retry pause (a holder that does have a majority is asked
-            // a few times, not polled). A take-over a release named kept the key reserved where it
-            // got it (`TakeOver::step_back_cmd`) and retries within that reservation.
-            let early = match &take_over.take_over {
-                Some(t) if t.is_named() => self.reservation(ttl).mul_f64(fastrand::f64()),
-                _ => self.split_pause() * 2u32.pow(splits.min(16)),
-            };
-            // This retry does not use up `retry_count` (decremented once, however many reasons).
-            let free = partial && early < pause;
-            if free {
-                splits += 1;
-                counted = counted.saturating_sub(1);
-                pause = early;
-            } else {
-                splits = 0;
-            }
-            // The loss said when the holder's keys run out (a kind whose acquire answers its
-            // holder's time left): retry then rather than up to a pause later. An expired holder
-            // publishes nothing, so without this a waiter finds out only at its next pause's end.
-            // The time counts from the nodes' reading, before the reply arrived, plus 1 ms for
-            // `PTTL`'s rounding: the retry reaches the nodes after the expiry, never before. Every
-            // waiter aims at the same expiry, so each adds a random part of a round trip, as a
-            // woken waiter does (`spread`), lest they all arrive together and split the votes.
-            if let LockError::Contended {
-                retry_after: Some(free_in),
-                local: false,
-                ..
-            } = &err
-            {
-                let at_expiry = *free_in + Duration::from_millis(1) + self.spread();
-                pause = pause.min(at_expiry);
-            }
-            take_over.take_over = take_over.take_over.take().map(|t| t.named(false));
-            if deadline.is_some_and(|d| Instant::now() + pause >= d) {
-                let last = Some(Box::new(err));
-                break Err(LockError::Timeout { attempts, last });
-            }
-            let remote = matches!(err, LockError::Contended { local: false, .. });
-            if remote && take_over.take_over.is_none() {
-                take_over.take_over =
-                    self.take_over_mode(&target, ttl, hold.as_ref(), &mut subscription, began);
-                if take_over.take_over.is_some() {
-                    // Marked by the take-over itself, atomically with its attempt: at once (free).
-                    counted = counted.saturating_sub(u32::from(!free));
-                    continue;
-                }
-            }
-            let marks = take_over.take_over.is_none() && self.notifies(&target.keys);
-            if remote && marks && target.kind.queues_locally() {
-                // Tell the holder's process that someone elsewhere waits, so it yields to us when its
-                // local hand-off streak ends (see `Redlock::release`).
-                let key = &target.keys.as_slice()[0];
-                let mark_for = pause + s.timing.node_timeout(ttl) * 2;
-                let mark = mark_waiting_cmd(key, mark_for);
-                if subscription.is_none() {
-                    subscription = Some(Arc::new(self.notifier().subscribe(key)));
-                }
-                if mark_ahead.is_none() {
-                    // The first loss: the holder may have released between our attempt and our
-                    // mark, unheard. Wait only for the mark to land, then try again at once (free).
-                    let marked = self.fan_out(
-                        &mark,
-                        Deadline::fixed(Instant::now() + self.round_timeout(ttl)),
-                        Vote::of_script,
-                    );
-                    marked.await;
-                    mark_ahead = Some(mark);
-                    just_marked = true;
-                    counted = counted.saturating_sub(u32::from(!free));
-                    continue;
-                }
-                mark_ahead = Some(mark);
-            }
-            // A release anywhere ends the pause early, and so does the subscription becoming active
-            // (one immediate retry covers a release that landed before it); the timer is the
-            // fallback for any other missed one.
-            let fresh;
-            self.metrics().retry();
-            let woken = match (woken, &subscription) {
-                (Some(woken), _) => Some(woken),
-                (None, Some(sub)) => {
-                    fresh = sub.notify();
-                    Some(Box::pin(fresh.notified()))
-                }
-                (None, None) => None,
-            };
-            let heard = match woken {
-                Some(woken) => {
-                    tokio::select! {
-                        _ = woken => true,
-                        _ = tokio::time::sleep(pause) => false,
-                    }
-                }
-                None => {
-                    tokio::time::sleep(pause).await;
-                    false
-                }
-            };
-            if heard {
-                // Woken by a release: this retry is free (see `counted`).
-                counted = counted.saturating_sub(u32::from(!free));
-                splits = 0;
-                // The release may have granted our entry: then the lock is ours without a round.
-                if let (Some(t), Some(sub)) = (&take_over.take_over, &subscription) {
-                    if let Some(mut lock) = t.granted(self, &target, ttl, sub).await {
-                        lock.set_attempts(attempts);
-                        take_over.won(lock.held());
-                        break Ok(lock);
-                    }
-                }
-                take_over.take_over = take_over.take_over.take().map(|t| t.named(true));
-                self.spread_wake(take_over.take_over.is_some()).await;
-            }
-        };
-        if result.is_ok() {
-            give_up.disarm();
-        }
+        let result = self.wait_for(&mut waiter, bounds).await;
+        drop(waiter);
         result.map(|lock| lock.with_local(hold))
     }
 
@@ -337,6 +177,169 @@ impl Core {
         let mut lock = guard.keep();
         lock.handed_over();
         Some(lock)
+    }
+}
+
+/// The exclusive family's waiter (every kind but the fair lock and the slots): plain attempts, and
+/// once it waits on another process, its waiter mark ahead of each attempt, or a named take-over.
+struct Rounds<'a> {
+    core: &'a Core,
+    target: &'a Target,
+    ttl: Duration,
+    /// When the call began waiting: a take-over's place among the other processes' waiters.
+    began: Instant,
+    hold: Option<&'a LocalHold<Lock>>,
+    /// Release wake-ups for the key (and a take-over's grants), once we wait on another process.
+    subscription: Option<Arc<Subscription>>,
+    give_up: GiveUpOnDrop<'a>,
+    take_over: LeaveOnDrop<'a>,
+    /// Once we wait on another process, every attempt is preceded by our waiter mark on each
+    /// connection: a release that beats the attempt then still finds the mark and publishes.
+    mark_ahead: Option<Cmd>,
+    /// The mark just landed (first loss): the retry right after needs no second one.
+    just_marked: bool,
+    /// Rounds in a row lost with some nodes granting (see `next`).
+    splits: u32,
+    /// The last round was granted on some nodes.
+    partial: bool,
+}
+
+impl Rounds<'_> {
+    /// The lock is ours: nothing of the wait is left to give up.
+    fn won(&mut self, lock: Lock) -> Lock {
+        self.take_over.won(lock.held());
+        self.give_up.disarm();
+        lock
+    }
+}
+
+impl Waiter for Rounds<'_> {
+    fn wake(&self) -> Option<Arc<Notify>> {
+        self.subscription.as_deref().map(Subscription::notify)
+    }
+
+    async fn round(
+        &mut self,
+        attempts: &mut u32,
+        until: Option<Instant>,
+    ) -> Result<Lock, LockError> {
+        *attempts += 1;
+        match &self.mark_ahead {
+            Some(mark) if !self.just_marked => fire(self.core.nodes(), mark),
+            _ => {}
+        }
+        self.just_marked = false;
+        let take_over = self.take_over.take_over.as_ref();
+        match self
+            .core
+            .attempt(self.target, self.ttl, until, take_over)
+            .await
+        {
+            Ok(lock) => Ok(self.won(lock)),
+            Err(lost) => {
+                if lost.stepped_back {
+                    self.take_over.step_back();
+                    // Before the next epoch's value is first sent (see `forget_all_grants`).
+                    if let Some(sub) = &self.subscription {
+                        sub.forget_all_grants();
+                    }
+                }
+                self.partial = lost.partial;
+                Err(lost.err)
+            }
+        }
+    }
+
+    async fn next(&mut self, err: &LockError, mut pause: Duration) -> Next {
+        let (core, target, ttl) = (self.core, self.target, self.ttl);
+        // A round granted on some nodes but lost: the votes may have split three ways with nobody
+        // holding a majority, and then no release will wake anyone. Retry early (free) at a random
+        // moment, so the other sides are not met again, each time in a row twice as late, until
+        // that is the retry pause (a holder that does have a majority is asked a few times, not
+        // polled). A take-over a release named kept the key reserved where it got it
+        // (`TakeOver::step_back_cmd`) and retries within that reservation.
+        let early = match &self.take_over.take_over {
+            Some(t) if t.is_named() => core.reservation(ttl).mul_f64(fastrand::f64()),
+            _ => core.split_pause() * 2u32.pow(self.splits.min(16)),
+        };
+        let free = self.partial && early < pause;
+        if free {
+            self.splits += 1;
+            pause = early;
+        } else {
+            self.splits = 0;
+        }
+        // The loss said when the holder's keys run out (a kind whose acquire answers its holder's
+        // time left): retry then rather than up to a pause later. An expired holder publishes
+        // nothing, so without this a waiter finds out only at its next pause's end. The time
+        // counts from the nodes' reading, before the reply arrived, plus 1 ms for `PTTL`'s
+        // rounding: the retry reaches the nodes after the expiry, never before. Every waiter aims
+        // at the same expiry, so each adds a random part of a round trip, as a woken waiter does
+        // (`spread`), lest they all arrive together and split the votes.
+        if let LockError::Contended {
+            retry_after: Some(free_in),
+            local: false,
+            ..
+        } = err
+        {
+            let at_expiry = *free_in + Duration::from_millis(1) + core.spread();
+            pause = pause.min(at_expiry);
+        }
+        let t = &mut self.take_over.take_over;
+        *t = t.take().map(|t| t.named(false));
+        let remote = matches!(err, LockError::Contended { local: false, .. });
+        if remote && self.take_over.take_over.is_none() {
+            self.take_over.take_over =
+                core.take_over_mode(target, ttl, self.hold, &mut self.subscription, self.began);
+            if self.take_over.take_over.is_some() {
+                // Marked by the take-over itself, atomically with its attempt: at once.
+                return Next::AtOnce;
+            }
+        }
+        let marks = self.take_over.take_over.is_none() && core.notifies(&target.keys);
+        if remote && marks && target.kind.queues_locally() {
+            // Tell the holder's process that someone elsewhere waits, so it yields to us when its
+            // local hand-off streak ends (see `Redlock::release`).
+            let key = &target.keys.as_slice()[0];
+            let mark_for = pause + core.settings().timing.node_timeout(ttl) * 2;
+            let mark = mark_waiting_cmd(key, mark_for);
+            if self.subscription.is_none() {
+                self.subscription = Some(Arc::new(core.notifier().subscribe(key)));
+            }
+            if self.mark_ahead.is_none() {
+                // The first loss: the holder may have released between our attempt and our mark,
+                // unheard. Wait only for the mark to land, then try again at once.
+                let marked = core.fan_out(
+                    &mark,
+                    Deadline::fixed(Instant::now() + core.round_timeout(ttl)),
+                    Vote::of_script,
+                );
+                marked.await;
+                self.mark_ahead = Some(mark);
+                self.just_marked = true;
+                return Next::AtOnce;
+            }
+            self.mark_ahead = Some(mark);
+        }
+        Next::Pause { pause, free }
+    }
+
+    async fn after(&mut self, ended: Ended, _until: Instant) -> After {
+        if ended != Ended::Heard {
+            return After::Round;
+        }
+        self.splits = 0;
+        // The release may have granted our entry: then the lock is ours without a round.
+        if let (Some(t), Some(sub)) = (&self.take_over.take_over, &self.subscription) {
+            if let Some(lock) = t.granted(self.core, self.target, self.ttl, sub).await {
+                return After::Won(Box::new(self.won(lock)));
+            }
+        }
+        let t = &mut self.take_over.take_over;
+        *t = t.take().map(|t| t.named(true));
+        let named = self.take_over.take_over.is_some();
+        self.core.spread_wake(named).await;
+        After::Round
     }
 }
 
@@ -409,7 +412,7 @@ struct GiveUpOnDrop<'a> {
 }
 
 impl GiveUpOnDrop<'_> {
-    fn disarm(mut self) {
+    fn disarm(&mut self) {
         self.cmd = None;
     }
 }

@@ -4,9 +4,11 @@
 //!   connecting, the handshake's script list.
 //! - `core`: [`core::Core`] — nodes, settings, admission, local queues, metrics, release re-sender,
 //!   the watchdog's schedule; input validation and what every round needs before its fan-out.
-//! - `acquire`: the attempt loop every lock kind shares — local queue, attempts, pauses cut short by
-//!   release notifications, taking over a locally handed-off lock; `attempt`: one round and its
-//!   release-on-failure (a lost take-over's step back).
+//! - `wait`: the one wait loop every kind's acquire runs — rounds, pauses cut short by release
+//!   notifications, when the wait ends — over a kind's `Waiter` hooks.
+//! - `acquire`: the exclusive family's acquire and waiter — local queue, attempts, waiter marks,
+//!   taking over a locally handed-off lock; `attempt`: one round and its release-on-failure (a lost
+//!   take-over's step back).
 //! - `release`: release (with local hand-off) and extend, for every kind.
 //! - `successors`: a release that grants the next holder in its own round (a kind with a
 //!   `Successor`, the fair lock): this engine's waiters park between rounds in `parked`, the
@@ -52,6 +54,7 @@ mod start;
 mod status;
 pub(crate) mod successors;
 pub(crate) mod takeover;
+pub(crate) mod wait;
 pub(crate) mod waitq;
 
 /// A Redlock engine over a fixed set of independent Redis masters. Cheap to clone (one `Arc`).

@@ -56,7 +56,7 @@ fn the_catalog_derives_everything_for_a_new_kind() {
     assert!(catalog.forced().counted.contains(&&b":probe"[..]));
 }
 
-/// On a real node: the probe is acquired through the engine's attempt loop, inspect names it,
+/// On a real node: the probe is acquired through the engine's wait loop, inspect names it,
 /// and force-release deletes and counts both of its keys.
 #[tokio::test]
 async fn inspect_and_force_release_handle_a_kind_they_never_name() {

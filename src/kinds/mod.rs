@@ -6,7 +6,7 @@
 //!   form and the waiter mark.
 //! - `fenced`: an exclusive lock with a fencing token.
 //! - `fair/`: an exclusive lock granted in arrival order across processes (a queue per node,
-//!   tickets the nodes give and a majority agrees on); a folder: its spec, scripts, waiting loop and
+//!   tickets the nodes give and a majority agrees on); a folder: its spec, scripts, waiter and
 //!   a round's tally.
 //! - `multi`: several resources as one lock, all or none on each node.
 //! - `rwlock`: read-write locks (many readers or one writer, writers first).

@@ -3,7 +3,7 @@
 //! cancelled or dies (its place is then freed within one TTL). A waiter's enqueue **begins with its
 //! first round** and completes after it, or after its second when the nodes disagreed on its ticket
 //! (steps 1 and 2 below): one or two round trips. Its files: `spec` (the `Spec`, commands, votes,
-//! wake names), `scripts` (the Lua), `wait` (the waiting loop), `replies` (a round's tally).
+//! wake names), `scripts` (the Lua), `wait` (its waiter in the engine's wait loop), `replies` (a round's tally).
 //!
 //! # Protocol
 //! Per node, beside the lock key `prefix{resource}`: a queue `:fair:q` (a sorted set: waiter →
@@ -135,8 +135,10 @@ impl Redlock {
     /// becomes the head, or every retry pause).
     ///
     /// # Errors
-    /// [`LockError::Timeout`] when the wait ends first (its place is given up on every node);
-    /// [`LockError::QuorumNotReached`] when no majority answers before then;
+    /// As any wait (the engine's one wait loop): [`LockError::Timeout`] when `acquire_timeout`
+    /// passes, the last round's error ([`LockError::Contended`]: still queued) once retries are used
+    /// up; either way its place is given up on every node. [`LockError::QuorumNotReached`] when no
+    /// enqueue ever reached a majority;
     /// [`LockError::InvalidInput`] as for [`acquire`](Self::acquire).
     #[deprecated(
         since = "0.2.0",

@@ -1,4 +1,4 @@
-//! How a fair lock round's replies are read (its waiting loop is `wait`): the tally that
+//! How a fair lock round's replies are read (its waiter is `wait`): the tally that
 //! decides it, who granted and answered node by node, and for an enqueue the ticket each node gave
 //! and the waiter's ticket from them.
 

@@ -1,4 +1,4 @@
-//! The fair lock as the engine and its waiting loop see it (the protocol and its argument are the
+//! The fair lock as the engine and its waiter see it (the protocol and its argument are the
 //! folder's doc, `kinds::fair`): its `Spec`, the commands of its rounds, how their replies vote,
 //! and the names and channels its waiters are woken by.
 

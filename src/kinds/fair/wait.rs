@@ -1,7 +1,8 @@
-//! The fair lock's waiting loop (its protocol and argument are in `kinds::fair`): the enqueue round,
-//! the agree round when the nodes' tickets disagreed, then attempts at each release notification or
-//! retry pause, until granted on a majority with enough validity, or the wait ends and the waiter
-//! gives its place up.
+//! The fair lock's waiter in the engine's one wait loop (`crate::engine::wait`; its protocol and
+//! argument are in `kinds::fair`): the enqueue round, the agree round when the nodes' tickets
+//! disagreed, then attempts at each release notification or keepalive pause, until granted on a
+//! majority with enough validity — by its own round or by a release of this engine that named it
+//! while parked — or the wait ends and the waiter gives its place up.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use crate::engine::core::Core;
 use crate::engine::fanout::run;
 use crate::engine::parked::Handed;
 use crate::engine::successors::Registration;
+use crate::engine::wait::{After, Bounds, Ended, Next, Waiter};
 use crate::error::LockError;
 use crate::lock::Lock;
 use crate::observe::Op;
@@ -38,8 +40,7 @@ enum Outcome {
     Requeue(LockError),
 }
 
-/// The fair lock's waiting loop, over an engine's core: a kind's own loop beside the engine's
-/// shared one (`Core::acquire`), built from the engine's pieces (admission, fan-out, notifier).
+/// The fair lock's wait: its waiter in the engine's one wait loop (`Core::wait_for`).
 pub(crate) struct FairWait<'a> {
     pub(crate) core: &'a Core,
 }
@@ -54,149 +55,53 @@ impl FairWait<'_> {
     ) -> Result<Lock, LockError> {
         let s = self.core.settings();
         let ttl = self.core.check_ttl(ttl)?;
-        let began = Instant::now();
-        let deadline = patience.deadline(began, s.acquire_timeout);
         // One try: the enqueue and, if the tickets disagree, the agree round.
         let budget = match patience {
             Wait::Once => self.core.round_timeout(ttl) * 2,
             _ => s.retry.budget(s.timing.node_timeout(ttl)),
         };
-        // Without any bound the loop's `end` is a year off: as good as never for a lock waiter.
-        let end = patience
-            .budget_end(deadline, began, budget)
-            .unwrap_or_else(|| began + Duration::from_secs(365 * 24 * 3600));
+        let bounds = Bounds::new(self.core, patience, Instant::now(), budget);
         let code = target.kind.spec().code;
         let value = LockValue::tagged(self.core.tag(), code)
             .map_err(|e| LockError::Random(e.to_string()))?;
-        // Gives the place up on every node unless the lock is handed out: on error, timeout, or
-        // this future being dropped mid-wait.
-        let leave = Fire {
-            core: self.core,
-            cmd: Some(leave_cmd(&target.keys, value)),
-            ttl,
-            nodes: u16::MAX,
-            resend: true,
-        };
         let key = &target.keys.as_slice()[0];
         // Woken only by messages naming us (we are a node's new head) or naming nobody; the
         // keepalive pause is the safety net for lost ones.
-        let notifier = self.core.notifier();
-        let subscription = s
-            .notify_releases
-            .then(|| notifier.subscribe_lingering(&wake_channel(key, value), wake_name(value)));
-        let notify = subscription.as_ref().map(|sub| sub.notify());
-        // Attempts are also the waiter's keepalive: at most a quarter TTL apart.
-        let pause = || s.retry.next_delay().min(ttl / 4);
-        let mut attempts = 0u32;
-        let mut placed_once = false;
-        let mut last_err = None;
-        // Rounds in a row lost for another reason than the queue: an outage ends a wait until
-        // acquired (`Wait::outage_over`).
-        let mut outage = 0u32;
-        let enqueue = enqueue_cmd(&target.keys, value, millis(ttl));
-        'enqueue: while Instant::now() < end {
-            if self.core.is_closed() {
-                // Shut down while waiting: the place is given up (`leave`) and no lock handed out.
-                return Err(LockError::Closed);
-            }
-            attempts += 1;
-            let mut woken = armed(&notify);
-            let (attempt, mut at_once, parked) = match self
-                .round(&target, (Round::Enqueue, &enqueue), value, ttl, end)
-                .await
-            {
-                Outcome::Granted(lock) => return Ok(granted(lock, attempts, leave)),
-                Outcome::Queued(err, None) => {
-                    // Admission refused: the enqueue was not sent.
-                    last_err = Some(err);
-                    wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
-                    continue;
-                }
-                Outcome::Queued(err, Some((ticket, complete))) => {
-                    last_err = Some(err);
-                    placed_once = true;
-                    // Parked between rounds from now on: a release by this engine may grant it
-                    // then (`crate::engine::successors`); it starts no round until that release
-                    // has answered.
-                    let parked = self.core.park(&target, value, ticket, ttl);
-                    // The agree round goes at once: the enqueue completes with it.
-                    let attempt = attempt_cmd(&target.keys, value, millis(ttl), ticket);
-                    (attempt, !complete, parked)
-                }
-                Outcome::Requeue(err) => {
-                    let err = self.requeue(&target, value, err, (patience, &mut outage))?;
-                    last_err = Some(err);
-                    wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
-                    continue;
-                }
-            };
-            outage = 0;
-            loop {
-                if Instant::now() >= end {
-                    break 'enqueue;
-                }
-                // The keepalive's due time holds however often a release's answer wakes us.
-                let until = (Instant::now() + pause()).min(end);
-                let min_validity = s.timing.min_validity(ttl);
-                loop {
-                    // Only a claim's answer may send us back to waiting: a wake-up or the keepalive
-                    // is acted on whatever the answer (a wake-up is not heard twice).
-                    let mut answered = false;
-                    if !at_once {
-                        parked.rest();
-                        // The armed wake-up survives an answer: kept armed across `Stay`.
-                        answered = wait(&mut woken, until, Some(&parked)).await;
-                    }
-                    at_once = false;
-                    // A release that named us answers first: the lock, an attempt at once, or
-                    // (it granted us nowhere) back to waiting.
-                    match tokio::time::timeout_at(end, parked.resume()).await {
-                        // Checked again here: this task may run well after the release answered.
-                        Ok(Some(Handed::Lock(lock))) if lock.remaining() >= min_validity => {
-                            return Ok(granted(*lock, attempts, leave));
-                        }
-                        // Too little left: our attempt, at once, refreshes the key we hold.
-                        Ok(Some(Handed::Lock(_))) => break,
-                        Ok(Some(Handed::Stay)) if answered && Instant::now() < until => {}
-                        Ok(_) => break,
-                        Err(_) => break 'enqueue,
-                    }
-                }
-                if self.core.is_closed() {
-                    return Err(LockError::Closed);
-                }
-                attempts += 1;
-                woken = armed(&notify);
-                match self
-                    .round(&target, (Round::Attempt, &attempt), value, ttl, end)
-                    .await
-                {
-                    Outcome::Granted(lock) => return Ok(granted(lock, attempts, leave)),
-                    Outcome::Queued(err, _) => {
-                        // Nodes down after the enqueue: attempts keep coming back "queued" with
-                        // their failures, and an outage must end the wait here too.
-                        if patience.outage_over(&mut outage, &err, s.retry.count) {
-                            return Err(err);
-                        }
-                        last_err = Some(err);
-                    }
-                    Outcome::Requeue(err) => {
-                        let err = self.requeue(&target, value, err, (patience, &mut outage))?;
-                        last_err = Some(err);
-                        wait(&mut woken, (Instant::now() + pause()).min(end), None).await;
-                        continue 'enqueue;
-                    }
-                }
-            }
-        }
-        drop(leave);
-        Err(match last_err {
-            Some(err @ LockError::QuorumNotReached { .. }) if !placed_once => err,
-            other => LockError::Timeout {
-                attempts,
-                last: other.map(Box::new),
+        let notify = s.notify_releases.then(|| {
+            self.core
+                .notifier()
+                .subscribe_lingering(&wake_channel(key, value), wake_name(value))
+        });
+        let mut waiter = Places {
+            wait: self,
+            target: &target,
+            ttl,
+            value,
+            enqueue: enqueue_cmd(&target.keys, value, millis(ttl)),
+            // Gives the place up on every node unless the lock is handed out: on error, timeout,
+            // or this future being dropped mid-wait.
+            leave: Fire {
+                core: self.core,
+                cmd: Some(leave_cmd(&target.keys, value)),
+                ttl,
+                nodes: u16::MAX,
+                resend: true,
             },
-        })
+            wake: notify.as_ref().map(|sub| sub.notify()),
+            placed: None,
+            placed_once: false,
+        };
+        let result = self.core.wait_for(&mut waiter, bounds).await;
+        let placed_once = waiter.placed_once;
+        drop(waiter);
+        drop(notify);
+        match result {
+            // An enqueue that never reached a majority: the outage, not a wait for a turn.
+            Err(LockError::Timeout {
+                last: Some(last), ..
+            }) if !placed_once && matches!(*last, LockError::QuorumNotReached { .. }) => Err(*last),
+            other => other,
+        }
     }
 
     /// Out of every queue before a new enqueue, so no stale entry of ours blocks anyone. Sent once,
@@ -204,21 +109,8 @@ impl FairWait<'_> {
     /// place's grant (same value) and delete it, leaving our lock a node short (with 5 nodes and a
     /// bare majority, another waiter could then win). Where it does not land, the enqueue replaces
     /// the stale entry, or the entry expires.
-    ///
-    /// The place was lost with `err`: that error back to keep as the last one, or as the wait's end
-    /// (`Err`) when it is one more loss of an outage that ends the wait (`Wait::outage_over`).
-    fn requeue(
-        &self,
-        target: &Target,
-        value: LockValue,
-        err: LockError,
-        (patience, outage): (Wait, &mut u32),
-    ) -> Result<LockError, LockError> {
+    fn requeue(&self, target: &Target, value: LockValue) {
         crate::engine::fanout::fire(self.core.nodes(), &leave_cmd(&target.keys, value));
-        match patience.outage_over(outage, &err, self.core.settings().retry.count) {
-            true => Err(err),
-            false => Ok(err),
-        }
     }
 
     /// One enqueue (`Round::Enqueue`, which waits for every answer) or attempt round: granted,
@@ -229,9 +121,9 @@ impl FairWait<'_> {
         (round, cmd): (Round, &Cmd),
         value: LockValue,
         ttl: Duration,
-        end: Instant,
+        end: Option<Instant>,
     ) -> Outcome {
-        let Ok(_slot) = self.core.admit(Some(end)).await else {
+        let Ok(_slot) = self.core.admit(end).await else {
             let refused = LockError::Timeout {
                 attempts: 0,
                 last: None,
@@ -298,59 +190,154 @@ impl FairWait<'_> {
     }
 }
 
-/// The wait's end with `lock`: the attempts it took counted in it, and no give-up sent (`leave`
-/// disarmed: the place became the lock).
-fn granted(mut lock: Lock, attempts: u32, leave: Fire<'_>) -> Lock {
-    lock.set_attempts(attempts);
-    leave.disarm();
-    lock
+/// Where the waiter stands once an enqueue placed it: the attempt that keeps its place (with its
+/// ticket) and its registration as parked between rounds, where a release by this engine may grant
+/// it (`crate::engine::successors`).
+struct Placed<'a> {
+    attempt: Cmd,
+    parked: Registration<'a>,
 }
 
-/// A fresh wake-up signal, armed before the round it should follow (a release during the round
-/// still wakes the wait after it).
-fn armed(
-    notify: &Option<Arc<Notify>>,
-) -> Option<std::pin::Pin<Box<tokio::sync::futures::OwnedNotified>>> {
-    notify.as_ref().map(|n| {
-        let mut woken = Box::pin(n.clone().notified_owned());
-        woken.as_mut().enable();
-        woken
-    })
+/// The fair lock's waiter: enqueue (and the agree round when the tickets disagree), then attempts
+/// from its place at each wake-up or keepalive pause; a place lost is given up and taken again.
+struct Places<'a> {
+    wait: &'a FairWait<'a>,
+    target: &'a Target,
+    ttl: Duration,
+    value: LockValue,
+    enqueue: Cmd,
+    leave: Fire<'a>,
+    wake: Option<Arc<Notify>>,
+    placed: Option<Placed<'a>>,
+    /// An enqueue reached a majority at least once (a place was held).
+    placed_once: bool,
 }
 
-/// Waits for a release notification (the armed `woken`, taken once it fires), a release's answer
-/// to a claim on `parked`, or `until`, whichever comes first; true when it was the answer alone.
-async fn wait(
-    woken: &mut Option<std::pin::Pin<Box<tokio::sync::futures::OwnedNotified>>>,
-    until: Instant,
-    parked: Option<&Registration<'_>>,
-) -> bool {
-    let armed = woken.as_mut();
-    let heard = async {
-        match armed {
-            Some(w) => w.as_mut().await,
+impl Places<'_> {
+    /// The lock is the place's end: no give-up is sent.
+    fn won(&mut self, lock: Lock) -> Lock {
+        self.leave.disarm();
+        lock
+    }
+
+    /// A place lost: out of every queue, to enqueue again.
+    fn lost_place(&mut self, err: LockError) -> LockError {
+        self.placed = None;
+        self.wait.requeue(self.target, self.value);
+        err
+    }
+
+    /// A release that named us answers first (it may be in flight: it is waited out, up to `end`):
+    /// the lock when it granted us with validity to spare. Anything else (too little validity
+    /// left: our attempt refreshes the key we hold) leads to our own round.
+    async fn handed(&mut self, end: Option<Instant>) -> Option<Lock> {
+        let placed = self.placed.as_ref()?;
+        let min_validity = self.wait.core.settings().timing.min_validity(self.ttl);
+        let resumed = match end {
+            Some(end) => tokio::time::timeout_at(end, placed.parked.resume())
+                .await
+                .ok()
+                .flatten(),
+            None => placed.parked.resume().await,
+        };
+        match resumed {
+            // Checked again here: this task may run well after the release answered.
+            Some(Handed::Lock(lock)) if lock.remaining() >= min_validity => Some(self.won(*lock)),
+            _ => None,
+        }
+    }
+}
+
+impl Waiter for Places<'_> {
+    fn wake(&self) -> Option<Arc<Notify>> {
+        self.wake.clone()
+    }
+
+    async fn round(
+        &mut self,
+        attempts: &mut u32,
+        until: Option<Instant>,
+    ) -> Result<Lock, LockError> {
+        let (target, value, ttl) = (self.target, self.value, self.ttl);
+        if self.placed.is_none() {
+            *attempts += 1;
+            let enqueue = (Round::Enqueue, &self.enqueue);
+            match self.wait.round(target, enqueue, value, ttl, until).await {
+                Outcome::Granted(lock) => return Ok(self.won(lock)),
+                // Admission refused: the enqueue was not sent.
+                Outcome::Queued(err, None) => return Err(err),
+                Outcome::Queued(err, Some((ticket, complete))) => {
+                    self.placed_once = true;
+                    // Parked between rounds from now on: a release by this engine may grant it
+                    // then; it starts no round until that release has answered.
+                    self.placed = Some(Placed {
+                        attempt: attempt_cmd(&target.keys, value, millis(ttl), ticket),
+                        parked: self.wait.core.park(target, value, ticket, ttl),
+                    });
+                    if complete {
+                        return Err(err);
+                    }
+                    // The agree round goes at once: the enqueue completes with it.
+                }
+                Outcome::Requeue(err) => return Err(self.lost_place(err)),
+            }
+        }
+        if let Some(lock) = self.handed(until).await {
+            return Ok(lock);
+        }
+        let Some(placed) = self.placed.as_ref() else {
+            unreachable!("placed above");
+        };
+        *attempts += 1;
+        let attempt = (Round::Attempt, &placed.attempt);
+        match self.wait.round(target, attempt, value, ttl, until).await {
+            Outcome::Granted(lock) => Ok(self.won(lock)),
+            Outcome::Queued(err, _) => Err(err),
+            Outcome::Requeue(err) => Err(self.lost_place(err)),
+        }
+    }
+
+    async fn next(&mut self, _err: &LockError, pause: Duration) -> Next {
+        // Attempts are also the waiter's keepalive: at most a quarter TTL apart.
+        Next::Pause {
+            pause: pause.min(self.ttl / 4),
+            free: false,
+        }
+    }
+
+    async fn answered(&self) {
+        match &self.placed {
+            Some(placed) => {
+                // Between rounds from now: a release may name us.
+                placed.parked.rest();
+                placed.parked.answered().await;
+            }
             None => std::future::pending().await,
         }
-    };
-    let answered = async {
-        match parked {
-            Some(parked) => parked.answered().await,
-            None => std::future::pending().await,
+    }
+
+    async fn after(&mut self, ended: Ended, until: Instant) -> After {
+        // Only a claim's answer may send us back to waiting: a wake-up or the keepalive is acted
+        // on whatever the answer (a wake-up is not heard twice).
+        if ended != Ended::Answered {
+            return After::Round;
         }
-    };
-    let answer = tokio::select! {
-        biased;
-        _ = heard => None,
-        _ = tokio::time::sleep_until(until) => Some(false),
-        _ = answered => Some(true),
-    };
-    match answer {
-        // Heard: a spent wake-up is not polled again.
-        None => {
-            *woken = None;
-            false
+        let Some(placed) = self.placed.as_ref() else {
+            return After::Round;
+        };
+        match placed.parked.resume().await {
+            Some(Handed::Lock(lock))
+                if lock.remaining() >= self.wait.core.settings().timing.min_validity(self.ttl) =>
+            {
+                After::Won(Box::new(self.won(*lock)))
+            }
+            // Granted nowhere that answered: the head is another waiter, which the nodes woke.
+            // The keepalive's due time holds however often a release's answer wakes us.
+            Some(Handed::Stay) if Instant::now() < until => After::Wait,
+            // Too little validity left, or granted on too few: our attempt, at once (it refreshes
+            // or releases what we hold).
+            _ => After::Round,
         }
-        Some(alone) => alone,
     }
 }
 
@@ -366,7 +353,7 @@ struct Fire<'a> {
 }
 
 impl Fire<'_> {
-    fn disarm(mut self) {
+    fn disarm(&mut self) {
         self.cmd = None;
     }
 }
