@@ -11,14 +11,19 @@
 /// name (nil for an older client's or a native node's bare name, which has no value). An entry of
 /// the releaser's own value or any other epoch of it (the same value but for the last byte: a stale
 /// entry of its wait, or the current one of a wait handing on a retired value's grant) is never
-/// granted: that would hand the key back to the same wait.
+/// granted: that would hand the key back to the same wait. Nor is an entry whose TTL `SET PX` would
+/// refuse (0, or one that overflows the node's expiry): the grant is published before the key is
+/// set, and a script does not roll back, so such an entry would be announced and never set — a
+/// waiter counting that message would claim a node it does not hold. The engine never writes one
+/// (`Core::check_ttl`: 1 ms to `max_ttl`); any client can.
 macro_rules! grant_entry {
     ($k:literal, $w:literal, $own:literal) => {
         concat!(
             "local gn, gt, gx = string.match(",
             $w,
             ", '^(%d+):(%d+):(.+)$') \
-local granted = gx ~= nil and string.sub(gx, 1, -2) ~= string.sub(",
+local gp = gt and tonumber(gt) \
+local granted = gx ~= nil and gp ~= nil and gp > 0 and gp < 1e13 and string.sub(gx, 1, -2) ~= string.sub(",
             $own,
             ", 1, -2) and redis.call('PUBLISH', ",
             $k,

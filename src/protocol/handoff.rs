@@ -163,7 +163,7 @@ redis.call('SET', KEYS[1], 'r' .. ARGV[3], 'PX', ARGV[2]) \
 redis.call('PUBLISH', KEYS[1] .. ':h:' .. ARGV[3], ARGV[3]) return 2 elseif v == false then \
 return 0 else return -1 end"
     ),
-    sha1: "652e71901497bd723c9c62654e22832f765587c3",
+    sha1: "60ff8bda8386da8801ea0e611341b786e4191645",
     resend: true,
     op: Op::ReleaseTo,
 };
@@ -183,7 +183,7 @@ redis.call('DEL', KEYS[1]) \
 if n.err then redis.call('PUBLISH', KEYS[1], '') return 2 end return 1 \
 elseif v == false then return 0 else return -1 end"
     ),
-    sha1: "b60986a4d96bfa82e8625fc54e63bf616daeb821",
+    sha1: "af98226eed632f03e7319c58214e8f5ddc212f88",
     resend: true,
     op: Op::ReleaseHandoff,
 };

@@ -250,3 +250,24 @@ fn a_waiter_expects_the_grant_message_the_scripts_publish() {
         format!("g{}", &digest[..16]).as_bytes()
     );
 }
+
+#[test]
+fn an_entry_whose_ttl_set_would_refuse_is_reserved_not_announced() {
+    // The grant is published before its `SET`: an entry `SET PX` refuses must be neither, or a
+    // waiter counting the message would claim a node whose key it does not hold.
+    for ttl in ["0", "99999999999999999999"] {
+        let node = testkit::RedisNode::start();
+        node.cmd_str(&["SET", "k", "holder"]);
+        let entry = format!("11:{ttl}:v11");
+        node.cmd_str(&["ZADD", "k:wait", "100", &entry]);
+        let mut waiter = subscriber(&node, "k:h:11");
+        assert_eq!(eval(&node, &RELEASE_HANDOFF, &["holder", "30"]), "2");
+        assert_eq!(node.cmd_str(&["GET", "k"]), "r11", "TTL {ttl}");
+        let digest = sha1_smol::Sha1::from(entry.as_str()).digest().to_string();
+        let said = heard(&mut waiter);
+        assert!(
+            said.contains("11") && !said.contains(&format!("g{}", &digest[..16])),
+            "TTL {ttl}: woken by name, no grant: {said:?}"
+        );
+    }
+}

@@ -139,7 +139,7 @@ if redis.pcall('EXISTS', KEYS[1] .. ':wait') == 1 then ",
         pop_and_wake!("KEYS[1]"),
         "return 2 end return 1 elseif v == false then return 0 else return -1 end"
     ),
-    sha1: "6a746074bfeea675c6cbbff1ee3c099e4c2ca217",
+    sha1: "5d0d65fcbc3025358dd8b8b3a9f82a28ebacd682",
     resend: true,
     op: Op::ReleaseNotify,
 };
@@ -241,7 +241,7 @@ pub(crate) static RELEASE_MANY: Script = Script {
 /// deleted and a waiter was told.
 pub(crate) static RELEASE_NOTIFY_MANY: Script = Script {
     source: release_many!(declared_keys!(), deleted_and_woken!()),
-    sha1: "22fead7bdbbf61d03ad979f798e068fafa3031ae",
+    sha1: "29e160eb4322e02385a49175cf184020aa491ad7",
     resend: true,
     op: Op::ReleaseNotifyMany,
 };
@@ -265,7 +265,7 @@ pub(crate) static RELEASE_MANY_ANY_SLOT: Script = Script {
 /// key shares its slot (`prefix{resource}:wait`), so it is served where its lock key is.
 pub(crate) static RELEASE_NOTIFY_MANY_ANY_SLOT: Script = Script {
     source: release_many!(any_slot_keys!(), deleted_and_woken!()),
-    sha1: "de696dc4c377cf6bb01db31c6e72e6a91794bcdb",
+    sha1: "8442294a2fb1171e86b5851cc56048497887bc09",
     resend: true,
     op: Op::ReleaseNotifyManyAnySlot,
 };

@@ -14,9 +14,9 @@ const LOCKS: usize = 256;
 
 /// The single release scripts and their many-lock forms, by SHA-1 (see `kinds::exclusive`).
 const RELEASE: &str = "73afff61f75cb8d8c5c4e250cc4561d4b66c2e4f";
-const RELEASE_NOTIFY: &str = "6a746074bfeea675c6cbbff1ee3c099e4c2ca217";
+const RELEASE_NOTIFY: &str = "5d0d65fcbc3025358dd8b8b3a9f82a28ebacd682";
 const RELEASE_MANY: &str = "b8673592946f5f669155e2abae9d54824b89e3b2";
-const RELEASE_NOTIFY_MANY: &str = "22fead7bdbbf61d03ad979f798e068fafa3031ae";
+const RELEASE_NOTIFY_MANY: &str = "29e160eb4322e02385a49175cf184020aa491ad7";
 
 fn source(sha: &str) -> &'static str {
     redlock_engine::__private::all_scripts()
