@@ -93,7 +93,7 @@ impl Core {
             take_over: LeaveOnDrop {
                 core: self,
                 target: &target,
-                take_over: None,
+                current: None,
                 retired: Vec::new(),
             },
             mark_ahead: None,
@@ -106,7 +106,7 @@ impl Core {
         {
             // Our process just yielded to a waiter elsewhere, or waited on one a moment ago: we
             // will likely wait too, so mark at once.
-            waiter.take_over.take_over =
+            waiter.take_over.current =
                 self.take_over_mode(&target, ttl, hold.as_ref(), &mut waiter.subscription, began);
         }
         let result = self.wait_for(&mut waiter, bounds).await;
@@ -229,7 +229,7 @@ impl Waiter for Rounds<'_> {
             _ => {}
         }
         self.just_marked = false;
-        let take_over = self.take_over.take_over.as_ref();
+        let take_over = self.take_over.current.as_ref();
         match self
             .core
             .attempt(self.target, self.ttl, until, take_over)
@@ -258,7 +258,7 @@ impl Waiter for Rounds<'_> {
         // that is the retry pause (a holder that does have a majority is asked a few times, not
         // polled). A take-over a release named kept the key reserved where it got it
         // (`TakeOver::step_back_cmd`) and retries within that reservation.
-        let early = match &self.take_over.take_over {
+        let early = match &self.take_over.current {
             Some(t) if t.is_named() => core.reservation(ttl).mul_f64(fastrand::f64()),
             _ => core.split_pause() * 2u32.pow(self.splits.min(16)),
         };
@@ -285,18 +285,18 @@ impl Waiter for Rounds<'_> {
             let at_expiry = *free_in + Duration::from_millis(1) + core.spread();
             pause = pause.min(at_expiry);
         }
-        let t = &mut self.take_over.take_over;
+        let t = &mut self.take_over.current;
         *t = t.take().map(|t| t.named(false));
         let remote = matches!(err, LockError::Contended { local: false, .. });
-        if remote && self.take_over.take_over.is_none() {
-            self.take_over.take_over =
+        if remote && self.take_over.current.is_none() {
+            self.take_over.current =
                 core.take_over_mode(target, ttl, self.hold, &mut self.subscription, self.began);
-            if self.take_over.take_over.is_some() {
+            if self.take_over.current.is_some() {
                 // Marked by the take-over itself, atomically with its attempt: at once.
                 return Next::AtOnce;
             }
         }
-        let marks = self.take_over.take_over.is_none() && core.notifies(&target.keys);
+        let marks = self.take_over.current.is_none() && core.notifies(&target.keys);
         if remote && marks && target.kind.queues_locally() {
             // Tell the holder's process that someone elsewhere waits, so it yields to us when its
             // local hand-off streak ends (see `Redlock::release`).
@@ -330,14 +330,14 @@ impl Waiter for Rounds<'_> {
         }
         self.splits = 0;
         // The release may have granted our entry: then the lock is ours without a round.
-        if let (Some(t), Some(sub)) = (&self.take_over.take_over, &self.subscription) {
+        if let (Some(t), Some(sub)) = (&self.take_over.current, &self.subscription) {
             if let Some(lock) = t.granted(self.core, self.target, self.ttl, sub).await {
                 return After::Won(Box::new(self.won(lock)));
             }
         }
-        let t = &mut self.take_over.take_over;
+        let t = &mut self.take_over.current;
         *t = t.take().map(|t| t.named(true));
-        let named = self.take_over.take_over.is_some();
+        let named = self.take_over.current.is_some();
         self.core.spread_wake(named).await;
         After::Round
     }
@@ -359,7 +359,8 @@ fn mark_waiting_cmd(key: &bytes::Bytes, mark_for: Duration) -> Cmd {
 struct LeaveOnDrop<'a> {
     core: &'a Core,
     target: &'a Target,
-    take_over: Option<TakeOver>,
+    /// The take-over the wait attempts as now (`None`: plain attempts).
+    current: Option<TakeOver>,
     retired: Vec<LockValue>,
 }
 
@@ -368,13 +369,13 @@ impl LeaveOnDrop<'_> {
     /// one, the end of this take-over (its entries leave the lists; the next loss to another
     /// process starts a new one).
     fn step_back(&mut self) {
-        let Some(t) = self.take_over.take() else {
+        let Some(t) = self.current.take() else {
             return;
         };
         match t.clone().stepped_back() {
             Some((next, retired)) => {
                 self.retired.push(retired);
-                self.take_over = Some(next);
+                self.current = Some(next);
             }
             None => self.core.leave_take_over(self.target, &t, &self.retired),
         }
@@ -385,7 +386,7 @@ impl LeaveOnDrop<'_> {
     /// left on any node: then every node gets the unmark, and the retired values are released where
     /// they do not count for the lock.
     fn won(&mut self, held: u16) {
-        let Some(t) = self.take_over.take() else {
+        let Some(t) = self.current.take() else {
             return;
         };
         if self.retired.is_empty() {
@@ -399,7 +400,7 @@ impl LeaveOnDrop<'_> {
 
 impl Drop for LeaveOnDrop<'_> {
     fn drop(&mut self) {
-        if let Some(t) = self.take_over.take() {
+        if let Some(t) = self.current.take() {
             self.core.leave_take_over(self.target, &t, &self.retired);
         }
     }

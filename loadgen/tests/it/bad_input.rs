@@ -70,6 +70,7 @@ fn missing_redis_server() {
     let mut cmd = loadgen();
     cmd.env("PATH", &empty).args(["--duration", "1s"]);
     let out = run_within(cmd, Duration::from_secs(20));
+    let _ = std::fs::remove_dir(&empty);
     let err = stderr(&out);
     assert!(!out.status.success());
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
