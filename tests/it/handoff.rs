@@ -1,7 +1,8 @@
 //! The plain lock's cross-process hand-off (`protocol::handoff`): a release with a waiter marked in
 //! another engine grants the key to the oldest one and tells only it, which holds the lock without
 //! a round of its own — also with a node killed; a waiter that is a process killed with `kill -9`
-//! gets a reservation instead, which expires by itself.
+//! gets a reservation instead, which expires by itself; a holder killed so lets the waiter in once its
+//! keys expire, not before.
 
 use std::future::Future;
 use std::process::{Command, Stdio};
@@ -263,24 +264,74 @@ async fn a_waiter_queued_in_its_own_process_keeps_the_place_its_call_began_at() 
     }
 }
 
+/// Another process of this test binary on `cluster` (`handoff::child`): it waits for `"h"` until
+/// killed, or with `hold` takes it for that TTL and holds it until killed.
+fn spawn_child(cluster: &[RedisNode], hold: Option<Duration>) -> std::process::Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["handoff::child", "--exact", "--ignored", "--nocapture"])
+        .env("HANDOFF_CHILD_NODES", urls(cluster).join(","))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(hold) = hold {
+        cmd.env("HANDOFF_CHILD_HOLD_MS", hold.as_millis().to_string());
+    }
+    cmd.spawn().unwrap()
+}
+
+/// The holder's key's time to live on each node, in ms (`None` where it is not set).
+fn key_ttls(cluster: &[RedisNode]) -> Vec<Option<u64>> {
+    cluster
+        .iter()
+        .map(|n| n.try_cmd(&[b"PTTL", KEY]).and_then(|t| t.parse().ok()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_holder_killed_with_sigkill_lets_the_waiter_in_once_its_keys_expire_not_before() {
+    const HOLD: Duration = Duration::from_millis(1500);
+    let cluster = nodes(3);
+    let mut holder = spawn_child(&cluster, Some(HOLD));
+    let held = eventually(Duration::from_secs(10), || {
+        key_ttls(&cluster).iter().filter(|t| t.is_some()).count() >= 2
+    })
+    .await;
+    assert!(held, "the child process holds the lock on a majority");
+    let waiter = handoff_engine(&cluster, Duration::from_millis(30)).await;
+    // When a majority of the holder's keys will have expired: the second-shortest time to live of
+    // three (read before the wait starts, so never later than the truth).
+    let mut ttls: Vec<u64> = key_ttls(&cluster).into_iter().flatten().collect();
+    ttls.sort_unstable();
+    let free_on_majority = Duration::from_millis(ttls[1]);
+    let waiting = wait_for(&waiter);
+    assert!(
+        eventually(Duration::from_secs(1), || marked_on_majority(&cluster, 1)).await,
+        "the waiter queues on the nodes"
+    );
+    holder.kill().unwrap(); // SIGKILL: no release, the keys expire by themselves
+    holder.wait().unwrap();
+    let waited = tokio::time::timeout(HOLD + Duration::from_secs(3), waiting)
+        .await
+        .expect("the waiter gets the lock once the dead holder's keys expired")
+        .unwrap();
+    // 20 ms for the test's own reads of PTTL before the wait began: the lock is not granted
+    // while the dead holder's keys still stand on a majority.
+    assert!(
+        waited + Duration::from_millis(20) >= free_on_majority,
+        "granted after {waited:?}, the keys stood for {free_on_majority:?}"
+    );
+    assert!(
+        waited < free_on_majority + Duration::from_secs(2),
+        "let in soon after the expiry, not much later: {waited:?} (keys {free_on_majority:?})"
+    );
+}
+
 #[tokio::test]
 async fn a_waiter_killed_with_sigkill_holds_the_key_no_longer_than_its_reservation() {
     let cluster = nodes(3);
     let fast = || handoff_engine(&cluster, Duration::from_millis(30));
     let (holder, _other, lock) = held_after_a_loss(fast).await;
     // The oldest waiter: another process, killed while it waits.
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "handoff::waiting_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env("HANDOFF_CHILD_NODES", urls(&cluster).join(","))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child(&cluster, None);
     let child_marked =
         eventually(Duration::from_secs(10), || marked_on_majority(&cluster, 1)).await;
     assert!(child_marked, "the child process waits, marked");
@@ -303,10 +354,11 @@ async fn a_waiter_killed_with_sigkill_holds_the_key_no_longer_than_its_reservati
     assert!(waited < Duration::from_secs(3), "{waited:?}");
 }
 
-/// The child process of the test above: waits for `"h"` until killed. Run only by that test.
+/// The child process of the tests above: waits for `"h"` until killed, or (`HANDOFF_CHILD_HOLD_MS`)
+/// takes it for that TTL and holds it until killed. Run only by those tests.
 #[tokio::test]
-#[ignore = "a child process of a_waiter_killed_with_sigkill_holds_the_key_no_longer_than_its_reservation"]
-async fn waiting_child() {
+#[ignore = "a child process of the handoff tests that kill one"]
+async fn child() {
     let Ok(nodes) = std::env::var("HANDOFF_CHILD_NODES") else {
         return;
     };
@@ -314,8 +366,12 @@ async fn waiting_child() {
     let engine = Redlock::new(config(urls, Duration::from_millis(30)))
         .await
         .unwrap();
-    let lock = engine.acquire("h", Duration::from_secs(60)).await;
-    // Killed before it gets here in the test; were it granted, it would hold until killed.
+    let ttl = std::env::var("HANDOFF_CHILD_HOLD_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(Duration::from_secs(60), Duration::from_millis);
+    let lock = engine.acquire("h", ttl).await;
+    // A waiter is killed before it gets here; a holder holds until killed.
     std::mem::forget(lock);
     std::future::pending::<()>().await;
 }
