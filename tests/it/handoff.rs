@@ -1,8 +1,8 @@
 //! The plain lock's cross-process hand-off (`protocol::handoff`): a release with a waiter marked in
 //! another engine grants the key to the oldest one and tells only it, which holds the lock without
 //! a round of its own — also with a node killed; a waiter that is a process killed with `kill -9`
-//! gets a reservation instead, which expires by itself; a holder killed so lets the waiter in once its
-//! keys expire, not before.
+//! gets a reservation instead, which expires by itself; a holder killed so lets the waiter in once
+//! its keys expire, not before.
 
 use std::future::Future;
 use std::process::{Command, Stdio};
