@@ -49,7 +49,8 @@ pub(crate) enum After {
     Won(Box<Lock>),
     /// The next round, now.
     Round,
-    /// Nothing to act on: back to the same pause (its end does not move).
+    /// Nothing to act on: back to the same pause (its end does not move). After a wake-up, the
+    /// rest of the pause has the timer and the claim's answer only (a wake-up is heard once).
     Wait,
 }
 
@@ -60,8 +61,10 @@ pub(crate) trait Waiter {
     /// still ends the pause after it (`None`: the timer only).
     fn wake(&self) -> Option<Arc<Notify>>;
 
-    /// One round (or a kind's indivisible pair of them), admitted until `until`; counts the rounds
-    /// it sent in `attempts`. The lock, or why not.
+    /// One round (or a kind's indivisible pair of them), counting the rounds it sent in `attempts`;
+    /// `until` is the wait's budget end, which a kind's admission or its wait for a release's answer
+    /// must not outlast. The lock, or why not: `LockError::Timeout` with no last error when the
+    /// wait's time ran out before the kind could send (the wait then ends, naming the last loss).
     fn round(
         &mut self,
         attempts: &mut u32,
@@ -73,7 +76,8 @@ pub(crate) trait Waiter {
     fn next(&mut self, err: &LockError, pause: Duration) -> impl Future<Output = Next> + Send;
 
     /// Resolves when a release answered a claim on this waiter (a kind whose waiters park between
-    /// rounds); never, by default.
+    /// rounds); never, by default. Polled first at the start of each pause (the fair lock marks
+    /// itself parked there), and again after an `After::Wait`.
     fn answered(&self) -> impl Future<Output = ()> + Send {
         std::future::pending()
     }
@@ -89,7 +93,8 @@ pub(crate) struct Bounds {
     pub(crate) wait: Wait,
     /// When the whole call must end (`None`: never).
     pub(crate) deadline: Option<Instant>,
-    /// When the attempts must end: the deadline, or without one the retry budget's end.
+    /// When the attempts must end: the deadline, or without one the retry budget's end. No pause
+    /// runs past it, and no round starts after it.
     pub(crate) budget_end: Option<Instant>,
     /// How many counted retries may follow the first round.
     pub(crate) retries: u32,
@@ -127,9 +132,12 @@ impl Core {
             retries,
         } = bounds;
         let mut attempts = 0u32;
-        // Counted losses in a row: an outage's. A loss to another owner does not count for a call
-        // that waits until acquired (`Wait::counts`), and resets it.
+        // Counted losses in a row (`Wait::counts`): for a call that waits until acquired only an
+        // outage's, since a loss to another owner does not count and resets it; for the configured
+        // wait every loss, up to `retry_count`.
         let mut counted = 0u32;
+        // The last round's loss, for a `Timeout` that ends the wait before the next round is sent.
+        let mut last: Option<LockError> = None;
         loop {
             if self.is_closed() {
                 // Shut down while waiting: the kind's guards give up what it holds of the wait.
@@ -141,6 +149,11 @@ impl Core {
                 Ok(mut lock) => {
                     lock.set_attempts(attempts);
                     return Ok(lock);
+                }
+                // Out of time before the kind could send: the wait ends with the last loss.
+                Err(LockError::Timeout { last: None, .. }) => {
+                    let last = last.map(Box::new);
+                    return Err(LockError::Timeout { attempts, last });
                 }
                 Err(err) => err,
             };
@@ -156,15 +169,23 @@ impl Core {
             if !wait.retries() || !err.is_retryable() || counted > retries || out_of_time {
                 return Err(err);
             }
+            // The wait's end: its own time (a deadline) says `Timeout`, the retry budget the loss.
+            let end = |err: LockError| match deadline {
+                Some(_) => Err(timeout(attempts, err)),
+                None => Err(err),
+            };
             let (pause, free) = match waiter.next(&err, self.settings().retry.next_delay()).await {
+                // No round starts after the budget's end, however it was decided.
+                Next::AtOnce if budget_end.is_some_and(|e| Instant::now() >= e) => return end(err),
                 Next::AtOnce => {
                     counted = counted.saturating_sub(1);
+                    last = Some(err);
                     continue;
                 }
                 Next::Pause { pause, free } => (pause, free),
             };
-            if deadline.is_some_and(|d| Instant::now() + pause >= d) {
-                return Err(timeout(attempts, err));
+            if budget_end.is_some_and(|e| Instant::now() + pause >= e) {
+                return end(err);
             }
             self.metrics().retry();
             // A subscription the kind began after the round: one immediate wake-up covers a
@@ -190,6 +211,7 @@ impl Core {
                 // Woken by a release (or the kind's own early retry): this retry is free.
                 counted = counted.saturating_sub(1);
             }
+            last = Some(err);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The request's default wait ([`Wait::UntilAcquired`]): as long as another owner holds the lock,
 //! far past what `retry_count` retries would take, for each kind's waiter in the one wait loop (the
-//! exclusive family's, the fair lock's and the slots'); an outage ends it with its error instead of a hang; the per-kind
-//! methods keep the configured wait.
+//! exclusive family's, the fair lock's and the slots'); an outage ends it with its error instead of
+//! a hang; the per-kind methods keep the configured wait.
 
 use std::time::{Duration, Instant};
 

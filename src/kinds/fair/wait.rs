@@ -123,12 +123,10 @@ impl FairWait<'_> {
         ttl: Duration,
         end: Option<Instant>,
     ) -> Outcome {
-        let Ok(_slot) = self.core.admit(end).await else {
-            let refused = LockError::Timeout {
-                attempts: 0,
-                last: None,
-            };
-            return Outcome::Queued(refused, None);
+        let _slot = match self.core.admit(end).await {
+            Ok(slot) => slot,
+            // Not sent (`Overloaded`), as an exclusive attempt's refusal reads.
+            Err(refused) => return Outcome::Queued(refused, None),
         };
         let jumps = self.core.jump_mark();
         let start = Instant::now();
@@ -227,21 +225,34 @@ impl Places<'_> {
         err
     }
 
-    /// A release that named us answers first (it may be in flight: it is waited out, up to `end`):
-    /// the lock when it granted us with validity to spare. Anything else (too little validity
-    /// left: our attempt refreshes the key we hold) leads to our own round.
-    async fn handed(&mut self, end: Option<Instant>) -> Option<Lock> {
-        let placed = self.placed.as_ref()?;
-        let min_validity = self.wait.core.settings().timing.min_validity(self.ttl);
+    /// Before a round of our own, a release that named us answers first: it may be in flight, and
+    /// is waited out, up to `end`. The lock when it granted us with validity to spare; `None`
+    /// (our round goes) for anything else (too little validity left: our attempt refreshes the key
+    /// we hold). `Err` when `end` passes with the claim still unanswered: no round may go then,
+    /// since the release may have set our key and our attempt would find it ours and win, while the
+    /// claim's lock, answered later to a wait that is gone, is released in the background
+    /// (`Registration`'s drop): the caller would hold a lock whose keys are being deleted.
+    async fn handed(&mut self, end: Option<Instant>) -> Result<Option<Lock>, LockError> {
+        let Some(placed) = self.placed.as_ref() else {
+            return Ok(None);
+        };
         let resumed = match end {
             Some(end) => tokio::time::timeout_at(end, placed.parked.resume())
                 .await
-                .ok()
-                .flatten(),
+                .map_err(|_| LockError::Timeout {
+                    attempts: 0,
+                    last: None,
+                })?,
             None => placed.parked.resume().await,
         };
-        match resumed {
-            // Checked again here: this task may run well after the release answered.
+        Ok(self.usable(resumed))
+    }
+
+    /// A release's answer as a lock we may return: granted, with at least the minimum validity
+    /// left (checked here, when we take it: this task may run well after the release answered).
+    fn usable(&mut self, handed: Option<Handed>) -> Option<Lock> {
+        let min_validity = self.wait.core.settings().timing.min_validity(self.ttl);
+        match handed {
             Some(Handed::Lock(lock)) if lock.remaining() >= min_validity => Some(self.won(*lock)),
             _ => None,
         }
@@ -282,7 +293,7 @@ impl Waiter for Places<'_> {
                 Outcome::Requeue(err) => return Err(self.lost_place(err)),
             }
         }
-        if let Some(lock) = self.handed(until).await {
+        if let Some(lock) = self.handed(until).await? {
             return Ok(lock);
         }
         let Some(placed) = self.placed.as_ref() else {
@@ -325,18 +336,18 @@ impl Waiter for Places<'_> {
         let Some(placed) = self.placed.as_ref() else {
             return After::Round;
         };
-        match placed.parked.resume().await {
-            Some(Handed::Lock(lock))
-                if lock.remaining() >= self.wait.core.settings().timing.min_validity(self.ttl) =>
-            {
-                After::Won(Box::new(self.won(*lock)))
-            }
+        // Answered: `resume` returns at once.
+        let handed = placed.parked.resume().await;
+        if matches!(handed, Some(Handed::Stay)) && Instant::now() < until {
             // Granted nowhere that answered: the head is another waiter, which the nodes woke.
             // The keepalive's due time holds however often a release's answer wakes us.
-            Some(Handed::Stay) if Instant::now() < until => After::Wait,
+            return After::Wait;
+        }
+        match self.usable(handed) {
+            Some(lock) => After::Won(Box::new(lock)),
             // Too little validity left, or granted on too few: our attempt, at once (it refreshes
             // or releases what we hold).
-            _ => After::Round,
+            None => After::Round,
         }
     }
 }
