@@ -229,10 +229,12 @@ async fn a_waiter_queued_in_its_own_process_keeps_the_place_its_call_began_at() 
     let early = take(home.clone(), short);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(marked_on_majority(&cluster, 0));
-    // The first on the list holds a while once it has the lock, so the list stays still.
+    // The first on the list holds a while once it has the lock, so the list stays still: longer
+    // than the checks below wait (CI once took over 800 ms to see `early` listed, and by then
+    // `first` had released and the list had moved on).
     let first = take(
         Redlock::new(slow()).await.unwrap(),
-        Duration::from_millis(800),
+        Duration::from_millis(3500),
     );
     assert!(eventually(Duration::from_secs(3), || marked_on_majority(&cluster, 1)).await);
     let late = take(Redlock::new(slow()).await.unwrap(), short);
