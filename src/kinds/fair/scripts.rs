@@ -147,35 +147,38 @@ if h then ",
     op: Op::Own,
 };
 
-/// Release to our next waiter: [`RELEASE_FAIR`]'s, then, with the key free, the live queue's head
-/// (pruned as by the scripts that grant) gets the key at once if it is the waiter this engine named:
-/// `ARGV[3]` its ticket, `ARGV[4]` the first 13 hex digits of its value's SHA1 as a number (the
-/// value is a secret, and one `Cmd` carries one). It is [`ATTEMPT`]'s grant rule, run by the
-/// release's round instead of a round of the waiter's own (`crate::engine::successors`). Otherwise
-/// the head is woken as by [`RELEASE_FAIR`], or when pruning moved it. Answers as the plain release
-/// (`1`, `0`, `-1`, as strings), then `G` and the SHA1 of the value it set when it granted
-/// (`1G<40 hex digits>`), which the engine checks against the waiter's. Acquire-side (`resend:
-/// false`), since it grants: the clock guard reads the node's `TIME` before it, and a `NOSCRIPT`
-/// is not answered by its source; the holder's release then goes again in the background as
-/// [`RELEASE_FAIR`].
+/// Release to our next waiter: [`RELEASE_FAIR`]'s, then, with the key free, the queue's head gets
+/// the key at once if it is the waiter this engine named: `ARGV[3]` its ticket, `ARGV[4]` the first
+/// 13 hex digits of its value's SHA1 as a number (the value is a secret, and one `Cmd` carries
+/// one). It is [`ATTEMPT`]'s grant rule, run by the release's round instead of a round of the
+/// waiter's own (`crate::engine::successors`). Otherwise the head is woken as by [`RELEASE_FAIR`].
+/// Answers as the plain release (`1`, `0`, `-1`, as strings), then `G` and the SHA1 of the value it
+/// set when it granted (`1G<40 hex digits>`), which the engine checks against the waiter's.
+///
+/// It neither prunes nor refreshes the head's expiry, so it reads no clock: one read of the queue's
+/// first two entries, the two removals, and the `SET` that hands the key over (no `DEL` before it).
+/// The named waiter is alive (parked in the releasing process); a head ahead of it that expired
+/// but is not pruned yet gets the wake-up instead, and the waiters' next attempts prune it. The
+/// granted head's entry may then expire while it holds the key: it grants nobody (the key is not
+/// free), and its release removes what is left. Acquire-side (`resend: false`), since it grants:
+/// the clock guard reads the node's `TIME` before it, and a `NOSCRIPT` is not answered by its
+/// source; the holder's release then goes again in the background as [`RELEASE_FAIR`].
 pub(crate) static RELEASE_FAIR_TO: Script = Script {
-    source: prune!(
-        "local ttl = tonumber(ARGV[2]) local v = redis.call('GET', KEYS[1]) \
-local top = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
+    source: concat!(
+        "local v = redis.call('GET', KEYS[1]) \
+local top = redis.call('ZRANGE', KEYS[2], 0, 1, 'WITHSCORES') \
 redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZREM', KEYS[3], ARGV[1]) \
-if v and v ~= ARGV[1] then return '-1' end \
-if v then redis.call('DEL', KEYS[1]) end local r = v and '1' or '0' \
-local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES') \
-if h[1] and tonumber(h[2]) == tonumber(ARGV[3]) then local d = redis.sha1hex(h[1]) \
+if v and v ~= ARGV[1] then return '-1' end local r = v and '1' or '0' \
+local h, t = top[1], top[2] if h == ARGV[1] then h, t = top[3], top[4] end \
+if h and tonumber(t) == tonumber(ARGV[3]) then local d = redis.sha1hex(h) \
 if tonumber(string.sub(d, 1, 13), 16) == tonumber(ARGV[4]) then \
-redis.call('SET', KEYS[1], h[1], 'PX', ttl) redis.call('ZADD', KEYS[3], 'XX', now + ttl, h[1]) ",
-        keep_keys!(),
-        "return r .. 'G' .. d end end \
-if h[1] and (v or pruned or top == ARGV[1]) then local h = h[1] ",
+redis.call('SET', KEYS[1], h, 'PX', tonumber(ARGV[2])) return r .. 'G' .. d end end \
+if v then redis.call('DEL', KEYS[1]) end \
+if h and (v or top[1] == ARGV[1]) then ",
         wake!("h"),
         "end return r"
     ),
-    sha1: "6948aad66282453ebb62ec0e59b16e8adf51519a",
+    sha1: "cc6cf4cc77ba01da4b3bdcd551ac963f2cdf090f",
     resend: false,
     op: Op::Own,
 };

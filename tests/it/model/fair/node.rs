@@ -191,8 +191,8 @@ impl Node {
                             && self.queue.get(&next).is_some_and(|e| e.0 == ticket);
                         let granted = self.lock.is_none() && ours;
                         if granted {
+                            // The head's entry keeps its expiry: a release reads no clock.
                             self.lock = Some((next, now + TTL));
-                            self.queue.get_mut(&next).unwrap().1 = now + TTL;
                             publish = false;
                         }
                         Some(Answer::Released { granted })

@@ -33,7 +33,7 @@ fn script_of(msg: Msg) -> &'static str {
         }),
         Msg::Release => engine_script("fair release", |s| {
             s.starts_with(
-                "local v = redis.call('GET', KEYS[1]) local top = redis.call('ZRANGE', KEYS[2], 0, 1)",
+                "local v = redis.call('GET', KEYS[1]) local top = redis.call('ZRANGE', KEYS[2], 0, 1) ",
             )
         }),
         Msg::ReleaseTo { .. } => engine_script("fair release to", |s| {

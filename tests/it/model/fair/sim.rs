@@ -263,11 +263,10 @@ impl Sim {
             Msg::ReleaseTo { holder, .. } => holder,
             _ => self.clients[c].value,
         };
-        // Only the scripts that grant prune (the others name whatever head they find).
+        // Only a waiter's own rounds prune (the others, releases included, name whatever head they
+        // find).
         let gone = match msg {
-            Msg::Enqueue { .. } | Msg::Attempt { .. } | Msg::ReleaseTo { .. } => {
-                self.nodes[n].prune(now)
-            }
+            Msg::Enqueue { .. } | Msg::Attempt { .. } => self.nodes[n].prune(now),
             _ => Vec::new(),
         };
         for &w in &gone {
