@@ -106,9 +106,31 @@ async fn every_kind(e: &redlock_engine::Redlock) {
     e.release(p2).await.unwrap();
     let s1 = e.acquire_slot(b"slots", 1, TTL).await.unwrap();
     e.release(s1).await.unwrap();
-    // Fair: queue and tickets beside the lock key.
+    // Fair: queue and tickets beside the lock key; a waiter's live key too, and the head's, read
+    // by another waiter's script (not in its KEYS, in the same slot).
     let f = e.acquire_fair(b"line", TTL).await.unwrap();
+    let next = tokio::spawn({
+        let e = e.clone();
+        async move {
+            let wait = e.lock(b"line").fair().ttl(TTL);
+            wait.wait_up_to(Duration::from_secs(5)).await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = e.inspect(b"line").await.unwrap();
+    assert!(
+        seen.nodes
+            .iter()
+            .all(|n| n.state.as_ref().is_ok_and(|s| s.fair_waiters == 1)),
+        "{seen:?}"
+    );
     e.release(f).await.unwrap();
+    let g = tokio::time::timeout(Duration::from_secs(5), next)
+        .await
+        .expect("the queued fair waiter gets the lock")
+        .unwrap()
+        .unwrap();
+    g.release().await.unwrap();
     // Renewed: one extend per lock per call on a cluster (no multi-slot batch).
     renewed_past_its_ttl(e, b"long", "on a cluster").await;
 }

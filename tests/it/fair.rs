@@ -141,17 +141,16 @@ async fn a_cancelled_waiter_leaves_at_once_and_a_dead_ones_place_expires_within_
     );
     e.release(holder).await.unwrap();
 
-    // Dead: a waiter ahead of everyone that never refreshes (placed by hand, ticket 1, 400 ms left).
+    // Dead: a waiter ahead of everyone that never refreshes (placed by hand, ticket 1, its live key
+    // with 400 ms left).
     let ttl = Duration::from_millis(400);
+    let ghost_live = format!(
+        "redlock:{{dead}}:fair:l:{}",
+        &sha1_smol::Sha1::from(b"ghost").digest().to_string()[..16]
+    );
     for n in &cluster {
-        let t = testkit::clock::server_time_us(n) / 1000 + 400;
         n.cmd(&[b"ZADD", b"redlock:{dead}:fair:q", b"1", b"ghost"]);
-        n.cmd(&[
-            b"ZADD",
-            b"redlock:{dead}:fair:exp",
-            t.to_string().as_bytes(),
-            b"ghost",
-        ]);
+        n.cmd(&[b"SET", ghost_live.as_bytes(), b"1", b"PX", b"400"]);
     }
     let started = Instant::now();
     let lock = e

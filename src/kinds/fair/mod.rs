@@ -8,11 +8,13 @@
 //! # Protocol
 //! Per node, beside the lock key `prefix{resource}`: a queue `:fair:q` (a sorted set: waiter →
 //! ticket; Redis orders equal tickets by member bytes, so `(ticket, waiter)` is ordered the same way
-//! on every node) and `:fair:exp` (waiter → expiry on the node's clock). The waiter's id is its lock
-//! value: 25 bytes, one for the whole acquire, never printed.
+//! on every node), and per waiter a **live key** `:fair:l:` + its wake name, set with the waiter's
+//! TTL: an entry is live while its live key exists, so the node's own key expiry times out a
+//! waiter that stopped refreshing, and no script reads a clock. The waiter's id is its lock value:
+//! 25 bytes, one for the whole acquire, never printed.
 //! 1. **Enqueue** (1 round, also the first try): each node gives the waiter the ticket one above the
 //!    highest in its queue, or the waiter's hint if that is higher (replacing any stale entry of the
-//!    waiter's own), with an expiry of one TTL, answers that ticket, and grants the lock key if it is
+//!    waiter's own), sets its live key for one TTL, answers that ticket, and grants the lock key if it is
 //!    free and the waiter is the head of its live queue. The waiter waits for every answer; if fewer
 //!    than a majority answered, it leaves every queue and starts over. Its ticket `T` is the `q`-th
 //!    lowest answered (`q` a majority): the highest ticket of its lowest majority. The hint is the
@@ -24,13 +26,14 @@
 //!    carrying `T`. The enqueue **completed** once a majority holds `(T, waiter)`: after step 1 when a
 //!    majority answered `T`, else after the first attempt that found the entry on a majority.
 //! 3. **Attempts** (1 round each, at the waiter's wake-up or its keepalive pause, at most a quarter TTL
-//!    apart): where the node still has the waiter's entry, it sets its ticket to `T` and refreshes its
-//!    expiry — it never re-adds an entry it dropped — then grants on the same rule. A waiter granted on
+//!    apart): where the node still has the waiter's live entry, it sets its ticket to `T` and
+//!    refreshes its live key — it never re-adds an entry it dropped, and an entry whose live key
+//!    expired is dropped there — then grants on the same rule. A waiter granted on
 //!    a majority holds the lock, with the validity rules of any lock; one granted on fewer releases its
 //!    key where it may have been set (the nodes that granted or did not answer) and keeps its place. A
 //!    waiter missing from so many queues that no majority can have it leaves and starts over.
-//! 4. **Release** deletes the lock key and the holder's entry; **giving up** (error, timeout, the
-//!    acquire future dropped) removes the entry and any key of its own. A release by an engine with
+//! 4. **Release** deletes the lock key and the holder's entry and live key; **giving up** (error,
+//!    timeout, the acquire future dropped) removes them and any key of its own. A release by an engine with
 //!    a waiter of its own parked between rounds names the lowest-ticketed one
 //!    ([`RELEASE_FAIR_TO`], `crate::engine::successors`): each node then runs step 3's grant rule
 //!    for it in the release's script, giving it the key where it is the live queue's head with its
@@ -40,13 +43,16 @@
 //!    ([`wake_name`]: 16 hex digits of the SHA1 of its value; the value itself is a secret and
 //!    channels are readable by any subscriber) on the head's engine's channel of the key
 //!    ([`wake_channel`]), when it may have changed who can take the key: it freed the key, removed or
-//!    moved an entry that was the head, or dropped expired entries. A waiter is woken only by its own
+//!    moved an entry that was the head, or dropped dead entries. A waiter is woken only by its own
 //!    name (or by an empty message), from whichever node names it.
 //!
-//! The scripts that grant (enqueue and attempt) first drop the entries whose expiry passed (on the
-//! node's own clock), counting the expired ones first: nothing more while there are none, so
-//! pruning costs one read. The others do not prune: a head they name that has expired wakes nobody,
-//! and the waiters behind it learn at their next attempt (whose pruning wakes the new head).
+//! The scripts that grant (enqueue and attempt), once they find the key free or theirs, take the
+//! **live head**: dead entries at the front of the queue (their live key expired) are dropped
+//! until a live one (or the waiter's own) is first; one `EXISTS` while the head is alive. A dead
+//! entry behind the head stays until it reaches the head: it grants nobody and orders nobody
+//! differently, since nobody behind it can be granted at that node before it is dropped. The
+//! other scripts check no head: a head they name that is dead wakes nobody, and the waiters behind
+//! it learn at their next attempt (which drops it and wakes the new head).
 //!
 //! # Why arrival order holds
 //! Let A's enqueue complete — a majority `M_A` holds `(T_A, A)` — before B's enqueue begins, and A
@@ -65,7 +71,10 @@
 //!   (step 4: the same head rule) — and that majority meets `M_A` in some `x`,
 //!   whose head is not B while A's entry is there. A's entry leaves `x` only by A's own release (A got
 //!   the lock first), A giving up, or its expiry (A stopped refreshing `x` for a whole TTL: dead or
-//!   paused past its TTL, which is giving up). Hence B is not granted before A.
+//!   paused past its TTL, which is giving up), and an expired entry leaves only when a script
+//!   drops it (at the head, or A's own attempt): until then it is still ahead of B there. (A
+//!   release that grants checks no live key: it grants only the head, A's entry or one ahead of
+//!   it.) Hence B is not granted before A.
 //!
 //! Setting an entry to its waiter's ticket, up or down, moves only that waiter, and never ahead of a
 //! place completed before its enqueue began: its `T` is above the ticket of every such place (the
@@ -80,8 +89,8 @@
 //! it holds a majority, the keys there are free once the holder releases or expires (a refused
 //! waiter's keys are released at once; a stale key of another waiter that is not the head is deleted
 //! by that waiter's next round), so L's next attempt wins. If it holds fewer, L notices (its attempts
-//! say so) and re-enqueues behind; a dead L's entries expire within one TTL. Either way the head
-//! moves on. L's next attempt comes at its wake-up — a script that made it the head with the key free
+//! say so) and re-enqueues behind; a dead L's live keys expire within one TTL, and the next
+//! waiter's round to find the key free drops L's entry. Either way the head moves on. L's next attempt comes at its wake-up — a script that made it the head with the key free
 //! names it — or, when that message is lost (or the key expired silently, or the head a release
 //! named had expired), at its keepalive pause: so the argument needs no message. Waiters behind L need not be woken: they cannot be granted
 //! before L.

@@ -20,16 +20,10 @@ pub(crate) static FAIR: Spec = Spec {
     vote: grant_vote,
     release: &RELEASE_FAIR,
     release_notify: &RELEASE_FAIR,
-    suffixes: &[
-        Suffix {
-            name: b":fair:q",
-            forced: Forced::Kept,
-        },
-        Suffix {
-            name: b":fair:exp",
-            forced: Forced::Kept,
-        },
-    ],
+    suffixes: &[Suffix {
+        name: b":fair:q",
+        forced: Forced::Kept,
+    }],
     marks: &[],
     // Every waiter takes its own place: local queueing or hand-off would overtake remote waiters.
     queues_locally: false,
@@ -49,11 +43,12 @@ pub(crate) static FAIR: Spec = Spec {
 };
 
 /// Inspect's part: live entries of the queue other than the holder's (the holder's own entry stays
-/// until its release), `KeyState::fair_waiters`.
+/// until its release), `KeyState::fair_waiters`: an entry is live while its live key exists (see
+/// `kinds::fair::scripts`), so this reads one key per entry (an operator's command, not a lock's).
 static QUEUED: InspectPart = InspectPart {
-    lua: "local n = 0 local e = K[':fair:exp'] if ty(e) == 'zset' then \
-n = redis.call('ZCOUNT', e, '(' .. now, '+inf') \
-if v then local s = redis.call('ZSCORE', e, v) if s and tonumber(s) > now then n = n - 1 end end end \
+    lua: "local n = 0 local q = K[':fair:q'] if ty(q) == 'zset' then \
+for _, m in ipairs(redis.call('ZRANGE', q, 0, -1)) do if m ~= v and redis.call('EXISTS', \
+KEYS[1] .. ':fair:l:' .. string.sub(redis.sha1hex(m), 1, 16)) == 1 then n = n + 1 end end end \
 out[#out + 1] = n",
     fields: 1,
     read: |f, s| {

@@ -118,7 +118,7 @@ fn arrival_order_mutual_exclusion_and_drain_on_3_and_5_nodes() {
             }
             let end = sim.now;
             for (i, node) in sim.nodes.iter_mut().enumerate() {
-                node.prune(end);
+                node.drop_dead(end);
                 assert!(
                     node.queue.is_empty() && node.lock.is_none(),
                     "N={n} seed={seed}: node {i} not drained"

@@ -18,21 +18,29 @@ pub struct Node {
 }
 
 impl Node {
-    /// Drops expired entries and an expired key; returns the waiters whose entries went.
-    pub fn prune(&mut self, now: u64) -> Vec<u64> {
+    /// The lock key's own expiry, as the server's.
+    pub fn expire(&mut self, now: u64) {
         if self.lock.is_some_and(|(_, exp)| exp <= now) {
             self.lock = None;
         }
-        let gone: Vec<u64> = self
-            .queue
-            .iter()
-            .filter(|(_, &(_, exp))| exp <= now)
-            .map(|(&w, _)| w)
-            .collect();
-        for w in &gone {
-            self.queue.remove(w);
+    }
+    /// Every dead entry dropped: what the queue key's own expiry comes to once no live entry
+    /// refreshes it (the scripts only ever drop dead entries at the head).
+    pub fn drop_dead(&mut self, now: u64) {
+        self.expire(now);
+        self.queue.retain(|_, &mut (_, exp)| exp > now);
+    }
+    /// The first live entry, the dead ones before it removed (into `gone`); `value`'s own entry
+    /// counts as live (its script just refreshed it), as the scripts' check of the head.
+    fn live_head(&mut self, now: u64, value: u64, gone: &mut Vec<u64>) -> Option<u64> {
+        loop {
+            let h = self.head()?;
+            if h == value || self.queue[&h].1 > now {
+                return Some(h);
+            }
+            self.queue.remove(&h);
+            gone.push(h);
         }
-        gone
     }
     pub fn head(&self) -> Option<u64> {
         self.queue
@@ -90,6 +98,8 @@ pub struct Step {
     pub publish: bool,
     /// Whether the sender lost its place here: its entry was removed.
     pub lost_place: bool,
+    /// The other waiters whose dead entries this message removed from the head.
+    pub gone: Vec<u64>,
 }
 
 /// Which rules the nodes and waiters follow: the real ones, or one broken on purpose to show the
@@ -106,22 +116,27 @@ pub enum Rules {
 
 impl Node {
     /// Handles `msg` from the waiter with `value` at `now`, atomically, as the node's script does
-    /// (for an enqueue or attempt, expired entries already pruned; `pruned` says some were).
-    pub fn step(&mut self, now: u64, value: u64, msg: Msg, rules: Rules, pruned: bool) -> Step {
-        // The grant rule: the key free (or already ours) and we are the head. A key of ours while we
-        // are not the head (a release of an earlier round that did not land) is dropped: it must
-        // not grant us out of turn, nor keep the head waiting. A free key we cannot take wakes the
-        // head when this message may have changed who that is (`moved`, `pruned`, a key freed).
-        let grant = |node: &mut Node, moved: bool| {
+    /// (the lock key already expired if its time passed: [`Node::expire`]).
+    pub fn step(&mut self, now: u64, value: u64, msg: Msg, rules: Rules) -> Step {
+        let mut gone = Vec::new();
+        // The grant rule: the key free (or already ours) and we are the live head (dead entries
+        // before it removed, `pruned`). A key of ours while we are not the head (a release of an
+        // earlier round that did not land) is dropped: it must not grant us out of turn, nor keep
+        // the head waiting. A free key we cannot take wakes the head when this message may have
+        // changed who that is (`moved`, `pruned`, a key freed).
+        let grant = |node: &mut Node, moved: bool, gone: &mut Vec<u64>| {
             let ours = node.lock.is_some_and(|(v, _)| v == value);
-            let head_ok = if rules == Rules::AnyQueued {
-                node.queue.contains_key(&value)
-            } else {
-                node.head() == Some(value)
-            };
             if !(ours || node.lock.is_none()) {
                 return (false, false);
             }
+            let before = gone.len();
+            let head = node.live_head(now, value, gone);
+            let pruned = gone.len() > before;
+            let head_ok = if rules == Rules::AnyQueued {
+                node.queue.contains_key(&value)
+            } else {
+                head == Some(value)
+            };
             if head_ok {
                 node.lock = Some((value, now + TTL));
                 return (true, false);
@@ -139,19 +154,25 @@ impl Node {
                 let top = self.queue.values().map(|&(t, _)| t).max().unwrap_or(0);
                 let ticket = hint.max(top + 1);
                 let moved = self.queue.insert(value, (ticket, now + TTL)).is_some();
-                let (granted, wake) = grant(self, moved);
+                let (granted, wake) = grant(self, moved, &mut gone);
                 publish = wake;
                 Some(Answer::Placed { granted, ticket })
             }
             // The entry is set to the waiter's ticket (an entry of an earlier place of ours would
             // otherwise rank us by its stale ticket: the model found that trace), never re-added.
+            // An entry whose time passed is removed by its own attempt, as a dead head is.
             Msg::Attempt { ticket } => {
+                let out = self.queue.get(&value).is_some_and(|e| e.1 <= now);
+                if out {
+                    self.queue.remove(&value);
+                    lost = true;
+                }
                 if self.queue.contains_key(&value) {
                     let moved = self.head() == Some(value);
                     let entry = self.queue.get_mut(&value).unwrap();
                     let moved = moved && entry.0 != ticket;
                     *entry = (ticket, now + TTL);
-                    let (granted, wake) = grant(self, moved);
+                    let (granted, wake) = grant(self, moved, &mut gone);
                     publish = wake;
                     Some(if granted {
                         Answer::Granted
@@ -163,7 +184,10 @@ impl Node {
                     if freed {
                         self.lock = None;
                     }
-                    publish = self.lock.is_none() && (freed || pruned);
+                    publish = self.lock.is_none() && (freed || out);
+                    if publish {
+                        publish = self.live_head(now, value, &mut gone).is_some();
+                    }
                     Some(Answer::Missing)
                 }
             }
@@ -182,7 +206,7 @@ impl Node {
                 if freed {
                     self.lock = None;
                 }
-                publish = self.lock.is_none() && (freed || was || pruned);
+                publish = self.lock.is_none() && (freed || was);
                 lost = had;
                 match msg {
                     Msg::ReleaseTo { next, ticket, .. } => {
@@ -205,6 +229,7 @@ impl Node {
             answer,
             publish,
             lost_place: lost,
+            gone,
         }
     }
 }

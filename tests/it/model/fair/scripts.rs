@@ -11,12 +11,8 @@ use crate::model::wire::Listened;
 use crate::model::{engine_script, SERVER_TTL_MS};
 
 const LOCK: &[u8] = b"redlock:{fair-model}";
-/// The lock key, the queue and the entries' expiries: the fair scripts' `KEYS`.
-const KEYS: [&[u8]; 3] = [
-    LOCK,
-    b"redlock:{fair-model}:fair:q",
-    b"redlock:{fair-model}:fair:exp",
-];
+/// The lock key and the queue: the fair scripts' `KEYS`.
+const KEYS: [&[u8]; 2] = [LOCK, b"redlock:{fair-model}:fair:q"];
 
 /// The engine's script a message of the model stands for.
 fn script_of(msg: Msg) -> &'static str {
@@ -140,7 +136,7 @@ fn the_node_transitions_match_the_real_scripts() {
                 },
             };
             let what = format!("seed {seed}, step {step}: waiter {w} {msg:?}");
-            let expected = model.step(0, w, msg, Rules::Real, false);
+            let expected = model.step(0, w, msg, Rules::Real);
             let (answer, woken) = on_server(&mut node, w, msg);
             assert_eq!(answer, expected.answer, "{what}");
             // The model's wake names its head; one with no head wakes nobody.

@@ -263,16 +263,12 @@ impl Sim {
             Msg::ReleaseTo { holder, .. } => holder,
             _ => self.clients[c].value,
         };
-        // Only a waiter's own rounds prune (the others, releases included, name whatever head they
-        // find).
-        let gone = match msg {
-            Msg::Enqueue { .. } | Msg::Attempt { .. } => self.nodes[n].prune(now),
-            _ => Vec::new(),
-        };
-        for &w in &gone {
+        self.nodes[n].expire(now);
+        let step = self.nodes[n].step(now, value, msg, self.rules);
+        // Dead entries go when a waiter's round finds them at the head.
+        for &w in &step.gone {
             self.lose_place(n, w);
         }
-        let step = self.nodes[n].step(now, value, msg, self.rules, !gone.is_empty());
         if step.lost_place {
             self.lose_place(n, value);
         }
