@@ -33,8 +33,9 @@ for step in steps:
         bb = [get(engine(d, "redlock")) for d in docs["before"]]
         aa = [get(engine(d, "redlock")) for d in docs["after"]]
         pair = [a / o for a, o in zip(aa, bb) if o]
-        print(f"  {name}: {', '.join(f.format(x) for x in bb)} | {', '.join(f.format(x) for x in aa)}"
-              f" | {', '.join(f'{p:.2f}' for p in pair)} (median {summary.median(pair):.2f}x)")
+        # A figure that is 0 before (no overtakes in one process) has no ratio.
+        ratio = f" | {', '.join(f'{p:.2f}' for p in pair)} (median {summary.median(pair):.2f}x)" if pair else ""
+        print(f"  {name}: {', '.join(f.format(x) for x in bb)} | {', '.join(f.format(x) for x in aa)}{ratio}")
     if engine(docs["after"][0], "rslock"):
         for b in ("before", "after"):
             ratios = [engine(d, "redlock")["cycles_per_s"] / engine(d, "rslock")["cycles_per_s"] for d in docs[b]]
