@@ -147,15 +147,27 @@ string.byte(redis.call('ZRANGE', KEYS[1], 1, 1)[1], 1, 8))",
         .await
         .expect("the release published")
         .unwrap();
+    // A grant: the key set to the head's value, and on its engine's channel its name, `g` and a
+    // digest of its value and epoch.
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    let (channel, message) = &heard[0];
     assert_eq!(
-        heard,
-        vec![(second_channel, second.clone())],
+        channel, &second_channel,
         "the release named the new head, on its engine's channel"
     );
+    let (name, grant) = message.split_at(16);
+    assert_eq!(name, second, "{message}");
     assert_eq!(second.len(), 16);
     assert!(
-        second.bytes().all(|b| b.is_ascii_hexdigit()),
-        "a digest, not a value: {second}"
+        grant.len() == 17 && grant.starts_with('g'),
+        "a grant: {message}"
+    );
+    assert!(
+        second
+            .bytes()
+            .chain(grant[1..].bytes())
+            .all(|b| b.is_ascii_hexdigit()),
+        "digests, not a value: {message}"
     );
     for t in tasks {
         t.await.unwrap();
@@ -170,6 +182,12 @@ string.byte(redis.call('ZRANGE', KEYS[1], 1, 1)[1], 1, 8))",
     assert!(
         attempts.iter().all(|&a| a <= 4),
         "woken by releases that named another waiter: {attempts:?}"
+    );
+    // A release hands the key over: a head granted by the release's messages holds the lock
+    // without a round of its own (its enqueue was its only one).
+    assert!(
+        attempts.iter().filter(|&&a| a == 1).count() >= 2,
+        "granted by the releases' messages: {attempts:?}"
     );
     for node in &cluster {
         assert_eq!(queued(node, resource), 0);

@@ -1,13 +1,14 @@
 //! The fair lock's Lua scripts (the protocol they implement and its argument: `kinds::fair`).
 //!
 //! KEYS: [1] lock key, [2] queue (waiter -> ticket). Each waiter's entry is live while its **live
-//! key** exists: `KEYS[1]:fair:l:` and the waiter's wake name, set with the waiter's TTL by its
-//! enqueue and refreshed by its attempts, so the node's own key expiry times out a silent waiter
-//! and no script reads a clock. A script reads another waiter's live key only where it needs the
-//! head to be live (same hash slot as the lock key: a Cluster node runs it). ARGV: [1] the
-//! waiter's value, [2] TTL ms, [3] its ticket (attempts) or its hint (enqueues). Tickets stay below
-//! 2^53 (each is a hint, microseconds since 1970, or one above a live ticket), so a score holds them
-//! exactly.
+//! key** exists: `KEYS[1]:fair:l:` and the waiter's wake name, holding `epoch:ttl` (the waiter's
+//! current epoch and its TTL in ms), set with that TTL by its enqueue and refreshed by its
+//! attempts, so the node's own key expiry times out a silent waiter and no script reads a clock. A
+//! script reads another waiter's live key only where it needs the head to be live (same hash slot
+//! as the lock key: a Cluster node runs it). ARGV: [1] the waiter's value, [2] TTL ms, [3] its
+//! ticket (attempts) or its hint (enqueues), [4] its epoch (see `kinds::fair`: a grant by message
+//! counts for the epoch it names). Tickets stay below 2^53 (each is a hint, microseconds since
+//! 1970, or one above a live ticket), so a score holds them exactly.
 
 use crate::protocol::cmd::{Op, Script};
 
@@ -57,6 +58,30 @@ string.byte(",
     };
 }
 
+/// A release's hand-over, with the key free: the live head `h` (dead entries before it dropped, as
+/// [`live_head!`] does, reading each one's live key) gets the key, set to its value for the TTL its
+/// live key holds, and a grant message on its engine's channel: its wake name, `g`, and 16 hex
+/// digits of the SHA1 of its value, `:` and the epoch its live key holds, which only that waiter
+/// can compute and which counts only while that epoch is its current one. Sets `g` when it granted.
+/// A live key that does not read `epoch:ttl` (none of this engine's) gets the plain wake-up.
+macro_rules! grant_head {
+    () => {
+        concat!(
+            "local l = false while h do l = redis.call('GET', ",
+            live!("h"),
+            ") if l then break end redis.call('ZREM', KEYS[2], h) \
+h = redis.call('ZRANGE', KEYS[2], 0, 0)[1] end \
+if h then local e, lt = string.match(l, '^(%d+):(%d+)$') if e then \
+redis.call('SET', KEYS[1], h, 'PX', tonumber(lt)) g = true \
+redis.call('PUBLISH', KEYS[1] .. ':w:' .. string.format('%02x%02x%02x%02x%02x%02x%02x%02x', \
+string.byte(h, 1, 8)), string.sub(redis.sha1hex(h), 1, 16) .. 'g' .. \
+string.sub(redis.sha1hex(h .. ':' .. e), 1, 16)) else ",
+            wake!("h"),
+            "end end "
+        )
+    };
+}
+
 /// Keeps the queue alive past every live key of its entries: a refresh to twice the TTL when less
 /// than a TTL is left, so one `PTTL` is all most scripts pay.
 macro_rules! keep_queue {
@@ -98,12 +123,12 @@ if top[2] and tonumber(top[2]) >= s then s = tonumber(top[2]) + 1 end \
 local moved = redis.call('ZADD', KEYS[2], s, ARGV[1]) == 0 \
 redis.call('SET', ",
         live!("ARGV[1]"),
-        ", '1', 'PX', ttl) ",
+        ", (ARGV[4] or '0') .. ':' .. ttl, 'PX', ttl) ",
         keep_queue!(),
         grant!(),
         "return r .. string.format('%d', s)"
     ),
-    sha1: "7a7f487ddc87864886733b7ccb5bf27ffde16584",
+    sha1: "cc5ebcb4fc39da0d250b1b21c7ac0ff90df1ff46",
     resend: false,
     op: Op::Own,
 };
@@ -117,9 +142,10 @@ pub(crate) static ATTEMPT: Script = Script {
     source: concat!(
         "local ttl = tonumber(ARGV[2]) local r = 'Q' local moved = false \
 local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) local out = false \
-if s and redis.call('PEXPIRE', ",
+if s and not redis.call('SET', ",
         live!("ARGV[1]"),
-        ", ttl) == 0 then redis.call('ZREM', KEYS[2], ARGV[1]) s = false out = true end \
+        ", (ARGV[4] or '0') .. ':' .. ttl, 'PX', ttl, 'XX') then \
+redis.call('ZREM', KEYS[2], ARGV[1]) s = false out = true end \
 if s == false then local cur = redis.call('GET', KEYS[1]) local freed = cur == ARGV[1] \
 if freed then redis.call('DEL', KEYS[1]) cur = false end \
 if cur == false and (freed or out) then local pruned = false ",
@@ -133,50 +159,46 @@ redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1]) end ",
         grant!(),
         "return r"
     ),
-    sha1: "1b424ec61ddabfea7a48ac5345fde4a597da0021",
+    sha1: "856c856477a3440e2c5a9c253463e36db9dea1f0",
     resend: false,
     op: Op::Own,
 };
 
-/// Release: compare-and-delete the key, drop the holder's entry and live key, and wake the new
-/// head if the key was freed or the holder was the head. Replies as the plain release: 1 deleted,
-/// 0 no key, -1 another's key. Like [`UNLOCK_FAIR`] and [`LEAVE`] it checks no head's live key
-/// (only the scripts that grant need the live queue): a head it names that is dead wakes nobody,
-/// and the live waiters behind it find out at their next attempt, which removes it and wakes the
-/// new head.
+/// Release: compare-and-delete the key, drop the holder's entry and live key, and hand the key
+/// to the live head ([`grant_head!`]) if the key was freed or the holder was the head. Replies as
+/// the plain release: 1 deleted, 0 no key, -1 another's key. A head found dead on the way is
+/// dropped; when none is live, the key is left free.
 pub(crate) static RELEASE_FAIR: Script = Script {
     source: concat!(
         "local v = redis.call('GET', KEYS[1]) local top = redis.call('ZRANGE', KEYS[2], 0, 1) \
 redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('DEL', ",
         live!("ARGV[1]"),
-        ") if v and v ~= ARGV[1] then return -1 end \
-if v then redis.call('DEL', KEYS[1]) end \
-local h = top[1] if h == ARGV[1] then h = top[2] elseif not v then h = nil end \
-if h then ",
-        wake!("h"),
-        "end if v then return 1 end return 0"
+        ") if v and v ~= ARGV[1] then return -1 end local g = false \
+local h = top[1] if h == ARGV[1] then h = top[2] elseif not v then h = nil end ",
+        grant_head!(),
+        "if v and not g then redis.call('DEL', KEYS[1]) end if v then return 1 end return 0"
     ),
-    sha1: "6ee5736db4b2f4c9b3b631af57a9444868399eba",
+    sha1: "e39e912c1fb6bb246d584456ee664d484cbe314a",
     resend: true,
     op: Op::Own,
 };
 
-/// Release to our next waiter: [`RELEASE_FAIR`]'s, then, with the key free, the queue's head gets
+/// Release to our next waiter: [`RELEASE_FAIR`]'s, but with the key free, the queue's head gets
 /// the key at once if it is the waiter this engine named: `ARGV[3]` its ticket, `ARGV[4]` the first
 /// 13 hex digits of its value's SHA1 as a number (the value is a secret, and one `Cmd` carries
 /// one). It is [`ATTEMPT`]'s grant rule, run by the release's round instead of a round of the
-/// waiter's own (`crate::engine::successors`). Otherwise the head is woken as by [`RELEASE_FAIR`].
-/// Answers as the plain release (`1`, `0`, `-1`, as strings), then `G` and the SHA1 of the value it
-/// set when it granted (`1G<40 hex digits>`), which the engine checks against the waiter's.
+/// waiter's own (`crate::engine::successors`). Otherwise the key goes to the live head by message,
+/// as by [`RELEASE_FAIR`]. Answers as the plain release (`1`, `0`, `-1`, as strings), then `G` and
+/// the SHA1 of the value it set when it granted the named waiter (`1G<40 hex digits>`), which the
+/// engine checks against the waiter's.
 ///
-/// It neither checks nor refreshes the head's live key: one read of the queue's first two entries,
-/// the removals, and the `SET` that hands the key over (no `DEL` before it). The named waiter is
-/// alive (parked in the releasing process, refreshing its entry); a dead head ahead of it gets the
-/// wake-up instead, and the waiters' next attempts remove it. The granted head's live key may then
-/// expire while it holds the key: its entry is removed when another's check finds it at the head,
-/// and it grants nobody meanwhile (the key is not free). Acquire-side (`resend: false`), since it
-/// grants: the clock guard reads the node's `TIME` before it, and a `NOSCRIPT` is not answered by
-/// its source; the holder's release then goes again in the background as [`RELEASE_FAIR`].
+/// The named waiter's live key is neither read nor refreshed: it is alive (parked in the releasing
+/// process, refreshing its entry), and a dead head ahead of it is not the named one. The granted
+/// head's live key may then expire while it holds the key: its entry is dropped when another's
+/// check finds it at the head, and it grants nobody meanwhile (the key is not free). Acquire-side
+/// (`resend: false`), since it grants by its reply: the clock guard reads the node's `TIME` before
+/// it, and a `NOSCRIPT` is not answered by its source; the holder's release then goes again in the
+/// background as [`RELEASE_FAIR`].
 pub(crate) static RELEASE_FAIR_TO: Script = Script {
     source: concat!(
         "local v = redis.call('GET', KEYS[1]) \
@@ -188,22 +210,26 @@ local h, t = top[1], top[2] if h == ARGV[1] then h, t = top[3], top[4] end \
 if h and tonumber(t) == tonumber(ARGV[3]) then local d = redis.sha1hex(h) \
 if tonumber(string.sub(d, 1, 13), 16) == tonumber(ARGV[4]) then \
 redis.call('SET', KEYS[1], h, 'PX', tonumber(ARGV[2])) return r .. 'G' .. d end end \
-if v then redis.call('DEL', KEYS[1]) end \
-if h and (v or top[1] == ARGV[1]) then ",
-        wake!("h"),
-        "end return r"
+if not (v or top[1] == ARGV[1]) then h = nil end local g = false ",
+        grant_head!(),
+        "if v and not g then redis.call('DEL', KEYS[1]) end return r"
     ),
-    sha1: "6457dc5a2209fbbe5c8bbda2b08543679a9bc2f4",
+    sha1: "bc1103947f58d1d010e94b2ab951d91e2e3daff8",
     resend: false,
     op: Op::Own,
 };
 
-/// A round's key of ours released, the place kept (a grant on fewer than a majority): the plain
-/// compare-and-delete, then wake the head if it is another waiter (where we are the head, nobody
-/// else can be granted). Replies as the plain release.
+/// A round's key of ours released, the place kept (a grant on fewer than a majority): first our
+/// live key moves to the epoch `ARGV[3]` (with the TTL `ARGV[2]`; where it still exists), so that a
+/// grant message of our earlier epoch, for a key this deletes, is never counted; then the plain
+/// compare-and-delete, and a wake-up for the head if it is another waiter (where we are the head,
+/// nobody else can be granted). Replies as the plain release.
 pub(crate) static UNLOCK_FAIR: Script = Script {
     source: concat!(
-        "local v = redis.call('GET', KEYS[1]) \
+        "if ARGV[3] then redis.call('SET', ",
+        live!("ARGV[1]"),
+        ", ARGV[3] .. ':' .. ARGV[2], 'PX', ARGV[2], 'XX') end \
+local v = redis.call('GET', KEYS[1]) \
 if v == false then return 0 elseif v ~= ARGV[1] then return -1 end \
 redis.call('DEL', KEYS[1]) \
 local h = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
@@ -211,7 +237,7 @@ if h and h ~= ARGV[1] then ",
         wake!("h"),
         "end return 1"
     ),
-    sha1: "f2ca71fe485dfc9eb9b8da55100906f320d669cd",
+    sha1: "99d70d5525d2aee2d2756230fa1f47c8e8dbe63f",
     resend: true,
     op: Op::Own,
 };

@@ -114,18 +114,31 @@ pub(crate) fn fair_kind() -> Kind {
     Kind::new(&FAIR, 0)
 }
 
-/// An attempt of the waiter holding `ticket` (the kind's `arg` slot of `Spec::acquire`).
+/// An attempt of the waiter holding `ticket` (the kind's `arg` slot of `Spec::acquire`), in epoch 0
+/// (the waiter's own attempts name their epoch: [`attempt_in`]).
 pub(crate) fn attempt_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, ticket: u64) -> Cmd {
-    script_cmd(&ATTEMPT, keys, value, Args::of(&[ttl_ms, ticket]))
+    attempt_in(keys, value, ttl_ms, ticket, 0)
+}
+
+/// An attempt of the waiter holding `ticket`, in its `epoch` (see `kinds::fair`, the grant by
+/// message).
+pub(crate) fn attempt_in(
+    keys: &Keys,
+    value: LockValue,
+    ttl_ms: u64,
+    ticket: u64,
+    epoch: u64,
+) -> Cmd {
+    script_cmd(&ATTEMPT, keys, value, Args::of(&[ttl_ms, ticket, epoch]))
 }
 
 /// An enqueue, with the waiter's ticket hint: this host's wall clock in microseconds (see the module
 /// doc: the hint makes the nodes agree more often, and is never trusted).
-pub(crate) fn enqueue_cmd(keys: &Keys, value: LockValue, ttl_ms: u64) -> Cmd {
+pub(crate) fn enqueue_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, epoch: u64) -> Cmd {
     let hint = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_micros().clamp(1, MAX_HINT) as u64);
-    script_cmd(&ENQUEUE, keys, value, Args::of(&[ttl_ms, hint]))
+    script_cmd(&ENQUEUE, keys, value, Args::of(&[ttl_ms, hint, epoch]))
 }
 
 /// Hints above this are clipped, so a ticket stays an exact score (below 2^53) for centuries.
@@ -135,8 +148,22 @@ pub(crate) fn leave_cmd(keys: &Keys, value: LockValue) -> Cmd {
     script_cmd(&LEAVE, keys, value, Args::NONE)
 }
 
-pub(crate) fn unlock_cmd(keys: &Keys, value: LockValue) -> Cmd {
-    script_cmd(&UNLOCK_FAIR, keys, value, Args::NONE)
+/// A round's unlock, which first moves the waiter's live key to `epoch` (its TTL `ttl_ms`).
+pub(crate) fn unlock_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, epoch: u64) -> Cmd {
+    script_cmd(&UNLOCK_FAIR, keys, value, Args::of(&[ttl_ms, epoch]))
+}
+
+/// The grant a release's message names for the waiter `value` in `epoch`, as the hub writes it
+/// down (`g` and 16 hex digits: the SHA1 of the value, `:` and the epoch in decimal, as the scripts
+/// compute it). Only the waiter knows its value, and only its current epoch's grant counts.
+pub(crate) fn grant_message(value: LockValue, epoch: u64) -> bytes::Bytes {
+    let mut input = value.as_bytes().to_vec();
+    input.extend_from_slice(format!(":{epoch}").as_bytes());
+    let hex = sha1_smol::Sha1::from(&input).digest().to_string();
+    let mut message = Vec::with_capacity(17);
+    message.push(b'g');
+    message.extend_from_slice(&hex.as_bytes()[..16]);
+    message.into()
 }
 
 /// Reads an attempt reply: `G` granted (the key is ours), `Q` queued but not granted, `L` not in the

@@ -11,8 +11,11 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::replies::{bit, Replies};
-use super::spec::{attempt_cmd, enqueue_cmd, leave_cmd, unlock_cmd, wake_channel, wake_name};
-use crate::algo::quorum::quorum;
+use super::spec::{
+    attempt_in, enqueue_cmd, grant_message, leave_cmd, unlock_cmd, wake_channel, wake_name,
+};
+use crate::algo::clock::JumpMark;
+use crate::algo::quorum::{quorum, Vote};
 use crate::algo::retry::Wait;
 use crate::algo::timing::millis;
 use crate::algo::value::LockValue;
@@ -27,6 +30,7 @@ use crate::lock::Lock;
 use crate::observe::Op;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::spec::Target;
+use crate::transport::subscriber::Subscription;
 use crate::transport::NodeClient;
 
 /// What one enqueue or attempt round came to.
@@ -77,7 +81,10 @@ impl FairWait<'_> {
             target: &target,
             ttl,
             value,
-            enqueue: enqueue_cmd(&target.keys, value, millis(ttl)),
+            epoch: 0,
+            since: Instant::now(),
+            jumps: self.core.jump_mark(),
+            unlocked: 0,
             // Gives the place up on every node unless the lock is handed out: on error, timeout,
             // or this future being dropped mid-wait.
             leave: Fire {
@@ -87,14 +94,13 @@ impl FairWait<'_> {
                 nodes: u16::MAX,
                 resend: true,
             },
-            wake: notify.as_ref().map(|sub| sub.notify()),
+            sub: notify,
             placed: None,
             placed_once: false,
         };
         let result = self.core.wait_for(&mut waiter, bounds).await;
         let placed_once = waiter.placed_once;
         drop(waiter);
-        drop(notify);
         match result {
             // An enqueue that never reached a majority: the outage, not a wait for a turn.
             Err(LockError::Timeout {
@@ -115,6 +121,8 @@ impl FairWait<'_> {
 
     /// One enqueue (`Round::Enqueue`, which waits for every answer) or attempt round: granted,
     /// still queued, or to start over.
+    /// The unlock after a lost round moves the waiter to `moved_to` (its next epoch) where it goes;
+    /// the mask says where it went (`Places::moved`).
     async fn round(
         &self,
         target: &Target,
@@ -122,11 +130,12 @@ impl FairWait<'_> {
         value: LockValue,
         ttl: Duration,
         end: Option<Instant>,
-    ) -> Outcome {
+        moved_to: u64,
+    ) -> (Outcome, u16) {
         let _slot = match self.core.admit(end).await {
             Ok(slot) => slot,
             // Not sent (`Overloaded`), as an exclusive attempt's refusal reads.
-            Err(refused) => return Outcome::Queued(refused, None),
+            Err(refused) => return (Outcome::Queued(refused, None), 0),
         };
         let jumps = self.core.jump_mark();
         let start = Instant::now();
@@ -134,7 +143,7 @@ impl FairWait<'_> {
         // where a node may have set one, every node until the replies say.
         let mut unlock = Fire {
             core: self.core,
-            cmd: Some(unlock_cmd(&target.keys, value)),
+            cmd: Some(unlock_cmd(&target.keys, value, millis(ttl), moved_to)),
             ttl,
             nodes: u16::MAX,
             // Sent once, on each connection behind the round: a copy re-sent later (on a new
@@ -153,6 +162,7 @@ impl FairWait<'_> {
         let elapsed = start.elapsed();
         // Keys may be ours where a node granted or did not answer.
         unlock.nodes = count.granted | !count.answered;
+        let moved = unlock.nodes & bits(n);
         let won = count.tally.won();
         let placed = enqueue.then(|| count.ticket());
         let tally = match placed {
@@ -167,9 +177,9 @@ impl FairWait<'_> {
             return match lock {
                 Ok(lock) => {
                     unlock.disarm();
-                    Outcome::Granted(lock)
+                    (Outcome::Granted(lock), 0)
                 }
-                Err(err) => Outcome::Queued(err, placed),
+                Err(err) => (Outcome::Queued(err, placed), moved),
             };
         }
         // Missing from so many queues that no majority can grant us: our place is gone (an
@@ -181,18 +191,18 @@ impl FairWait<'_> {
         };
         let err = acquire_error(tally);
         if missing > n - quorum(n) {
-            Outcome::Requeue(err)
+            (Outcome::Requeue(err), moved)
         } else {
-            Outcome::Queued(err, placed)
+            (Outcome::Queued(err, placed), moved)
         }
     }
 }
 
-/// Where the waiter stands once an enqueue placed it: the attempt that keeps its place (with its
-/// ticket) and its registration as parked between rounds, where a release by this engine may grant
-/// it (`crate::engine::successors`).
+/// Where the waiter stands once an enqueue placed it: its ticket (its attempts carry it) and its
+/// registration as parked between rounds, where a release by this engine may grant it
+/// (`crate::engine::successors`).
 struct Placed<'a> {
-    attempt: Cmd,
+    ticket: u64,
     parked: Registration<'a>,
 }
 
@@ -203,15 +213,104 @@ struct Places<'a> {
     target: &'a Target,
     ttl: Duration,
     value: LockValue,
-    enqueue: Cmd,
+    /// The current epoch (`kinds::fair`: a release's grant by message counts only for it), from
+    /// just before the round that set it (`since`, with the clock guard's mark then): every round
+    /// of ours starts a new one, and its unlock, which may delete our keys, moves the nodes it
+    /// goes to on to the one after (`unlocked`); a round takes two numbers.
+    epoch: u64,
+    since: Instant,
+    jumps: JumpMark,
+    /// The nodes the last round's unlock went to: they moved to `epoch + 1` (see `moved`).
+    unlocked: u16,
     leave: Fire<'a>,
-    wake: Option<Arc<Notify>>,
+    /// Our wake-ups and grants (`None`: notifications off).
+    sub: Option<Subscription>,
     placed: Option<Placed<'a>>,
     /// An enqueue reached a majority at least once (a place was held).
     placed_once: bool,
 }
 
 impl Places<'_> {
+    /// A round of ours goes: a new epoch, from now. The last one's grants are forgotten.
+    fn next_epoch(&mut self) -> u64 {
+        self.forget_grants();
+        self.epoch += 2;
+        self.unlocked = 0;
+        self.since = Instant::now();
+        self.jumps = self.wait.core.jump_mark();
+        self.epoch
+    }
+
+    /// A round's unlock went to the nodes `unlocked`: it moved our live keys there to the next
+    /// epoch first, so a grant of the round's epoch from those nodes may be for a key it deleted
+    /// and no longer counts, while the other nodes' grants of the round's epoch still do. `since`
+    /// stays: it is earlier than the unlock.
+    fn moved(&mut self, unlocked: u16) {
+        self.unlocked = unlocked;
+    }
+
+    fn forget_grants(&self) {
+        if let Some(sub) = &self.sub {
+            sub.forget_grants(&grant_message(self.value, self.epoch));
+            sub.forget_grants(&grant_message(self.value, self.epoch + 1));
+        }
+    }
+
+    /// The nodes heard granting our current epoch (the round's, or its unlock's where that went).
+    fn heard(&self, sub: &Subscription) -> u16 {
+        let round = sub.grants(&grant_message(self.value, self.epoch));
+        let unlock = sub.grants(&grant_message(self.value, self.epoch + 1));
+        (round & !self.unlocked) | (unlock & self.unlocked)
+    }
+
+    /// The lock, if releases granted it to our current epoch on a majority, as heard on our
+    /// subscription (a grant's message comes from the node that set the key, after it did). Waits
+    /// for more of them up to one reservation after the first (and not past `until`); `None` when
+    /// none came, too few, or with too little validity left (our round then refreshes the keys:
+    /// they hold our value).
+    ///
+    /// Why the validity counts from `since`: a node grants our epoch only after the command that
+    /// set it there (a round of ours, or its unlock) reached the node, which was sent after
+    /// `since`; and it sets the key for our full TTL. So each of these keys lives at least until
+    /// `since` + TTL by that node's clock, the bound a round that began at `since` would have.
+    async fn granted_by_message(&mut self, until: Instant) -> Option<Lock> {
+        let sub = self.sub.as_ref()?;
+        self.placed.as_ref()?;
+        let core = self.wait.core;
+        let window = (Instant::now() + core.reservation(self.ttl)).min(until);
+        loop {
+            let notify = sub.notify();
+            let mut next = std::pin::pin!(notify.notified());
+            next.as_mut().enable();
+            let heard = self.heard(sub);
+            if heard == 0 {
+                return None;
+            }
+            let mut tally = self.target.kind.tally(core.nodes().len());
+            for (i, node) in core.nodes().iter().enumerate() {
+                // A node that may not vote now (quarantined, its clock jumped) is not counted, as
+                // in a round.
+                if heard & (1 << i) != 0 && node.votes() && !node.clock_jumped() {
+                    tally.record(i, Vote::Yes);
+                }
+            }
+            if tally.won() {
+                self.forget_grants();
+                let round = (self.since, self.since.elapsed());
+                let (value, ttl) = (self.value, self.ttl);
+                let lock = core.won_lock(self.target, value, ttl, round, tally, self.jumps.clone());
+                let min_validity = core.settings().timing.min_validity(ttl);
+                return lock
+                    .ok()
+                    .filter(|l| l.is_valid() && l.remaining() >= min_validity)
+                    .map(|l| self.won(l));
+            }
+            if tokio::time::timeout_at(window, next).await.is_err() {
+                return None;
+            }
+        }
+    }
+
     /// The lock is the place's end: no give-up is sent.
     fn won(&mut self, lock: Lock) -> Lock {
         self.leave.disarm();
@@ -261,7 +360,7 @@ impl Places<'_> {
 
 impl Waiter for Places<'_> {
     fn wake(&self) -> Option<Arc<Notify>> {
-        self.wake.clone()
+        self.sub.as_ref().map(Subscription::notify)
     }
 
     async fn round(
@@ -272,8 +371,15 @@ impl Waiter for Places<'_> {
         let (target, value, ttl) = (self.target, self.value, self.ttl);
         if self.placed.is_none() {
             *attempts += 1;
-            let enqueue = (Round::Enqueue, &self.enqueue);
-            match self.wait.round(target, enqueue, value, ttl, until).await {
+            let epoch = self.next_epoch();
+            let cmd = enqueue_cmd(&target.keys, value, millis(ttl), epoch);
+            let enqueue = (Round::Enqueue, &cmd);
+            let (outcome, moved) = self
+                .wait
+                .round(target, enqueue, value, ttl, until, epoch + 1)
+                .await;
+            self.moved(moved);
+            match outcome {
                 Outcome::Granted(lock) => return Ok(self.won(lock)),
                 // Admission refused: the enqueue was not sent.
                 Outcome::Queued(err, None) => return Err(err),
@@ -282,7 +388,7 @@ impl Waiter for Places<'_> {
                     // Parked between rounds from now on: a release by this engine may grant it
                     // then; it starts no round until that release has answered.
                     self.placed = Some(Placed {
-                        attempt: attempt_cmd(&target.keys, value, millis(ttl), ticket),
+                        ticket,
                         parked: self.wait.core.park(target, value, ticket, ttl),
                     });
                     if complete {
@@ -296,12 +402,19 @@ impl Waiter for Places<'_> {
         if let Some(lock) = self.handed(until).await? {
             return Ok(lock);
         }
-        let Some(placed) = self.placed.as_ref() else {
+        let Some(ticket) = self.placed.as_ref().map(|p| p.ticket) else {
             unreachable!("placed above");
         };
         *attempts += 1;
-        let attempt = (Round::Attempt, &placed.attempt);
-        match self.wait.round(target, attempt, value, ttl, until).await {
+        let epoch = self.next_epoch();
+        let cmd = attempt_in(&target.keys, value, millis(ttl), ticket, epoch);
+        let attempt = (Round::Attempt, &cmd);
+        let (outcome, moved) = self
+            .wait
+            .round(target, attempt, value, ttl, until, epoch + 1)
+            .await;
+        self.moved(moved);
+        match outcome {
             Outcome::Granted(lock) => Ok(self.won(lock)),
             Outcome::Queued(err, _) => Err(err),
             Outcome::Requeue(err) => Err(self.lost_place(err)),
@@ -330,8 +443,23 @@ impl Waiter for Places<'_> {
     async fn after(&mut self, ended: Ended, until: Instant) -> After {
         // Only a claim's answer may send us back to waiting: a wake-up or the keepalive is acted
         // on whatever the answer (a wake-up is not heard twice).
-        if ended != Ended::Answered {
-            return After::Round;
+        match ended {
+            Ended::Timer => return After::Round,
+            Ended::Heard => {
+                // A release of ours that named us answers first: until it has, its lock and a
+                // grant by message could both be ours, and its lock, not taken, would be released
+                // under us. Once it has (or nobody named us), no release of ours can name us
+                // before our next round.
+                return match self.handed(Some(until)).await {
+                    Ok(Some(lock)) => After::Won(Box::new(lock)),
+                    Ok(None) => match self.granted_by_message(until).await {
+                        Some(lock) => After::Won(Box::new(lock)),
+                        None => After::Round,
+                    },
+                    Err(_) => After::Round,
+                };
+            }
+            Ended::Answered => {}
         }
         let Some(placed) = self.placed.as_ref() else {
             return After::Round;
@@ -339,7 +467,11 @@ impl Waiter for Places<'_> {
         // Answered: `resume` returns at once.
         let handed = placed.parked.resume().await;
         if matches!(handed, Some(Handed::Stay)) && Instant::now() < until {
-            // Granted nowhere that answered: the head is another waiter, which the nodes woke.
+            // Granted nowhere that answered: the head is another waiter, which the release
+            // granted or woke; or us, granted by message (its wake-up may have come first).
+            if let Some(lock) = self.granted_by_message(until).await {
+                return After::Won(Box::new(lock));
+            }
             // The keepalive's due time holds however often a release's answer wakes us.
             return After::Wait;
         }

@@ -56,7 +56,8 @@ impl Channel {
     /// Wakes the waiters a message is for: all for an empty payload, else the one it names; a
     /// grant (`g` and 16 hex digits) is written down as heard from the nodes of `node_bit` (0 for a
     /// server that is not one node of its own: a cluster member hears every shard's messages) and
-    /// wakes the channel's waiters (a waiter's own channel: its name's).
+    /// wakes the channel's waiters (a waiter's own channel: its name's); a named grant (a name of
+    /// 16 hex digits, then a grant) is written down the same way and wakes that name only.
     pub(super) fn wake(&mut self, payload: &[u8], node_bit: u16) {
         if payload.is_empty() {
             self.wake_all();
@@ -70,6 +71,19 @@ impl Channel {
                 .entry(Bytes::copy_from_slice(payload))
                 .or_default() |= node_bit;
             self.wake_all();
+        } else if payload.len() == 33 && payload[16] == b'g' {
+            // A grant for one named waiter (the fair lock's: its name, then the grant): written
+            // down as above, and only that waiter woken.
+            if self.grants.len() >= MAX_GRANTS {
+                self.grants.clear();
+            }
+            *self
+                .grants
+                .entry(Bytes::copy_from_slice(&payload[16..]))
+                .or_default() |= node_bit;
+            if let Some(named) = self.named.get(&payload[..16]) {
+                named.notify_waiters();
+            }
         } else if let Some(named) = self.named.get(payload) {
             named.notify_waiters();
         }

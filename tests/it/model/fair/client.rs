@@ -43,7 +43,59 @@ impl Sim {
         self.clients[c].complete = false;
         // The hint: the waiter's clock, off by its skew (never trusted: any hint must do).
         let hint = (self.now as i64 + self.clients[c].skew).max(1) as u64;
-        self.start_round(c, Phase::Enqueue, Msg::Enqueue { hint });
+        let epoch = self.new_epoch(c);
+        self.start_round(c, Phase::Enqueue, Msg::Enqueue { hint, epoch });
+    }
+
+    /// A round of the waiter's goes: a new epoch, from now.
+    /// Two numbers: the round's, and its unlock's (`Msg::Unlock`).
+    fn new_epoch(&mut self, c: usize) -> u64 {
+        self.next_epoch += 2;
+        let cl = &mut self.clients[c];
+        (cl.epoch, cl.epoch_start, cl.heard, cl.unlocked) = (self.next_epoch, self.now, 0, 0);
+        cl.epoch
+    }
+
+    /// An attempt from the waiter's place, in a new epoch.
+    fn attempt(&mut self, c: usize) {
+        let ticket = self.clients[c].ticket;
+        let epoch = self.new_epoch(c);
+        self.start_round(c, Phase::Attempt, Msg::Attempt { ticket, epoch });
+    }
+
+    /// A release's grant by message reached the waiter: counted for its current epoch only (the
+    /// round's, or its unlock's from the nodes the unlock went to); a
+    /// waiter between rounds holds the lock once a majority granted it, its validity from the
+    /// start of the round that set the epoch (the engine's `granted_by_message`). Too few: an
+    /// attempt soon (the engine waits a short window for the rest).
+    pub fn grant_heard(&mut self, c: usize, node: usize, epoch: u64) {
+        let cl = &mut self.clients[c];
+        let current = cl.epoch + u64::from(cl.unlocked & (1 << node) != 0);
+        if epoch != current && self.rules != Rules::AnyEpoch {
+            return;
+        }
+        cl.heard |= 1 << node;
+        if cl.phase == Phase::Waiting && !self.take_grants(c) {
+            let round = self.clients[c].round;
+            self.push(self.now + 3, Ev::Timer { client: c, round });
+        }
+    }
+
+    /// Between rounds: the lock if the grants heard for the current epoch make a majority.
+    fn take_grants(&mut self, c: usize) -> bool {
+        let q = self.quorum();
+        let cl = &self.clients[c];
+        if (cl.heard.count_ones() as usize) < q {
+            return false;
+        }
+        let valid_until = cl.epoch_start + TTL - DRIFT;
+        if self.now + TTL / 10 <= valid_until {
+            self.by_message += 1;
+            self.granted(c, valid_until);
+        } else {
+            self.attempt(c);
+        }
+        true
     }
 
     /// Whether the client is paused or dead now; a paused client's event runs when it resumes.
@@ -183,14 +235,22 @@ impl Sim {
         }
         // Keys of ours from this round go where a node granted or did not answer; the place stays.
         let (missing, unlock) = (cl.missing, cl.granted_mask | !cl.answered_mask);
-        self.send(c, Msg::Unlock, unlock);
+        // The unlock moves the nodes it goes to on to the round's second epoch (the others' grants
+        // of the round's epoch still count).
+        let unlocked = unlock & ((1u16 << n) - 1);
+        if unlocked != 0 {
+            let cl = &mut self.clients[c];
+            cl.unlocked = unlocked;
+            cl.heard &= !unlocked;
+            let epoch = cl.epoch + 1;
+            self.send(c, Msg::Unlock { epoch }, unlock);
+        }
         if phase == Phase::Attempt && missing > n - q {
             return self.requeue(c);
         }
         if agree_now {
             // The agree round: at once, an attempt carrying the ticket.
-            let ticket = self.clients[c].ticket;
-            return self.start_round(c, Phase::Attempt, Msg::Attempt { ticket });
+            return self.attempt(c);
         }
         self.wait(c);
     }
@@ -201,8 +261,11 @@ impl Sim {
     }
 
     pub fn wait(&mut self, c: usize) {
+        self.clients[c].phase = Phase::Waiting;
+        if self.take_grants(c) {
+            return;
+        }
         let cl = &mut self.clients[c];
-        cl.phase = Phase::Waiting;
         let round = cl.round;
         if cl.notified {
             cl.notified = false;
@@ -237,10 +300,7 @@ impl Sim {
                 }
             }
             Phase::Enqueue | Phase::Attempt => self.end_round(c),
-            Phase::Waiting => {
-                let ticket = self.clients[c].ticket;
-                self.start_round(c, Phase::Attempt, Msg::Attempt { ticket })
-            }
+            Phase::Waiting => self.attempt(c),
             Phase::Holding => {
                 // The hold ends at the timer; the release may be cut short by the validity.
                 if let Some(h) = self.holds.iter_mut().rev().find(|h| h.3 == c) {
@@ -348,18 +408,14 @@ impl Sim {
                 self.handed += 1;
                 self.granted(c, valid_until)
             }
-            Handed::Lock { .. } | Handed::TryNow => {
-                let ticket = self.clients[c].ticket;
-                self.start_round(c, Phase::Attempt, Msg::Attempt { ticket })
-            }
+            Handed::Lock { .. } | Handed::TryNow => self.attempt(c),
             Handed::Stay => self.wait(c),
         }
     }
 
     pub fn start_round_if(&mut self, c: usize, round: u64) {
         if self.clients[c].round == round && self.clients[c].paused_until <= self.now {
-            let ticket = self.clients[c].ticket;
-            self.start_round(c, Phase::Attempt, Msg::Attempt { ticket });
+            self.attempt(c);
         }
     }
 }

@@ -13,8 +13,10 @@ pub const END: u64 = FAULTS_END + 40 * TTL;
 #[derive(Default)]
 pub struct Node {
     pub lock: Option<(u64, u64)>,
-    /// waiter -> (ticket, expires_at)
+    /// waiter -> (ticket, expires_at): its entry, live until its live key expires
     pub queue: BTreeMap<u64, (u64, u64)>,
+    /// waiter -> the epoch its live key holds (set with the entry, moved by its rounds and unlocks)
+    pub epochs: BTreeMap<u64, u64>,
 }
 
 impl Node {
@@ -29,6 +31,8 @@ impl Node {
     pub fn drop_dead(&mut self, now: u64) {
         self.expire(now);
         self.queue.retain(|_, &mut (_, exp)| exp > now);
+        let queue = &self.queue;
+        self.epochs.retain(|w, _| queue.contains_key(w));
     }
     /// The first live entry, the dead ones before it removed (into `gone`); `value`'s own entry
     /// counts as live (its script just refreshed it), as the scripts' check of the head.
@@ -39,6 +43,7 @@ impl Node {
                 return Some(h);
             }
             self.queue.remove(&h);
+            self.epochs.remove(&h);
             gone.push(h);
         }
     }
@@ -50,16 +55,21 @@ impl Node {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Msg {
-    /// With the waiter's hint (its clock).
+    /// With the waiter's hint (its clock) and the round's epoch.
     Enqueue {
         hint: u64,
+        epoch: u64,
     },
     Attempt {
         ticket: u64,
+        epoch: u64,
     },
-    Unlock,
+    /// A round's unlock, moving the waiter's live key to its next epoch first.
+    Unlock {
+        epoch: u64,
+    },
     Leave,
     Release,
     /// A release that names the sender's process's next waiter (`engine::successors`): the
@@ -100,6 +110,8 @@ pub struct Step {
     pub lost_place: bool,
     /// The other waiters whose dead entries this message removed from the head.
     pub gone: Vec<u64>,
+    /// A release's grant by message: the waiter it set the key to, and the epoch its message names.
+    pub grant: Option<(u64, u64)>,
 }
 
 /// Which rules the nodes and waiters follow: the real ones, or one broken on purpose to show the
@@ -112,6 +124,8 @@ pub enum Rules {
     /// A waiter whose nodes disagreed on its ticket counts its enqueue complete at once and moves
     /// its entries to its ticket only at its next attempt, not in an agree round of the enqueue.
     LateAgree,
+    /// A waiter counts a release's grant by message whatever epoch it names.
+    AnyEpoch,
 }
 
 impl Node {
@@ -146,14 +160,16 @@ impl Node {
         };
         let mut publish = false;
         let mut lost = false;
+        let mut handed = None;
         let answer = match msg {
-            Msg::Enqueue { hint } => {
+            Msg::Enqueue { hint, epoch } => {
                 // One above the queue's highest ticket (or the hint, if higher), in place of any
                 // stale entry of ours (a lost leave of an earlier place would otherwise keep its
                 // older, lower ticket: the model found that trace).
                 let top = self.queue.values().map(|&(t, _)| t).max().unwrap_or(0);
                 let ticket = hint.max(top + 1);
                 let moved = self.queue.insert(value, (ticket, now + TTL)).is_some();
+                self.epochs.insert(value, epoch);
                 let (granted, wake) = grant(self, moved, &mut gone);
                 publish = wake;
                 Some(Answer::Placed { granted, ticket })
@@ -161,10 +177,11 @@ impl Node {
             // The entry is set to the waiter's ticket (an entry of an earlier place of ours would
             // otherwise rank us by its stale ticket: the model found that trace), never re-added.
             // An entry whose time passed is removed by its own attempt, as a dead head is.
-            Msg::Attempt { ticket } => {
+            Msg::Attempt { ticket, epoch } => {
                 let out = self.queue.get(&value).is_some_and(|e| e.1 <= now);
                 if out {
                     self.queue.remove(&value);
+                    self.epochs.remove(&value);
                     lost = true;
                 }
                 if self.queue.contains_key(&value) {
@@ -172,6 +189,7 @@ impl Node {
                     let entry = self.queue.get_mut(&value).unwrap();
                     let moved = moved && entry.0 != ticket;
                     *entry = (ticket, now + TTL);
+                    self.epochs.insert(value, epoch);
                     let (granted, wake) = grant(self, moved, &mut gone);
                     publish = wake;
                     Some(if granted {
@@ -191,7 +209,12 @@ impl Node {
                     Some(Answer::Missing)
                 }
             }
-            Msg::Unlock => {
+            Msg::Unlock { epoch } => {
+                // The live key moves (and lives a TTL more) where it still exists.
+                if let Some(e) = self.queue.get_mut(&value).filter(|e| e.1 > now) {
+                    e.1 = now + TTL;
+                    self.epochs.insert(value, epoch);
+                }
                 if self.lock.is_some_and(|(v, _)| v == value) {
                     self.lock = None;
                     // Where we are the head nobody else can be granted: no wake.
@@ -202,27 +225,35 @@ impl Node {
             Msg::Leave | Msg::Release | Msg::ReleaseTo { .. } => {
                 let was = self.head() == Some(value);
                 let had = self.queue.remove(&value).is_some();
+                self.epochs.remove(&value);
                 let freed = self.lock.is_some_and(|(v, _)| v == value);
                 if freed {
                     self.lock = None;
                 }
-                publish = self.lock.is_none() && (freed || was);
+                let handover = self.lock.is_none() && (freed || was);
                 lost = had;
-                match msg {
-                    Msg::ReleaseTo { next, ticket, .. } => {
-                        let head = self.head();
-                        let ours = head == Some(next)
-                            && self.queue.get(&next).is_some_and(|e| e.0 == ticket);
-                        let granted = self.lock.is_none() && ours;
-                        if granted {
-                            // The head's entry keeps its expiry: a release reads no clock.
-                            self.lock = Some((next, now + TTL));
-                            publish = false;
-                        }
-                        Some(Answer::Released { granted })
+                let mut answer = None;
+                if let Msg::ReleaseTo { next, ticket, .. } = msg {
+                    let head = self.head();
+                    let ours =
+                        head == Some(next) && self.queue.get(&next).is_some_and(|e| e.0 == ticket);
+                    let granted = self.lock.is_none() && ours;
+                    if granted {
+                        // The head's entry keeps its expiry: a release reads no clock.
+                        self.lock = Some((next, now + TTL));
                     }
-                    _ => None,
+                    answer = Some(Answer::Released { granted });
                 }
+                if msg == Msg::Leave {
+                    publish = handover;
+                } else if handover && self.lock.is_none() {
+                    // The release hands the key to the live head, by message.
+                    if let Some(h) = self.live_head(now, value, &mut gone) {
+                        self.lock = Some((h, now + TTL));
+                        handed = Some((h, self.epochs[&h]));
+                    }
+                }
+                answer
             }
         };
         Step {
@@ -230,6 +261,7 @@ impl Node {
             publish,
             lost_place: lost,
             gone,
+            grant: handed,
         }
     }
 }

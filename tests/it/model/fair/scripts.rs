@@ -23,7 +23,9 @@ fn script_of(msg: Msg) -> &'static str {
         Msg::Attempt { .. } => engine_script("fair attempt", |s| {
             s.contains("redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])")
         }),
-        Msg::Unlock => engine_script("fair unlock", |s| s.contains("if h and h ~= ARGV[1] then")),
+        Msg::Unlock { .. } => {
+            engine_script("fair unlock", |s| s.contains("if h and h ~= ARGV[1] then"))
+        }
         Msg::Leave => engine_script("fair leave", |s| {
             s.starts_with("local top = redis.call('ZRANGE', KEYS[2], 0, 1)")
         }),
@@ -48,21 +50,30 @@ fn sha1(bytes: &[u8]) -> String {
     sha1_smol::Sha1::from(bytes).digest().to_string()
 }
 
+/// Waiter `w`'s wake name: 16 hex digits of its value's SHA1.
+fn name(w: u64) -> String {
+    sha1(&value(w))[..16].to_string()
+}
+
 /// Sends `msg` of waiter `w` to the server: its answer as the model's, and the wake names published.
 fn on_server(node: &mut Listened, w: u64, msg: Msg) -> (Option<Answer>, Vec<Vec<u8>>) {
     let keys = KEYS;
     let v = value(w);
     let script = script_of(msg);
     let (reply, published) = match msg {
-        Msg::Enqueue { hint } => {
-            let hint = hint.to_string();
-            node.eval(script, &keys, &[&v, SERVER_TTL_MS, hint.as_bytes()])
+        Msg::Enqueue { hint: x, epoch } | Msg::Attempt { ticket: x, epoch } => {
+            let (x, epoch) = (x.to_string(), epoch.to_string());
+            node.eval(
+                script,
+                &keys,
+                &[&v, SERVER_TTL_MS, x.as_bytes(), epoch.as_bytes()],
+            )
         }
-        Msg::Attempt { ticket } => {
-            let ticket = ticket.to_string();
-            node.eval(script, &keys, &[&v, SERVER_TTL_MS, ticket.as_bytes()])
+        Msg::Unlock { epoch } => {
+            let epoch = epoch.to_string();
+            node.eval(script, &keys, &[&v, SERVER_TTL_MS, epoch.as_bytes()])
         }
-        Msg::Unlock | Msg::Leave | Msg::Release => node.eval(script, &keys, &[&v]),
+        Msg::Leave | Msg::Release => node.eval(script, &keys, &[&v]),
         Msg::ReleaseTo { next, ticket, .. } => {
             // The engine's `successor_name`: the next waiter's value digest, 13 hex digits.
             let name = u64::from_str_radix(&sha1(&value(next))[..13], 16).unwrap();
@@ -111,22 +122,25 @@ fn the_node_transitions_match_the_real_scripts() {
     let mut node = Listened::start(b"*:w:*");
     // What the runs exercised: grants (an enqueue's, an attempt's, a release's to a named waiter)
     // and wake-ups.
-    let (mut grants, mut wakes) = (0, 0);
+    let (mut grants, mut wakes, mut by_message) = (0, 0, 0);
     for seed in 0..40u64 {
         node.server.cmd(&[b"FLUSHALL"]);
         let mut model = Node::default();
         let mut rng = Rng::seeded(seed);
         for step in 0..60 {
             let w = 1 + rng.below(4);
+            let epoch = 1 + step;
             let msg = match rng.below(6) {
                 // Hints are at least 1, as the engine sends them (`enqueue_cmd`).
                 0 => Msg::Enqueue {
                     hint: 1 + rng.below(12),
+                    epoch,
                 },
                 1 | 2 => Msg::Attempt {
                     ticket: rng.below(12),
+                    epoch,
                 },
-                3 => Msg::Unlock,
+                3 => Msg::Unlock { epoch },
                 4 => [Msg::Leave, Msg::Release][rng.below(2) as usize],
                 _ => Msg::ReleaseTo {
                     holder: w,
@@ -139,10 +153,17 @@ fn the_node_transitions_match_the_real_scripts() {
             let expected = model.step(0, w, msg, Rules::Real);
             let (answer, woken) = on_server(&mut node, w, msg);
             assert_eq!(answer, expected.answer, "{what}");
-            // The model's wake names its head; one with no head wakes nobody.
+            // The model's wake names its head; one with no head wakes nobody. A release's grant
+            // names the waiter it set the key to, and a digest of its value and epoch.
             let head = model.head().filter(|_| expected.publish);
-            let named = head.map(|h| sha1(&value(h)).as_bytes()[..16].to_vec());
-            assert_eq!(woken, Vec::from_iter(named), "{what}: wake-ups");
+            let mut named: Vec<Vec<u8>> = Vec::from_iter(head.map(|h| name(h).into_bytes()));
+            if let Some((h, e)) = expected.grant {
+                let mut v = value(h);
+                v.extend_from_slice(format!(":{e}").as_bytes());
+                named.push(format!("{}g{}", name(h), &sha1(&v)[..16]).into_bytes());
+                by_message += 1;
+            }
+            assert_eq!(woken, named, "{what}: wake-ups and grant messages");
             let holder = node.get(LOCK);
             let model_holder = model.lock.map(|(v, _)| value(v));
             assert_eq!(holder, model_holder, "{what}: the lock key");
@@ -161,9 +182,9 @@ fn the_node_transitions_match_the_real_scripts() {
             wakes += u32::from(!woken.is_empty());
         }
     }
-    eprintln!("2,400 messages: {grants} grants, {wakes} wake-ups");
+    eprintln!("2,400 messages: {grants} grants, {wakes} wake-ups, {by_message} grants by message");
     assert!(
-        grants > 100 && wakes > 100,
-        "{grants} grants, {wakes} wake-ups"
+        grants > 100 && wakes > 100 && by_message > 50,
+        "{grants} grants, {wakes} wake-ups, {by_message} by message"
     );
 }

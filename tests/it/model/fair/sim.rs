@@ -27,6 +27,12 @@ pub enum Ev {
     Notify {
         value: u64,
     },
+    /// A release's grant by message: the key on `node` set to `value`'s, for its `epoch`.
+    Grant {
+        value: u64,
+        node: usize,
+        epoch: u64,
+    },
     /// A node's answer to a release-to, for the releaser's claim.
     AtClaim {
         claim: usize,
@@ -95,6 +101,13 @@ pub struct Client {
     pub notified: bool,
     /// How far this waiter's clock is off (its enqueues' hints).
     pub skew: i64,
+    /// Its current epoch (a grant by message counts only for it), when the round that set it
+    /// began, and the nodes heard granting it.
+    pub epoch: u64,
+    pub epoch_start: u64,
+    pub heard: u16,
+    /// The nodes the last round's unlock went to (their epoch is the round's plus one).
+    pub unlocked: u16,
 }
 
 /// One enqueue: when it began (its ticket round) and completed, on which nodes, when it lost its
@@ -131,6 +144,9 @@ pub struct Sim {
     pub claims: Vec<Claim>,
     /// Locks a release handed to its process's next waiter.
     pub handed: usize,
+    /// Locks granted by releases' messages, counted by their waiter.
+    pub by_message: usize,
+    pub next_epoch: u64,
 }
 
 impl Sim {
@@ -159,6 +175,10 @@ impl Sim {
                     complete: false,
                     notified: false,
                     skew: 0,
+                    epoch: 0,
+                    epoch_start: 0,
+                    heard: 0,
+                    unlocked: 0,
                 })
                 .collect(),
             places: Vec::new(),
@@ -173,6 +193,8 @@ impl Sim {
             per_process: 3,
             claims: Vec::new(),
             handed: 0,
+            by_message: 0,
+            next_epoch: 0,
         };
         for c in 0..clients {
             // Clocks off by up to a TTL either way, or (a third of the waiters) so far behind that
@@ -272,6 +294,21 @@ impl Sim {
         if step.lost_place {
             self.lose_place(n, value);
         }
+        if let Some((value, epoch)) = step.grant {
+            // Like a wake-up: sometimes lost, and now and then late (past the waiter's next epoch).
+            if !(self.faults() && self.rng.chance(10)) {
+                let late = self.faults() && self.rng.chance(5);
+                let at = now + 1 + self.rng.below(if late { TTL } else { 3 });
+                self.push(
+                    at,
+                    Ev::Grant {
+                        value,
+                        node: n,
+                        epoch,
+                    },
+                );
+            }
+        }
         let (answer, publish) = (step.answer, step.publish);
         // Only the head is woken (if the message is not lost); the others wait out their pause.
         if let Some(head) = self.nodes[n].head().filter(|_| publish) {
@@ -351,6 +388,16 @@ impl Sim {
                         }
                         Phase::Attempt | Phase::Enqueue | Phase::Claimed => cl.notified = true,
                         _ => {}
+                    }
+                }
+                Ev::Grant { value, node, epoch } => {
+                    let Some(client) = self.clients.iter().position(|cl| {
+                        cl.value == value && !matches!(cl.phase, Phase::Idle | Phase::Holding)
+                    }) else {
+                        continue;
+                    };
+                    if !self.deferred(client, Ev::Grant { value, node, epoch }) {
+                        self.grant_heard(client, node, epoch)
                     }
                 }
                 Ev::AtClaim { claim, granted } => self.at_claim(claim, Some(granted)),
