@@ -8,10 +8,11 @@
 //! # Protocol
 //! Per node, beside the lock key `prefix{resource}`: a queue `:fair:q` (a sorted set: waiter →
 //! ticket; Redis orders equal tickets by member bytes, so `(ticket, waiter)` is ordered the same way
-//! on every node), and per waiter a **live key** `:fair:l:` + its wake name, set with the waiter's
-//! TTL: an entry is live while its live key exists, so the node's own key expiry times out a
-//! waiter that stopped refreshing, and no script reads a clock. The waiter's id is its lock value:
-//! 25 bytes, one for the whole acquire, never printed.
+//! on every node), and per waiter a **live key** `:fair:l:` + its wake name, holding the waiter's
+//! current **epoch** and its TTL, set with that TTL: an entry is live while its live key exists,
+//! so the node's own key expiry times out a waiter that stopped refreshing, and no script reads a
+//! clock. The waiter's id is its lock value: 25 bytes, one for the whole acquire, never printed.
+//! Each round of the waiter's carries a new epoch, and the unlock after it the next one.
 //! 1. **Enqueue** (1 round, also the first try): each node gives the waiter the ticket one above the
 //!    highest in its queue, or the waiter's hint if that is higher (replacing any stale entry of the
 //!    waiter's own), sets its live key for one TTL, answers that ticket, and grants the lock key if it is
@@ -32,13 +33,21 @@
 //!    a majority holds the lock, with the validity rules of any lock; one granted on fewer releases its
 //!    key where it may have been set (the nodes that granted or did not answer) and keeps its place. A
 //!    waiter missing from so many queues that no majority can have it leaves and starts over.
-//! 4. **Release** deletes the lock key and the holder's entry and live key; **giving up** (error,
-//!    timeout, the acquire future dropped) removes them and any key of its own. A release by an engine with
+//! 4. **Release** deletes the holder's entry and live key and, where the key was the holder's (or
+//!    the holder was the head), **hands the key to the live head**: sets it to the head's value for
+//!    the TTL its live key holds, and publishes on the head's engine's channel its wake name, `g`
+//!    and 16 hex digits of the SHA1 of its value, `:` and the epoch its live key holds (only its
+//!    waiter can compute it). The waiter, between its rounds, counts the nodes heard for its
+//!    current epoch — the round's, or its unlock's from the nodes the unlock went to; on a
+//!    majority it holds the lock with no round of its own, validity counted from the start of the
+//!    round that set that epoch (see below). **Giving up** (error, timeout, the acquire future
+//!    dropped) removes the entry, the live key and any key of its own. A release by an engine with
 //!    a waiter of its own parked between rounds names the lowest-ticketed one
 //!    ([`RELEASE_FAIR_TO`], `crate::engine::successors`): each node then runs step 3's grant rule
-//!    for it in the release's script, giving it the key where it is the live queue's head with its
-//!    ticket `T`, and wakes the head otherwise. Granted on a majority, it holds the lock from the
-//!    release round's start (its own process's clock), with no round of its own.
+//!    for it in the release's script, giving it the key where it is the head with its ticket `T`
+//!    and answering so, and hands the key to the live head by message otherwise. Granted on a
+//!    majority, the named waiter holds the lock from the release round's start (its own process's
+//!    clock), with no round of its own.
 //! 5. **Wake-ups**: a script that leaves the key free publishes the **wake name** of the queue's head
 //!    ([`wake_name`]: 16 hex digits of the SHA1 of its value; the value itself is a secret and
 //!    channels are readable by any subscriber) on the head's engine's channel of the key
@@ -46,13 +55,30 @@
 //!    moved an entry that was the head, or dropped dead entries. A waiter is woken only by its own
 //!    name (or by an empty message), from whichever node names it.
 //!
-//! The scripts that grant (enqueue and attempt), once they find the key free or theirs, take the
-//! **live head**: dead entries at the front of the queue (their live key expired) are dropped
-//! until a live one (or the waiter's own) is first; one `EXISTS` while the head is alive. A dead
+//! The scripts that grant (enqueue, attempt, release), once they find the key free or theirs, take
+//! the **live head**: dead entries at the front of the queue (their live key expired) are dropped
+//! until a live one (or the waiter's own) is first; one read while the head is alive. A dead
 //! entry behind the head stays until it reaches the head: it grants nobody and orders nobody
 //! differently, since nobody behind it can be granted at that node before it is dropped. The
-//! other scripts check no head: a head they name that is dead wakes nobody, and the waiters behind
-//! it learn at their next attempt (which drops it and wakes the new head).
+//! other scripts (leave, unlock) check no head: a head they name that is dead wakes nobody, and
+//! the waiters behind it learn at their next attempt (which drops it and wakes the new head).
+//!
+//! # Why a lock granted by messages is held
+//! - *Quorum*: a majority of nodes each published that it set the key to our value for an epoch of
+//!   ours that is current for that node (a node's message comes from the node that set the key,
+//!   after it did, on a subscriber connection to that node alone; a node that may not vote now is
+//!   not counted).
+//! - *No key of ours deleted since*: only our own scripts delete our key while we wait (an attempt
+//!   where we are not the head, an unlock after a lost round), and each first sets our live key to
+//!   the epoch it carries. A grant for the round's epoch `e` from a node the unlock (epoch `e + 1`)
+//!   went to may predate the unlock and is not counted; one for `e + 1` came after it. The next
+//!   round moves every node on, and grants of older epochs are never counted.
+//! - *Validity*: a node grants epoch `e` only after the command that set `e` there (the round, or
+//!   its unlock) reached it, which was sent after the round's start; and it sets the key for our
+//!   full TTL (from our live key). So each key lives at least until the round's start + TTL by that
+//!   node's clock: the bound a round that began then would have (drift and the clock guard's mark
+//!   from the same moment). A lock with too little validity left is not taken: our round then
+//!   finds the keys ours and refreshes them.
 //!
 //! # Why arrival order holds
 //! Let A's enqueue complete — a majority `M_A` holds `(T_A, A)` — before B's enqueue begins, and A
@@ -67,8 +93,9 @@
 //!   B's left from an earlier place of B's can carry a lower ticket, but it grants nothing: every
 //!   round of B's that can grant at `x` first replaces it (an enqueue) or sets it to `T_B` (an
 //!   attempt), and a release grants B only where B's entry carries `T_B`.)
-//! - B wins only when a majority grants it in one round — its own, or a release's that named it
-//!   (step 4: the same head rule) — and that majority meets `M_A` in some `x`,
+//! - B wins only when a majority grants it for one epoch — in its own round, in a release's that
+//!   named it, or by releases' messages (step 4: each the same head rule, at that node and
+//!   moment) — and that majority meets `M_A` in some `x`,
 //!   whose head is not B while A's entry is there. A's entry leaves `x` only by A's own release (A got
 //!   the lock first), A giving up, or its expiry (A stopped refreshing `x` for a whole TTL: dead or
 //!   paused past its TTL, which is giving up), and an expired entry leaves only when a script
@@ -97,13 +124,14 @@
 //!
 //! # Costs and limits
 //! Acquire: 1 round trip when the lock is free (2 when the nodes' tickets disagree), then 1 per
-//! attempt while waiting: about one when it becomes the head (its wake-up), plus one per keepalive
-//! pause (at most a quarter TTL) and one at its subscription's first confirmation. A release costs
-//! the head's one round, not one per waiter (`tests/fair_wake.rs`). Release, extend: 1 each; renewal
-//! is coalesced like a plain lock's. No local queue: every task, local or not, takes its own place
-//! (a local queue would overtake remote waiters); but a release grants the next waiter when it is
-//! this engine's (step 4), which saves it the wake-up and its round: in one process 1.03 attempts
-//! per acquire instead of 1.98, 1.50x the cycles/s (`results/2026-12-03/fair-successor/`).
+//! attempt while waiting: one per keepalive pause (at most a quarter TTL), one at its
+//! subscription's first confirmation, and one when a wake-up names it or a release's grant by
+//! message reached too few nodes. A release hands the key to the next head itself (step 4): the
+//! head needs no round of its own, nor does any other waiter (`tests/fair_wake.rs`). Release,
+//! extend: 1 each; renewal is coalesced like a plain lock's. No local queue: every task, local or
+//! not, takes its own place (a local queue would overtake remote waiters). Node commands per grant
+//! (64 workers on 4 keys, hold 0, a script's own calls counted): about 13 in one process, 15 with 4
+//! processes (`results/2026-12-05/fair-grant-by-message/`).
 //! Traces the model test
 //! (`tests/it/model/fair/`) found shaped the scripts: a key of ours left by a lost release must not
 //! grant us when we are not the head; an enqueue replaces a stale entry of ours; an entry of an

@@ -1,8 +1,9 @@
 //! The fair lock's waiter in the engine's one wait loop (`crate::engine::wait`; its protocol and
 //! argument are in `kinds::fair`): the enqueue round, the agree round when the nodes' tickets
 //! disagreed, then attempts at each release notification or keepalive pause, until granted on a
-//! majority with enough validity — by its own round or by a release of this engine that named it
-//! while parked — or the wait ends and the waiter gives its place up.
+//! majority with enough validity — by its own round, by a release of this engine that named it
+//! while parked, or by releases' grant messages for its current epoch — or the wait ends and the
+//! waiter gives its place up.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,9 +121,9 @@ impl FairWait<'_> {
     }
 
     /// One enqueue (`Round::Enqueue`, which waits for every answer) or attempt round: granted,
-    /// still queued, or to start over.
-    /// The unlock after a lost round moves the waiter to `moved_to` (its next epoch) where it goes;
-    /// the mask says where it went (`Places::moved`).
+    /// still queued, or to start over. The unlock after a lost round moves the waiter to
+    /// `moved_to` (its round's second epoch) where it goes; the mask says where it went
+    /// (`Places::moved`).
     async fn round(
         &self,
         target: &Target,
