@@ -86,6 +86,7 @@ impl FairWait<'_> {
             since: Instant::now(),
             jumps: self.core.jump_mark(),
             unlocked: 0,
+            named: false,
             // Gives the place up on every node unless the lock is handed out: on error, timeout,
             // or this future being dropped mid-wait.
             leave: Fire {
@@ -223,6 +224,8 @@ struct Places<'a> {
     jumps: JumpMark,
     /// The nodes the last round's unlock went to: they moved to `epoch + 1` (see `moved`).
     unlocked: u16,
+    /// A message named us since the epoch began: grants for it may be written down in the hub.
+    named: bool,
     leave: Fire<'a>,
     /// Our wake-ups and grants (`None`: notifications off).
     sub: Option<Subscription>,
@@ -234,7 +237,11 @@ struct Places<'a> {
 impl Places<'_> {
     /// A round of ours goes: a new epoch, from now. The last one's grants are forgotten.
     fn next_epoch(&mut self) -> u64 {
-        self.forget_grants();
+        // Only hygiene (an older epoch's grants are never read again): skipped when no message
+        // named us, which in one process is nearly always.
+        if std::mem::take(&mut self.named) {
+            self.forget_grants();
+        }
         self.epoch += 2;
         self.unlocked = 0;
         self.since = Instant::now();
@@ -447,6 +454,7 @@ impl Waiter for Places<'_> {
         match ended {
             Ended::Timer => return After::Round,
             Ended::Heard => {
+                self.named = true;
                 // A release of ours that named us answers first: until it has, its lock and a
                 // grant by message could both be ours, and its lock, not taken, would be released
                 // under us. Once it has (or nobody named us), no release of ours can name us
