@@ -68,17 +68,22 @@
 //!   ours that is current for that node (a node's message comes from the node that set the key,
 //!   after it did, on a subscriber connection to that node alone; a node that may not vote now is
 //!   not counted).
-//! - *No key of ours deleted since*: only our own scripts delete our key while we wait (an attempt
-//!   where we are not the head, an unlock after a lost round), and each first sets our live key to
-//!   the epoch it carries. A grant for the round's epoch `e` from a node the unlock (epoch `e + 1`)
-//!   went to may predate the unlock and is not counted; one for `e + 1` came after it. The next
-//!   round moves every node on, and grants of older epochs are never counted.
+//! - *No key of ours deleted since*: only our own scripts delete our key while we wait. An attempt
+//!   where we are not the head and an unlock after a lost round first set our live key to the
+//!   epoch they carry; an attempt that finds no live entry of ours deletes our key where no live
+//!   key is left to grant us by; a requeue's leave ends the place (nothing of it is counted after).
+//!   A grant for the round's epoch `e` from a node the unlock (epoch `e + 1`) went to may predate
+//!   the unlock and is not counted; one for `e + 1` came after it. The next round moves every node
+//!   on, and grants of older epochs are never counted. A late copy of an unlock or of a requeue's
+//!   leave (sent once, but a `NOSCRIPT` runs it again behind later commands) finds our live key
+//!   past its epoch and does nothing.
 //! - *Validity*: a node grants epoch `e` only after the command that set `e` there (the round, or
-//!   its unlock) reached it, which was sent after the round's start; and it sets the key for our
-//!   full TTL (from our live key). So each key lives at least until the round's start + TTL by that
-//!   node's clock: the bound a round that began then would have (drift and the clock guard's mark
-//!   from the same moment). A lock with too little validity left is not taken: our round then
-//!   finds the keys ours and refreshes them.
+//!   its unlock) reached it, which was sent after the round's start, and that command set our live
+//!   key for our full TTL; the key is set until the live key expires. So each key lives at least
+//!   until the round's start + TTL by that node's clock: the bound a round that began then would
+//!   have (drift and the clock guard's mark from the same moment). A lock with too little validity
+//!   left is not taken: our round then finds the keys ours and refreshes them. And a head that died
+//!   holds a key no longer than its live key, as its place.
 //!
 //! # Why arrival order holds
 //! Let A's enqueue complete — a majority `M_A` holds `(T_A, A)` — before B's enqueue begins, and A
@@ -92,7 +97,9 @@
 //!   B's entry carries the ticket `x` gave it or `T_B`: behind `(T_A, A)` either way. (An entry of
 //!   B's left from an earlier place of B's can carry a lower ticket, but it grants nothing: every
 //!   round of B's that can grant at `x` first replaces it (an enqueue) or sets it to `T_B` (an
-//!   attempt), and a release grants B only where B's entry carries `T_B`.)
+//!   attempt); and a release's grant counts for B only for B's current epoch, which only those
+//!   rounds and their unlocks set: an unlock moves the live key on only from its own round's
+//!   epoch, so never one left by an earlier place.)
 //! - B wins only when a majority grants it for one epoch — in its own round, in a release's that
 //!   named it, or by releases' messages (step 4: each the same head rule, at that node and
 //!   moment) — and that majority meets `M_A` in some `x`,
@@ -100,8 +107,8 @@
 //!   the lock first), A giving up, or its expiry (A stopped refreshing `x` for a whole TTL: dead or
 //!   paused past its TTL, which is giving up), and an expired entry leaves only when a script
 //!   drops it (at the head, or A's own attempt): until then it is still ahead of B there. (A
-//!   release that grants checks no live key: it grants only the head, A's entry or one ahead of
-//!   it.) Hence B is not granted before A.
+//!   release to a named waiter checks no live key: it grants only the head, A's entry or one
+//!   ahead of it.) Hence B is not granted before A.
 //!
 //! Setting an entry to its waiter's ticket, up or down, moves only that waiter, and never ahead of a
 //! place completed before its enqueue began: its `T` is above the ticket of every such place (the

@@ -1,9 +1,9 @@
 //! The fair lock's Lua scripts (the protocol they implement and its argument: `kinds::fair`).
 //!
 //! KEYS: [1] lock key, [2] queue (waiter -> ticket). Each waiter's entry is live while its **live
-//! key** exists: `KEYS[1]:fair:l:` and the waiter's wake name, holding `epoch:ttl` (the waiter's
-//! current epoch and its TTL in ms), set with that TTL by its enqueue and refreshed by its
-//! attempts, so the node's own key expiry times out a silent waiter and no script reads a clock. A
+//! key** exists: `KEYS[1]:fair:l:` and the waiter's wake name, holding the waiter's current epoch,
+//! set with its TTL by its enqueue and refreshed by its attempts (and a lost round's unlock), so
+//! the node's own key expiry times out a silent waiter and no script reads a clock. A
 //! script reads another waiter's live key only where it needs the head to be live (same hash slot
 //! as the lock key: a Cluster node runs it). ARGV: [1] the waiter's value, [2] TTL ms, [3] its
 //! ticket (attempts) or its hint (enqueues), [4] its epoch (see `kinds::fair`: a grant by message
@@ -59,11 +59,15 @@ string.byte(",
 }
 
 /// A release's hand-over, with the key free: the live head `h` (dead entries before it dropped, as
-/// [`live_head!`] does, reading each one's live key) gets the key, set to its value for the TTL its
-/// live key holds, and a grant message on its engine's channel: its wake name, `g`, and 16 hex
-/// digits of the SHA1 of its value, `:` and the epoch its live key holds, which only that waiter
-/// can compute and which counts only while that epoch is its current one. Sets `g` when it granted.
-/// A live key that does not read `epoch:ttl` (none of this engine's) gets the plain wake-up.
+/// [`live_head!`] does, reading each one's live key) gets the key, set to its value until its live
+/// key expires, and a grant message on its engine's channel: its wake name, `g`, and 16 hex digits
+/// of the SHA1 of its value, `:` and the epoch its live key holds, which only that waiter can
+/// compute and which counts only while that epoch is its current one. Sets `g` when it granted.
+///
+/// Until the live key expires: that key was set, with the waiter's full TTL, by the command of
+/// the epoch it holds, which the waiter sent after the moment its validity counts from (see
+/// `kinds::fair`); and a head that died holds the key no longer than its place. A live key that
+/// does not hold an epoch (none of this engine's) gets the plain wake-up.
 macro_rules! grant_head {
     () => {
         concat!(
@@ -71,11 +75,13 @@ macro_rules! grant_head {
             live!("h"),
             ") if l then break end redis.call('ZREM', KEYS[2], h) \
 h = redis.call('ZRANGE', KEYS[2], 0, 0)[1] end \
-if h then local e, lt = string.match(l, '^(%d+):(%d+)$') if e then \
-redis.call('SET', KEYS[1], h, 'PX', tonumber(lt)) g = true \
+if h then local pt = redis.call('PTTL', ",
+            live!("h"),
+            ") if pt > 0 and string.match(l, '^%d+$') then \
+redis.call('SET', KEYS[1], h, 'PX', pt) g = true \
 redis.call('PUBLISH', KEYS[1] .. ':w:' .. string.format('%02x%02x%02x%02x%02x%02x%02x%02x', \
 string.byte(h, 1, 8)), string.sub(redis.sha1hex(h), 1, 16) .. 'g' .. \
-string.sub(redis.sha1hex(h .. ':' .. e), 1, 16)) else ",
+string.sub(redis.sha1hex(h .. ':' .. l), 1, 16)) else ",
             wake!("h"),
             "end end "
         )
@@ -123,12 +129,12 @@ if top[2] and tonumber(top[2]) >= s then s = tonumber(top[2]) + 1 end \
 local moved = redis.call('ZADD', KEYS[2], s, ARGV[1]) == 0 \
 redis.call('SET', ",
         live!("ARGV[1]"),
-        ", (ARGV[4] or '0') .. ':' .. ttl, 'PX', ttl) ",
+        ", ARGV[4] or '0', 'PX', ttl) ",
         keep_queue!(),
         grant!(),
         "return r .. string.format('%d', s)"
     ),
-    sha1: "cc5ebcb4fc39da0d250b1b21c7ac0ff90df1ff46",
+    sha1: "6b4a47ce3109326a12e8e26dc8c9bc1c1e56d77b",
     resend: false,
     op: Op::Own,
 };
@@ -144,7 +150,7 @@ pub(crate) static ATTEMPT: Script = Script {
 local s = redis.call('ZSCORE', KEYS[2], ARGV[1]) local out = false \
 if s and not redis.call('SET', ",
         live!("ARGV[1]"),
-        ", (ARGV[4] or '0') .. ':' .. ttl, 'PX', ttl, 'XX') then \
+        ", ARGV[4] or '0', 'PX', ttl, 'XX') then \
 redis.call('ZREM', KEYS[2], ARGV[1]) s = false out = true end \
 if s == false then local cur = redis.call('GET', KEYS[1]) local freed = cur == ARGV[1] \
 if freed then redis.call('DEL', KEYS[1]) cur = false end \
@@ -159,7 +165,7 @@ redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1]) end ",
         grant!(),
         "return r"
     ),
-    sha1: "856c856477a3440e2c5a9c253463e36db9dea1f0",
+    sha1: "218057658744c8c6e8f8eda8b245ecfca875e22f",
     resend: false,
     op: Op::Own,
 };
@@ -178,7 +184,7 @@ local h = top[1] if h == ARGV[1] then h = top[2] elseif not v then h = nil end "
         grant_head!(),
         "if v and not g then redis.call('DEL', KEYS[1]) end if v then return 1 end return 0"
     ),
-    sha1: "e39e912c1fb6bb246d584456ee664d484cbe314a",
+    sha1: "04998cf15b3265c4c65773c5fbc881eab0be5a41",
     resend: true,
     op: Op::Own,
 };
@@ -214,22 +220,29 @@ if not (v or top[1] == ARGV[1]) then h = nil end local g = false ",
         grant_head!(),
         "if v and not g then redis.call('DEL', KEYS[1]) end return r"
     ),
-    sha1: "bc1103947f58d1d010e94b2ab951d91e2e3daff8",
+    sha1: "7c8c68dfc0d313773bbbecacecb3c02eec98c7bc",
     resend: false,
     op: Op::Own,
 };
 
 /// A round's key of ours released, the place kept (a grant on fewer than a majority): first our
-/// live key moves to the epoch `ARGV[3]` (with the TTL `ARGV[2]`; where it still exists), so that a
-/// grant message of our earlier epoch, for a key this deletes, is never counted; then the plain
+/// live key moves on from the round's epoch to `ARGV[3]` (with the TTL `ARGV[2]`), so that a grant
+/// message of the round's epoch, for a key this deletes, is never counted; then the plain
 /// compare-and-delete, and a wake-up for the head if it is another waiter (where we are the head,
 /// nobody else can be granted). Replies as the plain release.
+///
+/// Only where our live key is at the round's epoch (`ARGV[3]` - 1); anywhere else it does
+/// nothing. Sent once, but a `NOSCRIPT` has it run again as `EVAL` behind the commands sent after
+/// it: such a late copy must neither move a later round's epoch back nor delete a key that round,
+/// or a release granting it, set. Where the round never ran, nothing of that round is there.
 pub(crate) static UNLOCK_FAIR: Script = Script {
     source: concat!(
-        "if ARGV[3] then redis.call('SET', ",
+        "local l = redis.call('GET', ",
         live!("ARGV[1]"),
-        ", ARGV[3] .. ':' .. ARGV[2], 'PX', ARGV[2], 'XX') end \
-local v = redis.call('GET', KEYS[1]) \
+        ") if not l or tonumber(l) ~= tonumber(ARGV[3]) - 1 then return 0 end \
+redis.call('SET', ",
+        live!("ARGV[1]"),
+        ", ARGV[3], 'PX', ARGV[2]) local v = redis.call('GET', KEYS[1]) \
 if v == false then return 0 elseif v ~= ARGV[1] then return -1 end \
 redis.call('DEL', KEYS[1]) \
 local h = redis.call('ZRANGE', KEYS[2], 0, 0)[1] \
@@ -237,16 +250,22 @@ if h and h ~= ARGV[1] then ",
         wake!("h"),
         "end return 1"
     ),
-    sha1: "99d70d5525d2aee2d2756230fa1f47c8e8dbe63f",
+    sha1: "7855597c16b42562aa8797df9f447f2ec5ca28d9",
     resend: true,
     op: Op::Own,
 };
 
 /// Give up: drop the waiter's entry and any key of its own; with the key free, wake the head if
-/// we were it or freed the key.
+/// we were it or freed the key. Only where our live key is missing or at an epoch up to `ARGV[2]`:
+/// a requeue's leave names the last epoch of the place it gives up, so a late copy of it (a
+/// `NOSCRIPT` answered by `EVAL` behind later commands) leaves the new place alone; the wait's
+/// final give-up names every epoch.
 pub(crate) static LEAVE: Script = Script {
     source: concat!(
-        "local top = redis.call('ZRANGE', KEYS[2], 0, 1) \
+        "local l = redis.call('GET', ",
+        live!("ARGV[1]"),
+        ") if l and tonumber(l) > tonumber(ARGV[2]) then return 0 end \
+local top = redis.call('ZRANGE', KEYS[2], 0, 1) \
 redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('DEL', ",
         live!("ARGV[1]"),
         ") local cur = redis.call('GET', KEYS[1]) local freed = cur == ARGV[1] \
@@ -256,7 +275,7 @@ if h and cur == false then ",
         wake!("h"),
         "end return 1"
     ),
-    sha1: "60343130f76afd60da173181ae8aa45a150e160b",
+    sha1: "e871171744c564a24f34fb2c8002ecfedb02cdaf",
     resend: true,
     op: Op::Own,
 };

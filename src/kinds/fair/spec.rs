@@ -144,9 +144,13 @@ pub(crate) fn enqueue_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, epoch: u64
 /// Hints above this are clipped, so a ticket stays an exact score (below 2^53) for centuries.
 const MAX_HINT: u128 = 1 << 52;
 
-pub(crate) fn leave_cmd(keys: &Keys, value: LockValue) -> Cmd {
-    script_cmd(&LEAVE, keys, value, Args::NONE)
+/// A give-up of the place whose epochs go up to `last` ([`LAST_EPOCH`]: every place of the wait).
+pub(crate) fn leave_cmd(keys: &Keys, value: LockValue, last: u64) -> Cmd {
+    script_cmd(&LEAVE, keys, value, Args::of(&[last]))
 }
+
+/// Above every epoch a wait uses (an exact Lua number).
+pub(crate) const LAST_EPOCH: u64 = (1 << 53) - 1;
 
 /// A round's unlock, which first moves the waiter's live key to `epoch` (its TTL `ttl_ms`).
 pub(crate) fn unlock_cmd(keys: &Keys, value: LockValue, ttl_ms: u64, epoch: u64) -> Cmd {

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use super::replies::{bit, Replies};
 use super::spec::{
     attempt_in, enqueue_cmd, grant_message, leave_cmd, unlock_cmd, wake_channel, wake_name,
+    LAST_EPOCH,
 };
 use crate::algo::clock::JumpMark;
 use crate::algo::quorum::{quorum, Vote};
@@ -91,7 +92,7 @@ impl FairWait<'_> {
             // or this future being dropped mid-wait.
             leave: Fire {
                 core: self.core,
-                cmd: Some(leave_cmd(&target.keys, value)),
+                cmd: Some(leave_cmd(&target.keys, value, LAST_EPOCH)),
                 ttl,
                 nodes: u16::MAX,
                 resend: true,
@@ -115,10 +116,12 @@ impl FairWait<'_> {
     /// Out of every queue before a new enqueue, so no stale entry of ours blocks anyone. Sent once,
     /// ahead of the new enqueue on each connection: a copy re-sent later could land after the new
     /// place's grant (same value) and delete it, leaving our lock a node short (with 5 nodes and a
-    /// bare majority, another waiter could then win). Where it does not land, the enqueue replaces
-    /// the stale entry, or the entry expires.
-    fn requeue(&self, target: &Target, value: LockValue) {
-        crate::engine::fanout::fire(self.core.nodes(), &leave_cmd(&target.keys, value));
+    /// bare majority, another waiter could then win). A `NOSCRIPT` runs it again behind later
+    /// commands all the same, so it names the old place's `last` epoch and does nothing where the
+    /// new place's live key is already there (`LEAVE`). Where it does not land, the enqueue
+    /// replaces the stale entry, or the entry expires.
+    fn requeue(&self, target: &Target, value: LockValue, last: u64) {
+        crate::engine::fanout::fire(self.core.nodes(), &leave_cmd(&target.keys, value, last));
     }
 
     /// One enqueue (`Round::Enqueue`, which waits for every answer) or attempt round: granted,
@@ -150,9 +153,11 @@ impl FairWait<'_> {
             nodes: u16::MAX,
             // Sent once, on each connection behind the round: a copy re-sent later (on a new
             // connection) could land after a later grant of this same value — by our next round or
-            // a release that names us (`crate::engine::successors`) — and delete it. A key it
-            // misses is our next round's to clean (it deletes our key where we are not the head),
-            // or our give-up's, or it expires.
+            // a release that names us (`crate::engine::successors`) — and delete it. (A `NOSCRIPT`
+            // runs it again as `EVAL` behind later commands: the script then finds our live key
+            // past the round's epoch and does nothing, `UNLOCK_FAIR`.) A key it misses is our
+            // next round's to clean (it deletes our key where we are not the head), or our
+            // give-up's, or it expires.
             resend: false,
         };
         let deadline = self.core.round_deadline(start, ttl, None);
@@ -328,7 +333,8 @@ impl Places<'_> {
     /// A place lost: out of every queue, to enqueue again.
     fn lost_place(&mut self, err: LockError) -> LockError {
         self.placed = None;
-        self.wait.requeue(self.target, self.value);
+        // The place's last epoch: its last round's unlock's.
+        self.wait.requeue(self.target, self.value, self.epoch + 1);
         err
     }
 

@@ -256,7 +256,9 @@ impl Sim {
     }
 
     pub fn requeue(&mut self, c: usize) {
-        self.broadcast(c, Msg::Leave);
+        // The place's last epoch: its last round's unlock's.
+        let epoch = self.clients[c].epoch + 1;
+        self.broadcast(c, Msg::Leave { epoch });
         self.start_acquire(c);
     }
 

@@ -70,7 +70,10 @@ pub enum Msg {
     Unlock {
         epoch: u64,
     },
-    Leave,
+    /// Giving up the place whose epochs go up to `epoch`.
+    Leave {
+        epoch: u64,
+    },
     Release,
     /// A release that names the sender's process's next waiter (`engine::successors`): the
     /// release of `holder`'s key, then the grant rule for `next` where it is the live head with
@@ -210,11 +213,20 @@ impl Node {
                 }
             }
             Msg::Unlock { epoch } => {
-                // The live key moves (and lives a TTL more) where it still exists.
-                if let Some(e) = self.queue.get_mut(&value).filter(|e| e.1 > now) {
-                    e.1 = now + TTL;
-                    self.epochs.insert(value, epoch);
+                // Only where the live key is at the round's epoch (a late copy finds a later one):
+                // it moves on (and lives a TTL more), then our key goes.
+                let live = self.queue.get(&value).is_some_and(|e| e.1 > now);
+                if !live || self.epochs.get(&value).copied() != epoch.checked_sub(1) {
+                    return Step {
+                        answer: None,
+                        publish: false,
+                        lost_place: false,
+                        gone,
+                        grant: None,
+                    };
                 }
+                self.queue.get_mut(&value).unwrap().1 = now + TTL;
+                self.epochs.insert(value, epoch);
                 if self.lock.is_some_and(|(v, _)| v == value) {
                     self.lock = None;
                     // Where we are the head nobody else can be granted: no wake.
@@ -222,7 +234,15 @@ impl Node {
                 }
                 None
             }
-            Msg::Leave | Msg::Release | Msg::ReleaseTo { .. } => {
+            // A requeue's leave names its place's last epoch: a live key past it (a new place's)
+            // stays, and so does everything else.
+            Msg::Leave { epoch }
+                if self.queue.get(&value).is_some_and(|e| e.1 > now)
+                    && self.epochs.get(&value).is_some_and(|&e| e > epoch) =>
+            {
+                None
+            }
+            Msg::Leave { .. } | Msg::Release | Msg::ReleaseTo { .. } => {
                 let was = self.head() == Some(value);
                 let had = self.queue.remove(&value).is_some();
                 self.epochs.remove(&value);
@@ -244,12 +264,13 @@ impl Node {
                     }
                     answer = Some(Answer::Released { granted });
                 }
-                if msg == Msg::Leave {
+                if matches!(msg, Msg::Leave { .. }) {
                     publish = handover;
                 } else if handover && self.lock.is_none() {
                     // The release hands the key to the live head, by message.
                     if let Some(h) = self.live_head(now, value, &mut gone) {
-                        self.lock = Some((h, now + TTL));
+                        // Until the head's live key expires.
+                        self.lock = Some((h, self.queue[&h].1));
                         handed = Some((h, self.epochs[&h]));
                     }
                 }

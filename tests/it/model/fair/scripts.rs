@@ -26,8 +26,8 @@ fn script_of(msg: Msg) -> &'static str {
         Msg::Unlock { .. } => {
             engine_script("fair unlock", |s| s.contains("if h and h ~= ARGV[1] then"))
         }
-        Msg::Leave => engine_script("fair leave", |s| {
-            s.starts_with("local top = redis.call('ZRANGE', KEYS[2], 0, 1)")
+        Msg::Leave { .. } => engine_script("fair leave", |s| {
+            s.contains("if l and tonumber(l) > tonumber(ARGV[2]) then return 0 end")
         }),
         Msg::Release => engine_script("fair release", |s| {
             s.starts_with(
@@ -73,7 +73,11 @@ fn on_server(node: &mut Listened, w: u64, msg: Msg) -> (Option<Answer>, Vec<Vec<
             let epoch = epoch.to_string();
             node.eval(script, &keys, &[&v, SERVER_TTL_MS, epoch.as_bytes()])
         }
-        Msg::Leave | Msg::Release => node.eval(script, &keys, &[&v]),
+        Msg::Leave { epoch } => {
+            let epoch = epoch.to_string();
+            node.eval(script, &keys, &[&v, epoch.as_bytes()])
+        }
+        Msg::Release => node.eval(script, &keys, &[&v]),
         Msg::ReleaseTo { next, ticket, .. } => {
             // The engine's `successor_name`: the next waiter's value digest, 13 hex digits.
             let name = u64::from_str_radix(&sha1(&value(next))[..13], 16).unwrap();
@@ -140,8 +144,18 @@ fn the_node_transitions_match_the_real_scripts() {
                     ticket: rng.below(12),
                     epoch,
                 },
-                3 => Msg::Unlock { epoch },
-                4 => [Msg::Leave, Msg::Release][rng.below(2) as usize],
+                // Half the time the round's own (the live key's, plus one), else most likely a late
+                // copy's or a stray one's.
+                3 => Msg::Unlock {
+                    epoch: match model.epochs.get(&w) {
+                        Some(e) if rng.chance(50) => e + 1,
+                        _ => rng.below(epoch + 2),
+                    },
+                },
+                4 if rng.chance(50) => Msg::Leave {
+                    epoch: rng.below(epoch + 2),
+                },
+                4 => Msg::Release,
                 _ => Msg::ReleaseTo {
                     holder: w,
                     next: 1 + rng.below(4),
