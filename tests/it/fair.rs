@@ -265,3 +265,50 @@ async fn arrival_order_across_a_restart_under_quarantine() {
     }
     assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3]);
 }
+
+/// A release hands the key to the queue's head. A head that died (its live key left, nobody
+/// listening) holds it only until its live key expires, as long as its place: the waiter behind it
+/// gets the lock then, not a whole TTL later.
+#[tokio::test]
+async fn a_dead_head_handed_the_key_holds_it_no_longer_than_its_place() {
+    let cluster = nodes(3);
+    let e = engine(urls(&cluster)).await;
+    let holder = e.acquire_fair("handed", TTL).await.unwrap();
+    // Ahead of everyone (ticket 1), live for 600 ms more, at an epoch of its own.
+    let ghost_live = format!(
+        "redlock:{{handed}}:fair:l:{}",
+        &sha1_smol::Sha1::from(b"ghost").digest().to_string()[..16]
+    );
+    let planted = Instant::now();
+    for n in &cluster {
+        n.cmd(&[b"ZADD", b"redlock:{handed}:fair:q", b"1", b"ghost"]);
+        n.cmd(&[b"SET", ghost_live.as_bytes(), b"7", b"PX", b"600"]);
+    }
+    let waiter = tokio::spawn({
+        let e = e.clone();
+        async move {
+            let lock = e.acquire_fair("handed", TTL).await.unwrap();
+            (Instant::now(), lock)
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    e.release(holder).await.unwrap();
+    // The release handed the key to the dead head, on every node.
+    for n in &cluster {
+        assert_eq!(
+            n.cmd(&[b"GET", b"redlock:{handed}"]),
+            "ghost",
+            "the release hands the key to the head"
+        );
+    }
+    let (got, lock) = tokio::time::timeout(Duration::from_secs(4), waiter)
+        .await
+        .expect("the dead head's key outlives its place")
+        .unwrap();
+    let waited = got - planted;
+    assert!(
+        waited >= Duration::from_millis(500) && waited < Duration::from_millis(1_600),
+        "got the lock {waited:?} after the dead head's place was planted (600 ms left)"
+    );
+    e.release(lock).await.unwrap();
+}

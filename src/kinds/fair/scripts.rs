@@ -41,17 +41,28 @@ h = redis.call('ZRANGE', KEYS[2], 0, 0)[1] end "
     };
 }
 
-/// Publishes the wake name of the waiter `h` on its engine's channel of the key (see
-/// `kinds::fair::wake_name` and `wake_channel`: the key, `:w:` and the hex of the value's first 8
-/// bytes, its engine's tag), so only the process it belongs to hears it. The name, not the value:
+/// The channel of the waiter `h`'s engine for the key (see `kinds::fair::wake_channel`: the key,
+/// `:w:` and the hex of the value's first 8 bytes, its engine's tag). A queue member shorter than
+/// a value (none of an engine's) is padded, so a stray one cannot fail the script that names it.
+macro_rules! channel {
+    ($h:literal) => {
+        concat!(
+            "KEYS[1] .. ':w:' .. string.format('%02x%02x%02x%02x%02x%02x%02x%02x', string.byte(",
+            $h,
+            " .. '        ', 1, 8))"
+        )
+    };
+}
+
+/// Publishes the wake name of the waiter `h` on its engine's channel of the key, so only the
+/// process it belongs to hears it (see `kinds::fair::wake_name`). The name, not the value:
 /// channels are readable by any subscriber, the value is a secret.
 macro_rules! wake {
     ($h:literal) => {
         concat!(
-            "redis.call('PUBLISH', KEYS[1] .. ':w:' .. string.format('%02x%02x%02x%02x%02x%02x%02x%02x', \
-string.byte(",
-            $h,
-            ", 1, 8)), string.sub(redis.sha1hex(",
+            "redis.call('PUBLISH', ",
+            channel!($h),
+            ", string.sub(redis.sha1hex(",
             $h,
             "), 1, 16)) "
         )
@@ -79,8 +90,9 @@ if h then local pt = redis.call('PTTL', ",
             live!("h"),
             ") if pt > 0 and string.match(l, '^%d+$') then \
 redis.call('SET', KEYS[1], h, 'PX', pt) g = true \
-redis.call('PUBLISH', KEYS[1] .. ':w:' .. string.format('%02x%02x%02x%02x%02x%02x%02x%02x', \
-string.byte(h, 1, 8)), string.sub(redis.sha1hex(h), 1, 16) .. 'g' .. \
+redis.call('PUBLISH', ",
+            channel!("h"),
+            ", string.sub(redis.sha1hex(h), 1, 16) .. 'g' .. \
 string.sub(redis.sha1hex(h .. ':' .. l), 1, 16)) else ",
             wake!("h"),
             "end end "
@@ -134,7 +146,7 @@ redis.call('SET', ",
         grant!(),
         "return r .. string.format('%d', s)"
     ),
-    sha1: "6b4a47ce3109326a12e8e26dc8c9bc1c1e56d77b",
+    sha1: "5af2609a774a5fe3440beeac06cf5ee352f49fe9",
     resend: false,
     op: Op::Own,
 };
@@ -165,7 +177,7 @@ redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1]) end ",
         grant!(),
         "return r"
     ),
-    sha1: "218057658744c8c6e8f8eda8b245ecfca875e22f",
+    sha1: "77b066f4744425c3f326f13c95647550c9ad8994",
     resend: false,
     op: Op::Own,
 };
@@ -184,7 +196,7 @@ local h = top[1] if h == ARGV[1] then h = top[2] elseif not v then h = nil end "
         grant_head!(),
         "if v and not g then redis.call('DEL', KEYS[1]) end if v then return 1 end return 0"
     ),
-    sha1: "04998cf15b3265c4c65773c5fbc881eab0be5a41",
+    sha1: "962c6996d4f0cb8d420168b78b35bba4cd8de6f4",
     resend: true,
     op: Op::Own,
 };
@@ -220,7 +232,7 @@ if not (v or top[1] == ARGV[1]) then h = nil end local g = false ",
         grant_head!(),
         "if v and not g then redis.call('DEL', KEYS[1]) end return r"
     ),
-    sha1: "7c8c68dfc0d313773bbbecacecb3c02eec98c7bc",
+    sha1: "105b9607e22d9ab1ec7be8853bad141b1d571cf8",
     resend: false,
     op: Op::Own,
 };
@@ -250,7 +262,7 @@ if h and h ~= ARGV[1] then ",
         wake!("h"),
         "end return 1"
     ),
-    sha1: "7855597c16b42562aa8797df9f447f2ec5ca28d9",
+    sha1: "c6eb7db37c091641eadd6ddf260c849bf9bf2c2c",
     resend: true,
     op: Op::Own,
 };
@@ -275,7 +287,7 @@ if h and cur == false then ",
         wake!("h"),
         "end return 1"
     ),
-    sha1: "e871171744c564a24f34fb2c8002ecfedb02cdaf",
+    sha1: "22adf06e1bf94d0e338941899f4b1ab438270ed0",
     resend: true,
     op: Op::Own,
 };
