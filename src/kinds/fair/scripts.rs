@@ -274,9 +274,9 @@ if h and h ~= ARGV[1] then ",
 /// final give-up names every epoch.
 pub(crate) static LEAVE: Script = Script {
     source: concat!(
-        "local l = redis.call('GET', ",
+        "local l = tonumber(redis.call('GET', ",
         live!("ARGV[1]"),
-        ") if l and tonumber(l) > tonumber(ARGV[2]) then return 0 end \
+        ")) if l and l > tonumber(ARGV[2]) then return 0 end \
 local top = redis.call('ZRANGE', KEYS[2], 0, 1) \
 redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('DEL', ",
         live!("ARGV[1]"),
@@ -287,7 +287,7 @@ if h and cur == false then ",
         wake!("h"),
         "end return 1"
     ),
-    sha1: "22adf06e1bf94d0e338941899f4b1ab438270ed0",
+    sha1: "e473fef0643c22522cca2a1c0867aef4da364728",
     resend: true,
     op: Op::Own,
 };

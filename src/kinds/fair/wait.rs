@@ -127,7 +127,7 @@ impl FairWait<'_> {
     /// One enqueue (`Round::Enqueue`, which waits for every answer) or attempt round: granted,
     /// still queued, or to start over. The unlock after a lost round moves the waiter to
     /// `moved_to` (its round's second epoch) where it goes; the mask says where it went
-    /// (`Places::moved`).
+    /// (`Places::send`).
     async fn round(
         &self,
         target: &Target,
@@ -227,7 +227,7 @@ struct Places<'a> {
     epoch: u64,
     since: Instant,
     jumps: JumpMark,
-    /// The nodes the last round's unlock went to: they moved to `epoch + 1` (see `moved`).
+    /// The nodes the last round's unlock went to: they moved to `epoch + 1` (see `send`).
     unlocked: u16,
     /// A message named us since the epoch began: grants for it may be written down in the hub.
     named: bool,
@@ -254,12 +254,28 @@ impl Places<'_> {
         self.epoch
     }
 
-    /// A round's unlock went to the nodes `unlocked`: it moved our live keys there to the next
-    /// epoch first, so a grant of the round's epoch from those nodes may be for a key it deleted
-    /// and no longer counts, while the other nodes' grants of the round's epoch still do. `since`
-    /// stays: it is earlier than the unlock.
-    fn moved(&mut self, unlocked: u16) {
+    /// One round of ours (counted in `attempts`), in a new epoch: `cmd` builds its command for it.
+    /// Its unlock, where it goes, moves our live keys on to the next epoch first, so a grant of the
+    /// round's epoch from those nodes may be for a key it deleted and no longer counts, while the
+    /// other nodes' grants of the round's epoch still do (`heard`). `since` stays: it is earlier
+    /// than the unlock.
+    async fn send(
+        &mut self,
+        round: Round,
+        cmd: impl FnOnce(u64) -> Cmd,
+        attempts: &mut u32,
+        until: Option<Instant>,
+    ) -> Outcome {
+        *attempts += 1;
+        let epoch = self.next_epoch();
+        let cmd = cmd(epoch);
+        let (target, value, ttl) = (self.target, self.value, self.ttl);
+        let (outcome, unlocked) = self
+            .wait
+            .round(target, (round, &cmd), value, ttl, until, epoch + 1)
+            .await;
         self.unlocked = unlocked;
+        outcome
     }
 
     fn forget_grants(&self) {
@@ -384,16 +400,8 @@ impl Waiter for Places<'_> {
     ) -> Result<Lock, LockError> {
         let (target, value, ttl) = (self.target, self.value, self.ttl);
         if self.placed.is_none() {
-            *attempts += 1;
-            let epoch = self.next_epoch();
-            let cmd = enqueue_cmd(&target.keys, value, millis(ttl), epoch);
-            let enqueue = (Round::Enqueue, &cmd);
-            let (outcome, moved) = self
-                .wait
-                .round(target, enqueue, value, ttl, until, epoch + 1)
-                .await;
-            self.moved(moved);
-            match outcome {
+            let enqueue = |epoch| enqueue_cmd(&target.keys, value, millis(ttl), epoch);
+            match self.send(Round::Enqueue, enqueue, attempts, until).await {
                 Outcome::Granted(lock) => return Ok(self.won(lock)),
                 // Admission refused: the enqueue was not sent.
                 Outcome::Queued(err, None) => return Err(err),
@@ -419,16 +427,8 @@ impl Waiter for Places<'_> {
         let Some(ticket) = self.placed.as_ref().map(|p| p.ticket) else {
             unreachable!("placed above");
         };
-        *attempts += 1;
-        let epoch = self.next_epoch();
-        let cmd = attempt_in(&target.keys, value, millis(ttl), ticket, epoch);
-        let attempt = (Round::Attempt, &cmd);
-        let (outcome, moved) = self
-            .wait
-            .round(target, attempt, value, ttl, until, epoch + 1)
-            .await;
-        self.moved(moved);
-        match outcome {
+        let attempt = |epoch| attempt_in(&target.keys, value, millis(ttl), ticket, epoch);
+        match self.send(Round::Attempt, attempt, attempts, until).await {
             Outcome::Granted(lock) => Ok(self.won(lock)),
             Outcome::Queued(err, _) => Err(err),
             Outcome::Requeue(err) => Err(self.lost_place(err)),

@@ -27,7 +27,7 @@ fn script_of(msg: Msg) -> &'static str {
             engine_script("fair unlock", |s| s.contains("if h and h ~= ARGV[1] then"))
         }
         Msg::Leave { .. } => engine_script("fair leave", |s| {
-            s.contains("if l and tonumber(l) > tonumber(ARGV[2]) then return 0 end")
+            s.contains("if l and l > tonumber(ARGV[2]) then return 0 end")
         }),
         Msg::Release => engine_script("fair release", |s| {
             s.starts_with(
