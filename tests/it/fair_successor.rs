@@ -84,21 +84,27 @@ async fn a_release_grants_its_engines_next_waiter_but_never_past_another_engines
     let order = order.lock().unwrap().clone();
     let names: Vec<&str> = order.iter().map(|(who, _)| *who).collect();
     // Home's second waiter is home's lowest parked one when home's first releases, but away's
-    // is the head: the nodes do not grant it, they wake away's.
+    // is the head: the nodes do not grant it, they hand the key to away's by message.
     assert_eq!(names, ["home 1", "away", "home 2"]);
     assert!(
         start.elapsed() < PAUSE,
         "every hand-over came from a release"
     );
-    // Granted by the holder's release (no round of its own after its enqueue and its
-    // subscription's first attempt), unlike the two woken by a message.
+    // Home's first was granted by the holder's release in its own round: no round of its own
+    // after its enqueue and its subscription's first attempt. (Away's and home's second are
+    // granted by the releases' messages, or, where too few were heard, by one round of their
+    // own.)
     let attempts = |who: &str| order.iter().find(|(w, _)| *w == who).unwrap().1;
     assert!(
-        attempts("home 1") < attempts("away"),
+        attempts("home 1") <= 2,
         "home's first took no round when granted: {order:?}"
     );
-    // Two wake-ups: away's (home's first released) and home's second (away released); none for
-    // home's first.
+    assert!(
+        attempts("away") <= 3 && attempts("home 2") <= 3,
+        "the others took at most one round when handed the lock: {order:?}"
+    );
+    // Two messages: the grant to away's (home's first released) and to home's second (away
+    // released); none for home's first.
     assert!(eventually(Duration::from_secs(1), || *messages.lock().unwrap() >= 2).await);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(*messages.lock().unwrap(), 2, "messages published");
