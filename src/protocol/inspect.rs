@@ -87,7 +87,8 @@ pub struct KeyState {
     /// The semaphore's K, as its marker at the resource's key says (`None`: no semaphore here).
     pub permit_limit: Option<u64>,
     /// Live entries in this node's fair-lock queue other than the holder's: the waiters
-    /// ([`crate::Redlock::acquire_fair`]).
+    /// ([`crate::Redlock::acquire_fair`]). Liveness is read for the first 1,000 entries only;
+    /// every entry after them counts, so a queue that long reads as at least its live waiters.
     pub fair_waiters: u64,
     /// The holder's label ([`crate::Builder::holder_label`]), shown only when it was written by
     /// the current holder's acquire.

@@ -312,3 +312,48 @@ async fn a_dead_head_handed_the_key_holds_it_no_longer_than_its_place() {
     );
     e.release(lock).await.unwrap();
 }
+
+/// 100k waiters that died without leaving (planted as dead entries, behind a holder): no script
+/// stalls a node on them (each drops at most 1,000 and wakes the queue's last entry to go on), the
+/// holder's release succeeds, and a live waiter behind them all gets the lock in round trips, not
+/// keepalive pauses (a quarter TTL apart: 100 of them would be over two minutes here).
+#[tokio::test]
+async fn a_live_waiter_behind_100k_dead_entries_gets_the_lock_and_no_script_stalls_a_node() {
+    let cluster = nodes(3);
+    let (holding, waiting) = (engine(urls(&cluster)).await, engine(urls(&cluster)).await);
+    let holder = holding.acquire_fair("drain", TTL).await.unwrap();
+    for n in &cluster {
+        n.cmd(&[
+            b"EVAL",
+            b"for i = 1, 100000 do redis.call('ZADD', KEYS[1], 9e15 + i, 'dead' .. i) end",
+            b"1",
+            b"redlock:{drain}:fair:q",
+        ]);
+        // Half the engine's default node deadline.
+        n.cmd_str(&["CONFIG", "SET", "slowlog-log-slower-than", "25000"]);
+        n.cmd_str(&["SLOWLOG", "RESET"]);
+    }
+    let started = Instant::now();
+    let waiter = tokio::spawn(async move {
+        let lock = waiting.acquire_fair("drain", TTL).await.unwrap();
+        let took = started.elapsed();
+        waiting.release(lock).await.unwrap();
+        took
+    });
+    let behind_all = crate::common::eventually(Duration::from_secs(3), || {
+        cluster.iter().all(|n| queued(n, "drain") == 100_002)
+    })
+    .await;
+    assert!(behind_all, "the waiter is queued behind the dead entries");
+    holding.release(holder).await.unwrap();
+    let took = waiter.await.unwrap();
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    for n in &cluster {
+        assert_eq!(
+            n.cmd_str(&["SLOWLOG", "LEN"]),
+            "0",
+            "a command ran for 25 ms or more on :{}",
+            n.port
+        );
+    }
+}

@@ -95,3 +95,25 @@ async fn inspect_counts_the_fair_queue_and_the_semaphore_permits() {
     assert_eq!(verdict, Verdict::Free);
     assert!(s.iter().all(|s| s.permits == 0 && s.permit_limit.is_none()));
 }
+
+/// A fair queue of 100k entries (planted dead, behind a holder) is read without a script that runs
+/// through it: liveness is read for the first 1,000 entries (none live here), and the rest count
+/// as they are. Without that bound the count would be 0, after 100k reads in one script.
+#[tokio::test]
+async fn inspect_reads_the_liveness_of_a_long_fair_queues_first_entries_only() {
+    let n = nodes(3);
+    let e = engine(urls(&n), transports()[0]).await;
+    let holder = e.acquire_fair("long", TTL).await.unwrap();
+    for x in &n {
+        x.cmd(&[
+            b"EVAL",
+            b"for i = 1, 100000 do redis.call('ZADD', KEYS[1], 9e15 + i, 'dead' .. i) end",
+            b"1",
+            b"redlock:{long}:fair:q",
+        ]);
+    }
+    let (_, s) = states(&e, "long").await;
+    // 100,001 entries: the holder's and 999 dead ones read, 99,001 counted unread.
+    assert!(s.iter().all(|s| s.fair_waiters == 99_001), "{s:?}");
+    e.release(holder).await.unwrap();
+}
