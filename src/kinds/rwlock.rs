@@ -182,25 +182,47 @@ pub(crate) fn write_kind() -> Kind {
 // the node's ms clock), [3] writer intent (the ticket of a writer waiting for readers to leave).
 // ARGV: [1] lock value, [2] TTL ms, [3] writer ticket. Readers expire per entry, by the same node clock
 // that expires PX keys; the set itself expires with its longest reader.
-// Why the node's `TIME` truncated to ms is safe: an entry scored `floor(now) + ttl` is removed once
-// `floor(later) >= score` (ZREMRANGEBYSCORE and EXTEND_READ's `<=` are inclusive), so it lives at least
-// `ttl - 1 ms` after the script ran, which is after the client's round started; the client's validity
-// is at most `ttl - drift` with `drift >= 2 ms` (`timing.rs`), so no reader trusts an entry the node has
-// dropped. PX keys have the same 1 ms granularity. A node whose wall clock jumps forward drops both early.
+// Why the node's `TIME` truncated to ms is safe: an entry scored `floor(now) + ttl` counts as a live
+// reader while `floor(later) < score` (live readers are those scored above `now`; EXTEND_READ's `<=`
+// and the expired-reader drop's `ZCOUNT -inf now` are inclusive), so it lives at least `ttl - 1 ms`
+// after the script ran, which is after the client's round started; the client's validity is at most
+// `ttl - drift` with `drift >= 2 ms` (`timing.rs`), so no reader trusts an entry the node has
+// dropped or no longer counts. PX keys have the same 1 ms granularity. A node whose wall clock jumps
+// forward drops both early.
+
+/// Drops expired readers, at most 1,000 per script (the lowest scores are the expired ones): a
+/// node must not stall on a crowd of readers that died without releasing (100k took one
+/// `ZREMRANGEBYSCORE` 20-40 ms on a 2-core VM). Expired readers may then remain, so the scripts
+/// count only live ones: `live_readers!()`, those scored above `now`.
+macro_rules! drop_expired {
+    () => {
+        "local d = redis.call('ZCOUNT', KEYS[2], '-inf', now) \
+if d > 0 then redis.call('ZPOPMIN', KEYS[2], math.min(d, 1000)) end "
+    };
+}
+
+/// The live readers' count (see [`drop_expired!`]).
+macro_rules! live_readers {
+    () => {
+        "redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')"
+    };
+}
 
 /// Read acquire: refused while a writer holds the lock **or waits for it** (writer preference), or
 /// when `ARGV[3]` readers already hold it.
 pub(crate) static ACQUIRE_READ: Script = Script {
     source: concat!(
         node_now!(),
-        "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
-if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return -1 end \
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end \
+        drop_expired!(),
+        "if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return -1 end \
+if ",
+        live_readers!(),
+        " >= tonumber(ARGV[3]) then return -1 end \
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) \
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end \
 return 1"
     ),
-    sha1: "be7b575b29d19e8db78f9362077740aff941e98b",
+    sha1: "8157f719978c8bd4f0895df63df22dab97684e84",
     resend: false,
     op: Op::Own,
 };
@@ -210,16 +232,18 @@ return 1"
 pub(crate) static ACQUIRE_WRITE: Script = Script {
     source: concat!(
         node_now!(),
-        "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) \
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end \
+        drop_expired!(),
+        "if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end \
 local intent = redis.call('GET', KEYS[3]) \
 if intent ~= false and intent ~= ARGV[3] then return -1 end \
-if redis.call('ZCARD', KEYS[2]) > 0 then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) return -1 end \
+if ",
+        live_readers!(),
+        " > 0 then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) return -1 end \
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) \
 if intent ~= false then redis.call('DEL', KEYS[3]) end \
 return 1"
     ),
-    sha1: "211c41ebffeaba5bcb83db4f358e5f535c71907c",
+    sha1: "6aa966b27eaa62d4f190a9473668def7764fd73a",
     resend: false,
     op: Op::Own,
 };

@@ -79,6 +79,18 @@ async fn a_read_only_user_can_inspect_and_nothing_more() {
     let n: Vec<RedisNode> = (0..3).map(|_| RedisNode::start_with(&args)).collect();
     let writer = crate::common::engine(urls(&n), transports()[0]).await;
     let lock = writer.acquire("watched", TTL).await.unwrap();
+    // A fair lock with a waiter queued behind its holder (planted: one entry and its live key).
+    let fair = writer.acquire_fair("queued", TTL).await.unwrap();
+    for x in &n {
+        x.cmd(&[
+            b"EVAL",
+            b"redis.call('ZADD', KEYS[1], 9e15, 'w') \
+redis.call('SET', KEYS[2] .. ':fair:l:' .. string.sub(redis.sha1hex('w'), 1, 16), '1', 'PX', 10000)",
+            b"2",
+            b"redlock:{queued}:fair:q",
+            b"redlock:{queued}",
+        ]);
+    }
     for transport in transports() {
         let inspector_urls: Vec<String> = n
             .iter()
@@ -91,6 +103,14 @@ async fn a_read_only_user_can_inspect_and_nothing_more() {
             .nodes
             .iter()
             .all(|x| x.state.as_ref().is_ok_and(|s| !s.ours)));
+        let queued = e.inspect("queued").await.unwrap();
+        assert!(
+            queued
+                .nodes
+                .iter()
+                .all(|x| x.state.as_ref().is_ok_and(|s| s.fair_waiters == 1)),
+            "{transport:?}: {queued:?}"
+        );
         // Read-only: it can neither break the lock nor take one.
         assert!(matches!(
             e.force_release("watched").await,
@@ -100,6 +120,7 @@ async fn a_read_only_user_can_inspect_and_nothing_more() {
         assert!(e.try_acquire("other", TTL).await.is_err());
     }
     writer.release(lock).await.unwrap();
+    writer.release(fair).await.unwrap();
 }
 
 #[tokio::test]

@@ -167,3 +167,56 @@ async fn a_cancelled_writer_withdraws_its_intent() {
         e.release(reader).await.unwrap();
     }
 }
+
+/// 100k readers that died without releasing (planted, long expired): no script stalls a node on
+/// them (each drops at most 1,000), and since most remain after a script, only live readers count:
+/// the reader limit, and a writer, which gets the lock at its first try.
+#[tokio::test]
+async fn a_crowd_of_expired_readers_neither_stalls_a_node_nor_counts() {
+    let cluster = nodes(3);
+    let e = Redlock::new(Config {
+        max_readers: 2,
+        ..crate::common::fresh_config(urls(&cluster))
+    })
+    .await
+    .unwrap();
+    for n in &cluster {
+        n.cmd(&[
+            b"EVAL",
+            b"for i = 1, 100000 do redis.call('ZADD', KEYS[1], i, 'dead' .. i) end",
+            b"1",
+            b"redlock:{crowd}:rw:readers",
+        ]);
+        // Half the engine's default node deadline.
+        n.cmd_str(&["CONFIG", "SET", "slowlog-log-slower-than", "25000"]);
+        n.cmd_str(&["SLOWLOG", "RESET"]);
+    }
+    let a = attempt(e.lock(b"crowd").read(), TTL).await.unwrap();
+    let b = attempt(e.lock(b"crowd").read(), TTL).await.unwrap();
+    assert!(
+        attempt(e.lock(b"crowd").read(), TTL).await.is_err(),
+        "two live readers are the limit"
+    );
+    e.release(a).await.unwrap();
+    e.release(b).await.unwrap();
+    let w = attempt(e.lock(b"crowd").write(), TTL)
+        .await
+        .expect("expired readers do not count");
+    e.release(w).await.unwrap();
+    for n in &cluster {
+        let left: u64 = n
+            .cmd_str(&["ZCARD", "redlock:{crowd}:rw:readers"])
+            .parse()
+            .unwrap();
+        assert!(
+            left > 90_000,
+            "each script drops at most 1,000: {left} left"
+        );
+        assert_eq!(
+            n.cmd_str(&["SLOWLOG", "LEN"]),
+            "0",
+            "a command ran for 25 ms or more on :{}",
+            n.port
+        );
+    }
+}

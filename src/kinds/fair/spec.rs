@@ -47,11 +47,13 @@ pub(crate) static FAIR: Spec = Spec {
 /// `kinds::fair::scripts`). Only the first 1,000 entries' live keys are read, and every entry
 /// after them counts: an operator's read must not stall a node behind a long queue (100k waiters
 /// would be 100k reads in one script), and a dead entry is removed once it reaches the head anyway.
+/// `PTTL` (-2: no key) and `ZCOUNT`, not `EXISTS` and `ZCARD`: the guide's read-only inspecting user
+/// may run only those.
 static QUEUED: InspectPart = InspectPart {
     lua: "local n = 0 local q = K[':fair:q'] if ty(q) == 'zset' then \
-for _, m in ipairs(redis.call('ZRANGE', q, 0, 999)) do if m ~= v and redis.call('EXISTS', \
-KEYS[1] .. ':fair:l:' .. string.sub(redis.sha1hex(m), 1, 16)) == 1 then n = n + 1 end end \
-n = n + math.max(0, redis.call('ZCARD', q) - 1000) end out[#out + 1] = n",
+for _, m in ipairs(redis.call('ZRANGE', q, 0, 999)) do if m ~= v and redis.call('PTTL', \
+KEYS[1] .. ':fair:l:' .. string.sub(redis.sha1hex(m), 1, 16)) ~= -2 then n = n + 1 end end \
+n = n + math.max(0, redis.call('ZCOUNT', q, '-inf', '+inf') - 1000) end out[#out + 1] = n",
     fields: 1,
     read: |f, s| {
         s.fair_waiters = count(f[0])?;
