@@ -62,9 +62,11 @@
 //! differently, since nobody behind it can be granted at that node before it is dropped. The
 //! other scripts (leave, unlock) check no head: a head they name that is dead wakes nobody, and
 //! the waiters behind it learn at their next attempt (which drops it and wakes the new head).
-//! One script drops at most 1,000 dead entries (a few ms of a node's time): where it stops there,
-//! it wakes the queue's last entry, whose attempt drops the next ones, so a long run of waiters
-//! that died without leaving is drained in round trips and never stalls a node in one script.
+//! One script drops at most 1,000 dead entries (a few ms of a node's time). Where it stops there,
+//! the head is not known yet: it grants nobody and wakes a waiter behind the run (an attempt or an
+//! enqueue wakes its own sender; a release, the queue's last entry), whose attempt drops the next
+//! ones. So a long run of waiters that died without leaving is drained in round trips, and never
+//! stalls a node in one script.
 //!
 //! # Why a lock granted by messages is held
 //! - *Quorum*: a majority of nodes each published that it set the key to our value for an epoch of
@@ -72,7 +74,7 @@
 //!   after it did, on a subscriber connection to that node alone; a node that may not vote now is
 //!   not counted).
 //! - *No key of ours deleted since*: only our own scripts delete our key while we wait. An attempt
-//!   where we are not the head and an unlock after a lost round first set our live key to the
+//!   where we are not the head (or the head is not known yet) and an unlock after a lost round first set our live key to the
 //!   epoch they carry; an attempt that finds no live entry of ours deletes our key where no live
 //!   key is left to grant us by; a requeue's leave ends the place (nothing of it is counted after).
 //!   A grant for the round's epoch `e` from a node the unlock (epoch `e + 1`) went to may predate

@@ -33,7 +33,8 @@ macro_rules! prune {
     };
 }
 
-/// Sets `h` to the queue's first live entry (or `nil`), removing the dead entries before it
+/// Sets `h` to the queue's first live entry (or `nil`: none, or, with `more` set, not found within
+/// `prune!` removals), removing the dead entries before it
 /// (`pruned` says some were): an entry whose live key expired is a waiter that stopped refreshing
 /// for a TTL. Only the head is checked, so a script pays one read for this, and a dead entry is
 /// removed once, when it reaches the head. The sender's own entry counts as live: its script
@@ -80,10 +81,17 @@ macro_rules! wake {
     };
 }
 
-/// Where a script stopped pruning at `prune!` entries (`more`), the head is unknown: the queue's last entry
-/// (the newest, the likeliest live; maybe the sender itself) is woken, and its attempt drains the
-/// next ones. So a live waiter behind a long dead run is reached in round trips, not keepalives.
+/// Where a script stopped pruning at `prune!` entries (`more`), the head is unknown: a waiter
+/// behind the dead run is woken so its attempt drops the next ones, and a live waiter behind a long
+/// run of them is reached in round trips, not in its keepalive pauses. `drain_on!(self)`: the
+/// sender, whose entry this attempt or enqueue just refreshed (live, behind the run); `drain_on!()`,
+/// for a script whose sender has no entry (a release, an attempt that lost its place): the queue's
+/// last entry, the newest and likeliest live. If that one is dead too, the live waiters' own
+/// attempts go on, each waking itself.
 macro_rules! drain_on {
+    (self) => {
+        concat!("if more then ", wake!("ARGV[1]"), "end ")
+    };
     () => {
         concat!(
             "if more then local t = redis.call('ZRANGE', KEYS[2], -1, -1)[1] if t then ",
@@ -137,7 +145,8 @@ macro_rules! keep_queue {
 
 /// The grant rule, for an attempt or an enqueue: the key free (or already ours) and we are the
 /// head of the live queue. A key of ours while we are not the head (an earlier round's release that
-/// did not land) is deleted: it must neither grant us out of turn nor keep the head waiting. A free
+/// did not land), or while the head is not known yet (dead entries left ahead of us, `more`), is
+/// deleted: it must neither grant us out of turn nor keep the head waiting. A free
 /// key we cannot take wakes the head when this script may have changed who that is (`moved`: our
 /// entry moved, maybe off the head; `pruned`; or the key we just freed). With the key another's,
 /// nothing more is read: the head matters only once it is free. Sets `r` to `'G'` when granted.
@@ -171,10 +180,10 @@ redis.call('SET', ",
         ", ARGV[4] or '0', 'PX', ttl) ",
         keep_queue!(),
         grant!(),
-        drain_on!(),
+        drain_on!(self),
         "return r .. string.format('%d', s)"
     ),
-    sha1: "8f58602df724b30ed28719f55737b25fffa1d6ff",
+    sha1: "bc6f2a4a5f01c570c23e79adb31d61946d072f3f",
     resend: false,
     op: Op::Own,
 };
@@ -205,10 +214,10 @@ if tonumber(s) ~= tonumber(ARGV[3]) then moved = redis.call('ZRANGE', KEYS[2], 0
 redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1]) end ",
         keep_queue!(),
         grant!(),
-        drain_on!(),
+        drain_on!(self),
         "return r"
     ),
-    sha1: "8c88525568c1bf3ab8fa633b55a2a318d67af90a",
+    sha1: "b8e8a62b85a1a7e55c337af85f74de7b0372e72f",
     resend: false,
     op: Op::Own,
 };
