@@ -27,7 +27,9 @@
 //!    carrying `T`. The enqueue **completed** once a majority holds `(T, waiter)`: after step 1 when a
 //!    majority answered `T`, else after the first attempt that found the entry on a majority.
 //! 3. **Attempts** (1 round each, at the waiter's wake-up or its keepalive pause, at most a quarter TTL
-//!    apart): where the node still has the waiter's live entry, it sets its ticket to `T` and
+//!    apart; a waiter that lost only to the queue's order and listens for messages waits the whole
+//!    keepalive, since its turn comes by message, while one that lost to a fault or does not listen
+//!    pauses as any lock does): where the node still has the waiter's live entry, it sets its ticket to `T` and
 //!    refreshes its live key — it never re-adds an entry it dropped, and an entry whose live key
 //!    expired is dropped there — then grants on the same rule. A waiter granted on
 //!    a majority holds the lock, with the validity rules of any lock; one granted on fewer releases its

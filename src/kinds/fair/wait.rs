@@ -100,6 +100,7 @@ impl FairWait<'_> {
             sub: notify,
             placed: None,
             placed_once: false,
+            until: None,
         };
         let result = self.core.wait_for(&mut waiter, bounds).await;
         let placed_once = waiter.placed_once;
@@ -237,6 +238,8 @@ struct Places<'a> {
     placed: Option<Placed<'a>>,
     /// An enqueue reached a majority at least once (a place was held).
     placed_once: bool,
+    /// The wait's budget end, as its rounds are given it (`None`: none).
+    until: Option<Instant>,
 }
 
 impl Places<'_> {
@@ -398,6 +401,7 @@ impl Waiter for Places<'_> {
         attempts: &mut u32,
         until: Option<Instant>,
     ) -> Result<Lock, LockError> {
+        self.until = until;
         let (target, value, ttl) = (self.target, self.value, self.ttl);
         if self.placed.is_none() {
             let enqueue = |epoch| enqueue_cmd(&target.keys, value, millis(ttl), epoch);
@@ -435,12 +439,28 @@ impl Waiter for Places<'_> {
         }
     }
 
-    async fn next(&mut self, _err: &LockError, pause: Duration) -> Next {
+    async fn next(&mut self, err: &LockError, pause: Duration) -> Next {
         // Attempts are also the waiter's keepalive: at most a quarter TTL apart.
-        Next::Pause {
-            pause: pause.min(self.ttl / 4),
-            free: false,
-        }
+        let keepalive = self.ttl / 4;
+        let pause = match err {
+            // Queued behind others, and listening: our turn comes by message (a release's grant,
+            // or a wake-up once we head the queue with the key free), so the next round is only the
+            // keepalive, or the wait's budget end. Polling at the retry pause cost every waiter a
+            // round per pause: 6,400 waiters on 4 keys ran 85k rounds a second on each node and got
+            // 59 grants a second. What no message tells (a holder or a head that died, whose keys
+            // expire) is noticed at the keepalive, at most a quarter TTL after they expired.
+            LockError::Contended { .. } if self.sub.is_some() && self.placed.is_some() => {
+                // Just short of the budget's end, which would otherwise end the wait at once.
+                let left = self.until.map(|end| {
+                    end.saturating_duration_since(Instant::now())
+                        .saturating_sub(Duration::from_millis(1))
+                });
+                left.map_or(keepalive, |left| left.min(keepalive))
+            }
+            // Not a loss to the queue's order (a node down, a round cut short): as any lock.
+            _ => pause.min(keepalive),
+        };
+        Next::Pause { pause, free: false }
     }
 
     async fn answered(&self) {
