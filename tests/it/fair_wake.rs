@@ -13,8 +13,9 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 pub(crate) const TTL: Duration = Duration::from_secs(10);
-/// The retry pause, and so the keepalive (a quarter TTL is longer): a waiter that is not woken
-/// tries only this often, so a lost or wrongly named wake-up shows as a slow hand-over.
+/// The retry pause. A queued waiter that listens sleeps its keepalive, a quarter TTL (2.5 s), and
+/// a waiter that is not woken tries only that often, so a lost or wrongly named wake-up shows as a
+/// hand-over slower than this.
 pub(crate) const PAUSE: Duration = Duration::from_millis(2000);
 
 pub(crate) async fn engine(urls: Vec<String>) -> Redlock {
@@ -194,4 +195,40 @@ string.byte(redis.call('ZRANGE', KEYS[1], 1, 1)[1], 1, 8))",
         assert_eq!(queued(node, resource), 0);
         assert_eq!(head_name(node, resource), "");
     }
+}
+
+/// A release while this engine's subscriber connections are down publishes into the void: once
+/// they are back, their re-sent subscriptions wake the waiters, so a queued waiter (which sleeps a
+/// quarter TTL, 2.5 s here, between rounds) gets the lock at the reconnect, not at its keepalive.
+#[tokio::test]
+async fn a_waiter_whose_subscriber_reconnected_is_woken_at_once() {
+    let cluster = nodes(3);
+    let (holding, waiting) = (engine(urls(&cluster)).await, engine(urls(&cluster)).await);
+    let holder = holding.acquire_fair("gap", TTL).await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let lock = waiting.acquire_fair("gap", TTL).await.unwrap();
+        let got = Instant::now();
+        waiting.release(lock).await.unwrap();
+        got
+    });
+    let queued = crate::common::eventually(Duration::from_secs(3), || {
+        cluster
+            .iter()
+            .all(|n| crate::common::fair_queued(n, "gap") == 2)
+    })
+    .await;
+    assert!(queued);
+    // Let the waiter's subscriptions be active, then cut every subscriber connection.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for n in &cluster {
+        n.cmd_str(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    }
+    holding.release(holder).await.unwrap();
+    let released = Instant::now();
+    let got = waiter.await.unwrap();
+    assert!(
+        got - released < Duration::from_millis(1500),
+        "got the lock {:?} after the release",
+        got - released
+    );
 }

@@ -182,8 +182,10 @@ impl Redlock {
     /// # Ok(()) }
     /// ```
     ///
-    /// Cost: 1 round trip when free (2 when the nodes' tickets disagree); then 1 per attempt (when it
-    /// becomes the head, or every retry pause).
+    /// Cost: 1 round trip when free (2 when the nodes' tickets disagree); then none when a release
+    /// hands it the lock by message, and 1 per attempt: when it is woken as the head, and a quarter
+    /// TTL apart as its keepalive (every retry pause instead without notifications, or when fewer
+    /// than a majority of the nodes publish to this engine, as Sentinel-managed nodes do not).
     ///
     /// # Errors
     /// As any wait (the engine's one wait loop): [`LockError::Timeout`] when `acquire_timeout`

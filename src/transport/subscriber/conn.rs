@@ -1,6 +1,7 @@
 //! One node's subscriber connection (`super`'s): connect, subscribe to every wanted channel,
 //! deliver messages to the registry, reconnect with backoff.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -25,6 +26,7 @@ pub(super) async fn run(
     stop: CancellationToken,
 ) {
     let mut delay = opts.reconnect_min;
+    let mut first = true;
     loop {
         let stream = tokio::select! {
             _ = stop.cancelled() => return,
@@ -48,6 +50,9 @@ pub(super) async fn run(
             for channel in channels.keys() {
                 encode_args(&mut out, &[b"SUBSCRIBE", channel]);
             }
+            let rejoined = if first { 0 } else { channels.len() };
+            conn.resubscribing.store(rejoined, Ordering::Relaxed);
+            first = false;
         }
         conn.wake.notify_one();
         let stopped = match stream {
@@ -124,7 +129,7 @@ pub(super) fn deliver(hub: &Hub, conn: &Conn, buf: &mut BytesMut, framer: &mut F
                             entry.wake(payload, conn.node_bit)
                         }
                         (b"message", Some(entry), _) => entry.wake_all(),
-                        (b"subscribe", Some(entry), _) if !entry.active => {
+                        (b"subscribe", Some(entry), _) if conn.rejoin() | !entry.active => {
                             entry.active = true;
                             entry.wake_all();
                         }

@@ -3,6 +3,7 @@
 //! connection ([`Conn`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -50,6 +51,9 @@ pub(super) struct Conn {
     pub(super) node_bit: u16,
     pub(super) out: Mutex<BytesMut>,
     pub(super) wake: Notify,
+    /// Subscriptions re-sent by a reconnect and not yet confirmed: each confirmation wakes its
+    /// channel's waiters, since what was published while the connection was down is lost.
+    pub(super) resubscribing: AtomicUsize,
 }
 
 impl Channel {
@@ -128,5 +132,13 @@ impl Conn {
     pub(super) fn queue(&self, verb: &[u8], channel: &[u8]) {
         encode_args(&mut self.out(), &[verb, channel]);
         self.wake.notify_one();
+    }
+
+    /// A subscription confirmed after a reconnect: counts one of those re-sent off, true while
+    /// any were left (its waiters are then woken, see [`Conn::resubscribing`]).
+    pub(super) fn rejoin(&self) -> bool {
+        self.resubscribing
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
     }
 }

@@ -16,6 +16,7 @@
 //! connections share), `conn` (one node's subscriber connection), `linger` (lingering channels).
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
@@ -32,6 +33,8 @@ use linger::Idle;
 #[derive(Debug)]
 pub(crate) struct Notifier {
     inner: Arc<Hub>,
+    /// How many of the nodes publish to a connection of ours (a Sentinel-managed node has none).
+    heard: usize,
     _stop: DropGuard,
 }
 
@@ -73,6 +76,7 @@ impl Notifier {
                     node_bit,
                     out: Mutex::new(BytesMut::new()),
                     wake: Notify::new(),
+                    resubscribing: AtomicUsize::new(0),
                 })
             })
             .collect();
@@ -91,8 +95,15 @@ impl Notifier {
         }
         Self {
             inner,
+            heard: addrs.iter().filter(|a| !members(a).is_empty()).count(),
             _stop: stop.drop_guard(),
         }
+    }
+
+    /// How many of the nodes this engine hears publish: a waiter that counts on messages (a
+    /// grant needs a majority of nodes heard) must otherwise poll.
+    pub(crate) fn heard_nodes(&self) -> usize {
+        self.heard
     }
 
     /// Subscribes to `channel` on every node (once per channel, however many subscriptions).

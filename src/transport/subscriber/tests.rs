@@ -23,6 +23,7 @@ fn conn() -> Conn {
         node_bit: 1 << 2,
         out: Mutex::new(BytesMut::new()),
         wake: Notify::new(),
+        resubscribing: AtomicUsize::new(0),
     }
 }
 
@@ -34,6 +35,7 @@ fn hub() -> (Arc<Hub>, Notifier) {
     });
     let notifier = Notifier {
         inner: hub.clone(),
+        heard: 0,
         _stop: CancellationToken::new().drop_guard(),
     };
     (hub, notifier)
