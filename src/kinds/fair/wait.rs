@@ -452,8 +452,8 @@ impl Waiter for Places<'_> {
             // Queued behind others, and listening: our turn comes by message (a release's grant,
             // or a wake-up once we head the queue with the key free), so the next round is only the
             // keepalive, or the wait's budget end. Polling at the retry pause cost every waiter a
-            // round per pause: 6,400 waiters on 4 keys ran 85k rounds a second on each node and got
-            // 59 grants a second. What no message tells (a holder or a head that died, whose keys
+            // round per pause: 6,400 waiters on 4 keys ran about 85k rounds a second on each node and
+            // got 59-190 grants a second. What no message tells (a holder or a head that died, whose keys
             // expire) is noticed at the keepalive, at most a quarter TTL after they expired.
             LockError::Contended { .. } if self.listens && self.placed.is_some() => {
                 // Just short of the budget's end, which would otherwise end the wait at once.
