@@ -102,7 +102,7 @@ impl FairWait<'_> {
             sub: notify,
             placed: None,
             placed_once: false,
-            until: None,
+            until: bounds.budget_end,
             listens,
         };
         let result = self.core.wait_for(&mut waiter, bounds).await;
@@ -241,7 +241,7 @@ struct Places<'a> {
     placed: Option<Placed<'a>>,
     /// An enqueue reached a majority at least once (a place was held).
     placed_once: bool,
-    /// The wait's budget end, as its rounds are given it (`None`: none).
+    /// The wait's budget end (`Bounds::budget_end`; `None`: none).
     until: Option<Instant>,
     /// We hear a majority of the nodes publish (notifications on, and not a node set of mostly
     /// Sentinel-managed nodes, which publish to no connection of ours): our turn comes by message.
@@ -407,7 +407,6 @@ impl Waiter for Places<'_> {
         attempts: &mut u32,
         until: Option<Instant>,
     ) -> Result<Lock, LockError> {
-        self.until = until;
         let (target, value, ttl) = (self.target, self.value, self.ttl);
         if self.placed.is_none() {
             let enqueue = |epoch| enqueue_cmd(&target.keys, value, millis(ttl), epoch);
