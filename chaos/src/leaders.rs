@@ -157,12 +157,16 @@ impl Agreement {
 }
 
 /// Checks what the `observers` saw against the `tenures` ([`check`]'s), for tenures granted before
-/// `cutoff` (raw ns; later ones may not have been read before the observers stopped).
+/// `cutoff` (raw ns; later ones may not have been read before the observers stopped). A term nobody
+/// logged that an observer saw at or after `stop` (the stop file's time) is not a phantom: the stop
+/// cancels a candidate's campaign, which may have won on the nodes (and been seen, and resigned on
+/// drop) before its future was dropped and its win logged.
 pub fn agree(
     tenures: &[Tenure],
     observed: &[Observed],
     observers: &[&str],
     cutoff: u64,
+    stop: u64,
 ) -> Agreement {
     let mut out = Agreement::default();
     let by_term: BTreeMap<u64, &Tenure> = tenures.iter().map(|t| (t.term, t)).collect();
@@ -190,6 +194,7 @@ pub fn agree(
                         out.delays_ns.push(item.at.saturating_sub(t.granted));
                     }
                 }
+                None if item.at >= stop => {}
                 held => {
                     out.phantoms += 1;
                     let by = held.map_or("nobody".to_string(), |t| t.holder.clone());

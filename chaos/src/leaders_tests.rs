@@ -91,7 +91,7 @@ fn observers_must_go_up_see_real_leaders_miss_none_and_agree() {
         seen("o0", 11, "e1", 2_002),
         seen("o1", 11, "e1", 2_010),
     ];
-    let a = agree(&tenures, &good, &both, 10_000 * MS);
+    let a = agree(&tenures, &good, &both, 10_000 * MS, u64::MAX);
     assert!(a.holds(), "{a:?}");
     assert_eq!(a.delays_ns, [2 * MS, 5 * MS, 6 * MS, 10 * MS]);
 
@@ -99,17 +99,24 @@ fn observers_must_go_up_see_real_leaders_miss_none_and_agree() {
     let mut bad = good.clone();
     bad.push(seen("o1", 10, "e0", 2_500));
     bad.push(seen("o1", 12, "e2", 2_600));
-    let a = agree(&tenures, &bad, &both, 10_000 * MS);
+    let a = agree(&tenures, &bad, &both, 10_000 * MS, u64::MAX);
     assert_eq!((a.went_back, a.phantoms), (1, 1), "{a:?}");
     assert!(!a.holds());
+    // A term nobody logged, seen only after the stop: a campaign the stop cancelled after it won.
+    let mut late = good.clone();
+    late.push(seen("o1", 12, "e2", 2_600));
+    let a = agree(&tenures, &late, &both, 10_000 * MS, 2_600 * MS);
+    assert_eq!(a.phantoms, 0, "{a:?}");
+    let a = agree(&tenures, &late, &both, 10_000 * MS, 2_601 * MS);
+    assert_eq!(a.phantoms, 1, "{a:?}");
     // o1 misses term 11 (it lasted 1.5 s); the observers disagree.
-    let a = agree(&tenures, &good[..3], &both, 10_000 * MS);
+    let a = agree(&tenures, &good[..3], &both, 10_000 * MS, u64::MAX);
     assert_eq!(a.missed, ["o1: 11"], "{a:?}");
     assert!(a.disagree);
     // ... unless term 11 began after the cut-off.
-    let a = agree(&tenures, &good[..3], &both, 1_900 * MS);
+    let a = agree(&tenures, &good[..3], &both, 1_900 * MS, u64::MAX);
     assert!(a.holds(), "{a:?}");
     // An observer that saw nothing at all misses every tenure.
-    let a = agree(&tenures, &good, &["o0", "o1", "o2"], 10_000 * MS);
+    let a = agree(&tenures, &good, &["o0", "o1", "o2"], 10_000 * MS, u64::MAX);
     assert_eq!(a.missed.len(), 2, "{a:?}");
 }

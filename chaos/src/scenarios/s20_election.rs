@@ -241,7 +241,7 @@ fn judge(f: &mut Findings, tl: &Timeline, cast: &Cast, stop: u64) {
     let leaders = leaders::check(&f.logs.leads);
     let cutoff = stop - SEEN_BEFORE_STOP.as_nanos() as u64;
     let observers: Vec<&str> = cast.observers.iter().map(String::as_str).collect();
-    let seen = leaders::agree(&leaders.tenures, &f.logs.observed, &observers, cutoff);
+    let seen = leaders::agree(&leaders.tenures, &f.logs.observed, &observers, cutoff, stop);
     let by_window: Vec<String> = tl
         .windows
         .iter()
