@@ -28,6 +28,7 @@ pub(crate) mod fred;
 mod pending;
 pub(crate) mod pipeline;
 mod resp;
+mod stall;
 pub(crate) mod subscriber;
 pub(crate) use client::{LinkStatus, NodeClient};
 pub(crate) use connect::ConnectOptions;

@@ -9,6 +9,9 @@
 //! - [`Mode::Hang`]: nothing is read; bytes wait in the kernel buffers and are delivered, late, when the
 //!   mode changes. Late replies are exactly what the engine must never count.
 //! - [`Mode::Reset`]: every connection is closed with an RST, and new ones are reset on accept.
+//!
+//! And [`Proxy::sever`]: the connections open now go silent for good, new ones pass (a peer gone
+//! without a word).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -42,6 +45,8 @@ pub struct Proxy {
     /// The port clients connect to.
     pub port: u16,
     mode: watch::Sender<Mode>,
+    /// Bumped by [`Proxy::sever`]: a connection accepted under an older count goes silent.
+    severed: watch::Sender<u64>,
     task: JoinHandle<()>,
 }
 
@@ -51,8 +56,14 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let (mode, rx) = watch::channel(Mode::Pass);
-        let task = tokio::spawn(accept_loop(listener, upstream, rx));
-        Ok(Self { port, mode, task })
+        let (severed, cut) = watch::channel(0);
+        let task = tokio::spawn(accept_loop(listener, upstream, rx, cut));
+        Ok(Self {
+            port,
+            mode,
+            severed,
+            task,
+        })
     }
 
     /// `redis://127.0.0.1:port`.
@@ -80,6 +91,14 @@ impl Proxy {
     pub fn set_delay(&self, delay: Duration) {
         self.set(Mode::Delay(delay));
     }
+
+    /// Every connection open now goes silent for good: what its client sends is read and dropped,
+    /// nothing comes back, and the client is never told (no FIN, no RST) — a host that lost power, a
+    /// NAT that forgot the flow. The server's side is closed. Connections made later pass as the mode
+    /// says.
+    pub fn sever(&self) {
+        self.severed.send_modify(|n| *n += 1);
+    }
 }
 
 impl Drop for Proxy {
@@ -89,7 +108,12 @@ impl Drop for Proxy {
     }
 }
 
-async fn accept_loop(listener: TcpListener, upstream: u16, mode: watch::Receiver<Mode>) {
+async fn accept_loop(
+    listener: TcpListener,
+    upstream: u16,
+    mode: watch::Receiver<Mode>,
+    severed: watch::Receiver<u64>,
+) {
     let mut conns = tokio::task::JoinSet::new();
     loop {
         let Ok((client, _)) = listener.accept().await else {
@@ -102,7 +126,7 @@ async fn accept_loop(listener: TcpListener, upstream: u16, mode: watch::Receiver
             drop(client);
             continue;
         }
-        conns.spawn(serve(client, upstream, mode.clone()));
+        conns.spawn(serve(client, upstream, mode.clone(), severed.clone()));
         // Reap finished connections so the set stays small over a long run.
         while conns.try_join_next().is_some() {}
     }
@@ -115,7 +139,13 @@ enum End {
     Reset,
 }
 
-async fn serve(client: TcpStream, upstream: u16, mode: watch::Receiver<Mode>) {
+async fn serve(
+    client: TcpStream,
+    upstream: u16,
+    mode: watch::Receiver<Mode>,
+    mut severed: watch::Receiver<u64>,
+) {
+    severed.mark_unchanged();
     let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else {
         let _ = client.set_zero_linger();
         return;
@@ -129,6 +159,15 @@ async fn serve(client: TcpStream, upstream: u16, mode: watch::Receiver<Mode>) {
     let end = tokio::select! {
         e = pump(&mut cr, &mut sw, mode.clone(), lost.clone()) => e,
         e = pump(&mut sr, &mut cw, mode, lost) => e,
+        Ok(()) = severed.changed() => {
+            // The server's side goes; the client's stays open, read and never answered, until the
+            // client closes it or the proxy stops.
+            drop((sr, sw));
+            let mut sink = vec![0u8; 16 * 1024];
+            while matches!(cr.read(&mut sink).await, Ok(n) if n > 0) {}
+            drop(cw);
+            return;
+        }
     };
     if end == End::Reset {
         let _ = AsRef::<TcpStream>::as_ref(&cr).set_zero_linger();

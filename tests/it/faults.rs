@@ -1,9 +1,11 @@
-//! Real faults: a frozen node (SIGSTOP), a killed and restarted node (kill -9), a flushed script cache.
+//! Real faults: a frozen node (SIGSTOP), a killed and restarted node (kill -9), a flushed script cache,
+//! a node gone without a word (its connections cut in silence by a proxy).
 
 use std::time::Duration;
 
-use crate::common::{build, each_transport, nodes, quick, transports, urls};
+use crate::common::{build, builder, each_transport, eventually, nodes, quick, transports, urls};
 use redlock_engine::{LockError, Redlock, Transport};
+use testkit::Proxy;
 use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_secs(2);
@@ -107,6 +109,88 @@ async fn recovers_after_a_node_is_killed_and_restarted() {
         cluster[1].restart();
     })
     .await;
+}
+
+/// A node whose connection died in silence (no FIN, no RST: a host that lost power, a NAT that forgot
+/// the flow) is taken for dead once it owes a reply and answers nothing for a second, and its
+/// connection is reopened: its locks land there again within seconds. Without that, TCP would keep
+/// the dead connection for about fifteen minutes, every request on it timing out.
+#[tokio::test]
+async fn a_connection_cut_in_silence_is_reopened_and_its_node_votes_again() {
+    let n = nodes(3);
+    let proxies = [
+        Proxy::start(n[0].port).await.unwrap(),
+        Proxy::start(n[1].port).await.unwrap(),
+        Proxy::start(n[2].port).await.unwrap(),
+    ];
+    let e = build(builder().nodes(proxies.iter().map(Proxy::url))).await;
+    // Whether a lock taken now reaches node 0 (the acquire returns at a majority: wait for it).
+    let lands_on_node_0 = async |i: usize| {
+        let resource = format!("cut-{i}");
+        let lock = e.acquire(resource.as_bytes(), TTL).await.unwrap();
+        let key = format!("redlock:{{{resource}}}");
+        let landed = eventually(Duration::from_millis(300), || n[0].exists(key.as_bytes())).await;
+        e.release(lock).await.unwrap();
+        landed
+    };
+    assert!(lands_on_node_0(0).await);
+    proxies[0].sever();
+    // The cut is real: the next lock does not reach node 0, and the majority still grants it.
+    assert!(!lands_on_node_0(1).await);
+    let cut = Instant::now();
+    let mut i = 2;
+    while !lands_on_node_0(i).await {
+        assert!(
+            cut.elapsed() < Duration::from_secs(8),
+            "node 0's dead connection was never reopened"
+        );
+        i += 1;
+    }
+}
+
+/// A waiter whose node vanished without a word, subscriber connection and all, hears the next
+/// release: the subscriber sends a `PING` once it has been quiet for a second, takes the
+/// connection for dead when no answer comes, and resubscribes on a new one. Without that it would
+/// stay deaf, and this waiter would try again only at the end of its 20 s pause, on a lock
+/// connection as dead.
+#[tokio::test]
+async fn a_waiter_whose_connections_were_cut_in_silence_hears_the_next_release() {
+    let n = nodes(1);
+    let proxy = Proxy::start(n[0].port).await.unwrap();
+    let holder = build(quick(urls(&n), 0)).await;
+    let waiter = build(
+        builder()
+            .nodes([proxy.url()])
+            .acquire_timeout(Duration::from_secs(60))
+            .retry(100, Duration::from_secs(20), Duration::ZERO),
+    )
+    .await;
+    let held = holder
+        .acquire(b"cut-wait", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let task = tokio::spawn(async move {
+        let lock = waiter.acquire(b"cut-wait", TTL).await;
+        (Instant::now(), lock.map(|_| ()), waiter)
+    });
+    // The waiter lost its first round and sleeps, subscribed.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.sever();
+    // Time for both of its connections to be found dead and reopened (one to two seconds each).
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    if task.is_finished() {
+        let (_, lock, _) = task.await.unwrap();
+        panic!("the waiter ended before the release: {lock:?}");
+    }
+    let released = Instant::now();
+    holder.release(held).await.unwrap();
+    let (granted, lock, _waiter) = task.await.unwrap();
+    lock.unwrap();
+    let after = granted.saturating_duration_since(released);
+    assert!(
+        after < Duration::from_secs(2),
+        "granted {after:?} after the release"
+    );
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! A connection's life: installed after its handshake, torn down at its first failure (every
-//! command in flight fails, nothing is replayed on the next one), reconnected in the background
-//! with exponential backoff and jitter, so a dead node never blocks a caller.
+//! command in flight fails, nothing is replayed on the next one) or when it falls silent while a
+//! reply is owed (`transport::stall`), reconnected in the background with exponential backoff and
+//! jitter, so a dead node never blocks a caller.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use super::{clock, outbox};
 use crate::error::NodeError;
 use crate::protocol::server::{Info, Profile};
 use crate::transport::connect::{jitter, open, Stream};
+use crate::transport::stall::{self, Stall};
 
 impl Shared {
     pub(super) fn install(self: &Arc<Self>, stream: Stream, info: Option<Info>) {
@@ -54,6 +56,7 @@ impl Shared {
         for slot in stale {
             slot.fail(&NodeError::ConnectionLost);
         }
+        tokio::spawn(watch(self.clone(), generation, token.clone()));
         match stream {
             // Owned halves: no lock between reader and writer on the plain path.
             Stream::Tcp(tcp) => {
@@ -115,6 +118,37 @@ impl Shared {
         }
         if !self.shutdown.is_cancelled() {
             tokio::spawn(reconnect_loop(self.clone(), delay));
+        }
+    }
+}
+
+/// Looks at connection `generation` once a `stall::period` and tears it down when it owed a reply
+/// at the last look and has read none since: a node gone without a FIN or an RST (see
+/// `transport::stall`) would otherwise keep it open, every request on it timing out, for as long as
+/// TCP takes to give up. Reads what the reader counts, so the hot path pays nothing for it.
+async fn watch(shared: Arc<Shared>, generation: u64, token: tokio_util::sync::CancellationToken) {
+    let period = stall::period(shared.opts.connect_timeout);
+    let mut stall = Stall::default();
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+        let (answered, owed) = {
+            let st = shared.lock();
+            if st.generation != generation || !st.connected {
+                return;
+            }
+            // Only commands handed to the writer are owed a reply (see `State::unsent`).
+            (st.answered, st.pending.len() > st.unsent)
+        };
+        if stall.look(answered, owed) {
+            tracing::warn!(
+                node = %shared.addr,
+                silent = ?period,
+                "no reply while one was owed: connection taken for dead and reopened"
+            );
+            return shared.fail(generation, NodeError::ConnectionLost);
         }
     }
 }

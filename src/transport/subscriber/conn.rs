@@ -1,5 +1,6 @@
 //! One node's subscriber connection (`super`'s): connect, subscribe to every wanted channel,
-//! deliver messages to the registry, reconnect with backoff.
+//! deliver messages to the registry, `PING` while quiet and reconnect when it falls silent
+//! (`transport::stall`), reconnect with backoff.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::super::bounded::{Framer, Limits};
 use super::super::connect::{jitter, open, Stream};
 use super::super::resp::encode_args;
+use super::super::stall::{self, Stall};
 use super::super::ConnectOptions;
 use super::hub::{Conn, Hub};
 use crate::addr::NodeAddr;
@@ -55,9 +57,10 @@ pub(super) async fn run(
             first = false;
         }
         conn.wake.notify_one();
+        let period = stall::period(opts.connect_timeout);
         let stopped = match stream {
-            Stream::Tcp(tcp) => serve(&hub, &conn, tcp, &opts.limits, &stop).await,
-            Stream::Tls(tls) => serve(&hub, &conn, *tls, &opts.limits, &stop).await,
+            Stream::Tcp(tcp) => serve(&hub, &conn, tcp, &opts.limits, period, &stop).await,
+            Stream::Tls(tls) => serve(&hub, &conn, *tls, &opts.limits, period, &stop).await,
         };
         if stopped {
             return;
@@ -76,31 +79,67 @@ pub(super) async fn run(
 }
 
 /// Writes queued (un)subscriptions and delivers messages until the connection fails (`false`) or the
-/// engine stops (`true`).
+/// engine stops (`true`). Once a `period`, a connection with channels that read nothing since the
+/// last look is sent a `PING`: a subscriber otherwise only ever reads, and one whose node vanished
+/// without a word would stay deaf, every waiter behind it sleeping out its pause. One that owed a
+/// reply at the last look and read nothing since is closed (`transport::stall`); the reconnect
+/// resubscribes and wakes its channels' waiters.
 async fn serve<S: AsyncRead + AsyncWrite>(
     hub: &Hub,
     conn: &Conn,
     stream: S,
     limits: &Limits,
+    period: std::time::Duration,
     stop: &CancellationToken,
 ) -> bool {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = BytesMut::with_capacity(4096);
     let mut framer = Framer::new(*limits);
+    let mut look = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut stall = Stall::default();
+    // Reads so far, and whether something written since the last read awaits its answer (every
+    // command on this connection is answered: subscriptions confirmed, a `PING` ponged).
+    let mut reads = 0u64;
+    let mut owed = false;
     loop {
+        let mut ping = false;
         tokio::select! {
             _ = stop.cancelled() => return true,
-            _ = conn.wake.notified() => {
-                let batch = std::mem::take(&mut *conn.out());
-                if !batch.is_empty() && (wr.write_all(&batch).await.is_err() || wr.flush().await.is_err()) {
+            _ = conn.wake.notified() => {}
+            _ = look.tick() => {
+                let quiet = stall.quiet(reads);
+                if stall.look(reads, owed) {
+                    tracing::warn!(
+                        node = %conn.addr,
+                        silent = ?period,
+                        "subscriber connection silent while a reply was owed: reconnecting"
+                    );
                     return false;
                 }
+                ping = quiet && !owed && !hub.channels().is_empty();
             }
             read = rd.read_buf(&mut buf) => {
                 if !matches!(read, Ok(n) if n > 0) || !deliver(hub, conn, &mut buf, &mut framer) {
                     return false;
                 }
+                reads += 1;
+                owed = false;
+                continue;
             }
+        }
+        let batch = {
+            let mut out = conn.out();
+            if ping {
+                encode_args(&mut out, &[b"PING"]);
+            }
+            std::mem::take(&mut *out)
+        };
+        if !batch.is_empty() {
+            if wr.write_all(&batch).await.is_err() || wr.flush().await.is_err() {
+                return false;
+            }
+            owed = true;
         }
     }
 }
@@ -138,13 +177,17 @@ pub(super) fn deliver(hub: &Hub, conn: &Conn, buf: &mut BytesMut, framer: &mut F
                     }
                     continue;
                 }
+                // The keepalive's answer: `serve` only needed to read something.
+                [BytesFrame::BulkString(pong), _] if pong.eq_ignore_ascii_case(b"pong") => continue,
                 _ => "array that is not a pub/sub message",
             },
+            // `PING` outside subscribed mode (no channel subscribed on the server yet, or any more).
+            Ok(Some((BytesFrame::SimpleString(pong), _, _))) if &pong[..] == b"PONG" => continue,
             Ok(Some((BytesFrame::Error(_), _, _))) => "server error",
             Ok(Some(_)) => "reply that is not an array",
             Ok(None) | Err(_) => "malformed reply",
         };
-        // The only replies on this connection are pub/sub arrays: anything else is out of step.
+        // The only replies on this connection are pub/sub arrays and pongs: anything else is out of step.
         return closed(node, kind);
     }
 }

@@ -109,3 +109,24 @@ fn a_named_message_wakes_only_its_waiter() {
     drop(a);
     assert_eq!(hub.channels()[&key].named.len(), 1);
 }
+
+/// The keepalive's answers are read as the connection being alive, in subscribed mode (an array)
+/// and outside it (a simple string, before the first subscription is confirmed); any other stray
+/// reply still closes the connection.
+#[test]
+fn pongs_are_read_and_stray_replies_close_the_connection() {
+    let (hub, _notifier) = hub();
+    let node = conn();
+    let mut framer = Framer::new(Limits::default());
+    let mut buf = BytesMut::from(&b"*2\r\n$4\r\npong\r\n$0\r\n\r\n+PONG\r\n"[..]);
+    assert!(deliver(&hub, &node, &mut buf, &mut framer));
+    assert!(buf.is_empty());
+    for stray in [
+        &b"+OK\r\n"[..],
+        b"*2\r\n$4\r\nping\r\n$0\r\n\r\n",
+        b":1\r\n",
+    ] {
+        let mut buf = BytesMut::from(stray);
+        assert!(!deliver(&hub, &node, &mut buf, &mut framer), "{stray:?}");
+    }
+}
