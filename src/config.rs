@@ -80,7 +80,10 @@ pub struct Config {
     pub max_ttl: Duration,
     /// Longest resource name in bytes. Default: 1024.
     pub max_resource_len: usize,
-    /// Bound on connecting to one node (TCP + AUTH + SELECT). Default: 1 s.
+    /// Bound on connecting to one node (TCP + AUTH + SELECT). Default: 1 s. Also how long, at least
+    /// a second, a connection may owe a reply without reading anything before it is taken for dead
+    /// (a node gone without a FIN or an RST) and reopened: noticed one to two of these after the
+    /// first reply that did not come.
     #[cfg_attr(feature = "serde", serde(with = "crate::units::duration"))]
     pub connect_timeout: Duration,
     /// Requests queued or in flight per node before new ones fail fast with backpressure (a last

@@ -226,7 +226,7 @@ impl Core {
         let subscribe = || {
             let own = wake_channel(key, name);
             self.notifier()
-                .subscribe_handoff(&own, key, wake_name(name))
+                .subscribe_with_key(&own, key, wake_name(name))
         };
         // Kept by the local queue for its next heads (same name): no resubscribing per head. The
         // value below is new: nothing heard on the channel yet can be its grant.

@@ -100,7 +100,10 @@ impl MemoryNode {
     /// connections stay open, new ones are accepted, and commands wait, unanswered, until
     /// [`resume`](Self::resume). Its clock runs on, so keys whose TTL ends meanwhile are gone
     /// when it resumes. For tests of timeouts, of a quorum without this node, and of a holder
-    /// paused past its TTL.
+    /// paused past its TTL. An engine takes a node that owes it a reply and answers nothing for
+    /// one to two `connect_timeout`s (at least a second each) for gone, and reconnects: past that,
+    /// the commands it sent before fail on its side, and whether the node runs them at
+    /// `resume` depends on whether it had read them yet.
     pub fn pause(&self) {
         self.shared.paused.send_replace(true);
     }

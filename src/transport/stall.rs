@@ -9,11 +9,16 @@
 //!
 //! The rule: look once a period; a connection that **owed a reply at the last look and has read
 //! nothing since** is taken for dead, closed and reopened. It fires one to two periods after the
-//! last reply, and never on a connection that answers in less than a period. Nothing is replayed on
-//! the new connection, so a wrong guess (a node that was only slow) costs what a reset would: the
-//! commands in flight fail, as they were about to by their deadlines.
+//! first reply that did not come, and never on a connection whose every reply takes less than a
+//! period. Nothing is replayed on the new connection, so a wrong guess (a node that was only slow)
+//! costs what a reset would: the commands in flight fail, as they were about to by their deadlines.
+//!
+//! A look that comes late (this process was not scheduled: a blocked runtime, a stopped process)
+//! judges nothing: the replies may be waiting in the socket, unread by a reader as late as the look.
 
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// The period: the connect timeout, which already bounds a handshake of several round trips, and
 /// never below one second, so that a loaded machine descheduling a node for a moment is not taken
@@ -23,24 +28,35 @@ pub(crate) fn period(connect_timeout: Duration) -> Duration {
 }
 
 /// What the last look saw.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Stall {
-    /// How much had been read (replies, or frames: any count that grows with every read).
+    period: Duration,
+    /// When the last look was.
+    at: Instant,
+    /// How much had been read by then (the pipeline's replies, the subscriber's reads).
     read: u64,
     /// Whether a reply was owed.
     owed: bool,
 }
 
 impl Stall {
-    /// Whether nothing was read since the last look (`read` is the count now).
-    pub(crate) fn quiet(&self, read: u64) -> bool {
-        read == self.read
+    /// Looks `period` apart, the first a period from now.
+    pub(crate) fn new(period: Duration) -> Self {
+        Self {
+            period,
+            at: Instant::now(),
+            read: 0,
+            owed: false,
+        }
     }
 
-    /// One look: whether the connection is dead (a reply was owed at the last look and nothing was
-    /// read since); then remembers `read` and `owed` (whether a reply is owed now) for the next.
-    pub(crate) fn look(&mut self, read: u64, owed: bool) -> bool {
-        let dead = self.owed && self.quiet(read);
+    /// One look at `now`: whether the connection is dead (a reply was owed at the last look,
+    /// nothing was read since, and this look is not late); then remembers `read` (the count now)
+    /// and `owed` (whether a reply is owed now) for the next.
+    pub(crate) fn look(&mut self, now: Instant, read: u64, owed: bool) -> bool {
+        let on_time = now.saturating_duration_since(self.at) < self.period + self.period / 2;
+        let dead = on_time && self.owed && read == self.read;
+        self.at = now;
         self.read = read;
         self.owed = owed;
         dead
@@ -51,24 +67,32 @@ impl Stall {
 mod tests {
     use super::*;
 
-    #[test]
-    fn dead_only_when_a_reply_was_owed_a_whole_period_and_nothing_came() {
-        let mut s = Stall::default();
+    #[tokio::test(start_paused = true)]
+    async fn dead_only_when_a_reply_was_owed_a_whole_period_and_nothing_came() {
+        let period = Duration::from_secs(1);
+        let mut s = Stall::new(period);
+        let mut t = Instant::now();
+        let mut look = |read, owed, after: Duration| {
+            t += after;
+            s.look(t, read, owed)
+        };
         // Idle: nothing owed, nothing read, never dead.
-        assert!(!s.look(0, false));
-        assert!(!s.look(0, false));
+        assert!(!look(0, false, period));
+        assert!(!look(0, false, period));
         // A request goes out; the next look is the first to see it owed.
-        assert!(!s.look(0, true));
+        assert!(!look(0, true, period));
         // It was answered (and another is owed): alive.
-        assert!(!s.look(1, true));
+        assert!(!look(1, true, period));
         // Owed since the last look and nothing read: dead.
-        assert!(s.look(1, true));
+        assert!(look(1, true, period));
         // Owed at a look, then answered with nothing owed after: alive.
-        let mut s = Stall::default();
-        assert!(!s.look(5, true));
-        assert!(!s.look(6, false));
-        assert!(!s.look(6, false));
-        assert!(s.quiet(6) && !s.quiet(7));
+        assert!(!look(5, true, period));
+        assert!(!look(6, false, period));
+        assert!(!look(6, false, period));
+        // A late look (this process was not scheduled) judges nothing; the next on-time one does.
+        assert!(!look(6, true, period));
+        assert!(!look(6, true, period * 3));
+        assert!(look(6, true, period));
     }
 
     #[test]

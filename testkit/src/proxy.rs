@@ -126,7 +126,10 @@ async fn accept_loop(
             drop(client);
             continue;
         }
-        conns.spawn(serve(client, upstream, mode.clone(), severed.clone()));
+        // Cut by the severs from now on only (the version is taken here, at the accept).
+        let mut cut = severed.clone();
+        cut.mark_unchanged();
+        conns.spawn(serve(client, upstream, mode.clone(), cut));
         // Reap finished connections so the set stays small over a long run.
         while conns.try_join_next().is_some() {}
     }
@@ -145,7 +148,6 @@ async fn serve(
     mode: watch::Receiver<Mode>,
     mut severed: watch::Receiver<u64>,
 ) {
-    severed.mark_unchanged();
     let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else {
         let _ = client.set_zero_linger();
         return;

@@ -128,7 +128,7 @@ impl Shared {
 /// TCP takes to give up. Reads what the reader counts, so the hot path pays nothing for it.
 async fn watch(shared: Arc<Shared>, generation: u64, token: tokio_util::sync::CancellationToken) {
     let period = stall::period(shared.opts.connect_timeout);
-    let mut stall = Stall::default();
+    let mut stall = Stall::new(period);
     loop {
         tokio::select! {
             _ = token.cancelled() => return,
@@ -142,7 +142,7 @@ async fn watch(shared: Arc<Shared>, generation: u64, token: tokio_util::sync::Ca
             // Only commands handed to the writer are owed a reply (see `State::unsent`).
             (st.answered, st.pending.len() > st.unsent)
         };
-        if stall.look(answered, owed) {
+        if stall.look(Instant::now(), answered, owed) {
             tracing::warn!(
                 node = %shared.addr,
                 silent = ?period,

@@ -79,11 +79,12 @@ pub(super) async fn run(
 }
 
 /// Writes queued (un)subscriptions and delivers messages until the connection fails (`false`) or the
-/// engine stops (`true`). Once a `period`, a connection with channels that read nothing since the
-/// last look is sent a `PING`: a subscriber otherwise only ever reads, and one whose node vanished
-/// without a word would stay deaf, every waiter behind it sleeping out its pause. One that owed a
-/// reply at the last look and read nothing since is closed (`transport::stall`); the reconnect
-/// resubscribes and wakes its channels' waiters.
+/// engine stops (`true`). Once a `period`, a connection with channels and nothing owed is sent a
+/// `PING`: a subscriber otherwise only ever reads, and one whose node vanished without a word would
+/// stay deaf, every waiter behind it sleeping out its pause. One that owed a reply at the last look
+/// and read nothing since is closed (`transport::stall`): at most two periods after the first
+/// unanswered write. The reconnect resubscribes and wakes its channels' waiters. A write that does
+/// not complete in two periods (the socket's buffer full, its peer gone) closes it too.
 async fn serve<S: AsyncRead + AsyncWrite>(
     hub: &Hub,
     conn: &Conn,
@@ -97,7 +98,7 @@ async fn serve<S: AsyncRead + AsyncWrite>(
     let mut framer = Framer::new(*limits);
     let mut look = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut stall = Stall::default();
+    let mut stall = Stall::new(period);
     // Reads so far, and whether something written since the last read awaits its answer (every
     // command on this connection is answered: subscriptions confirmed, a `PING` ponged).
     let mut reads = 0u64;
@@ -108,8 +109,9 @@ async fn serve<S: AsyncRead + AsyncWrite>(
             _ = stop.cancelled() => return true,
             _ = conn.wake.notified() => {}
             _ = look.tick() => {
-                let quiet = stall.quiet(reads);
-                if stall.look(reads, owed) {
+                // Pinged now, owed from this look: judged at the next.
+                ping = !owed && !hub.channels().is_empty();
+                if stall.look(tokio::time::Instant::now(), reads, owed || ping) {
                     tracing::warn!(
                         node = %conn.addr,
                         silent = ?period,
@@ -117,7 +119,6 @@ async fn serve<S: AsyncRead + AsyncWrite>(
                     );
                     return false;
                 }
-                ping = quiet && !owed && !hub.channels().is_empty();
             }
             read = rd.read_buf(&mut buf) => {
                 if !matches!(read, Ok(n) if n > 0) || !deliver(hub, conn, &mut buf, &mut framer) {
@@ -136,8 +137,14 @@ async fn serve<S: AsyncRead + AsyncWrite>(
             std::mem::take(&mut *out)
         };
         if !batch.is_empty() {
-            if wr.write_all(&batch).await.is_err() || wr.flush().await.is_err() {
-                return false;
+            let write = async { wr.write_all(&batch).await.and(wr.flush().await) };
+            tokio::select! {
+                _ = stop.cancelled() => return true,
+                written = tokio::time::timeout(period * 2, write) => {
+                    if !matches!(written, Ok(Ok(()))) {
+                        return false;
+                    }
+                }
             }
             owed = true;
         }
@@ -183,6 +190,8 @@ pub(super) fn deliver(hub: &Hub, conn: &Conn, buf: &mut BytesMut, framer: &mut F
             },
             // `PING` outside subscribed mode (no channel subscribed on the server yet, or any more).
             Ok(Some((BytesFrame::SimpleString(pong), _, _))) if &pong[..] == b"PONG" => continue,
+            // A node loading its data refuses `PING` (not `SUBSCRIBE`): alive, answering.
+            Ok(Some((BytesFrame::Error(e), _, _))) if e.starts_with("LOADING") => continue,
             Ok(Some((BytesFrame::Error(_), _, _))) => "server error",
             Ok(Some(_)) => "reply that is not an array",
             Ok(None) | Err(_) => "malformed reply",

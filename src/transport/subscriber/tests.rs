@@ -57,7 +57,7 @@ fn a_handoff_waiter_hears_its_channel_and_the_keys_empty_messages() {
     let (hub, notifier) = hub();
     let key = Bytes::from_static(b"redlock:{k}");
     let own = Bytes::from_static(b"redlock:{k}:h:77");
-    let sub = notifier.subscribe_handoff(&own, &key, Bytes::from_static(b"77"));
+    let sub = notifier.subscribe_with_key(&own, &key, Bytes::from_static(b"77"));
     assert!(wakes(&hub, &sub, message("redlock:{k}:h:77", "77")));
     assert!(wakes(&hub, &sub, message("redlock:{k}", "")));
     assert!(!wakes(&hub, &sub, message("redlock:{k}", "88")));
@@ -80,8 +80,8 @@ fn a_named_message_wakes_only_its_waiter() {
     let (hub, notifier) = hub();
     let key = Bytes::from_static(b"redlock:{k}");
     let plain = notifier.subscribe(&key);
-    let a = notifier.subscribe_lingering(&key, Bytes::from_static(b"aaaa"));
-    let b = notifier.subscribe_lingering(&key, Bytes::from_static(b"bbbb"));
+    let a = notifier.subscribe_as(&key, Some(Bytes::from_static(b"aaaa")), true, None);
+    let b = notifier.subscribe_as(&key, Some(Bytes::from_static(b"bbbb")), true, None);
     let node = conn();
     let mut framer = Framer::new(Limits::default());
     let woken = |buf: &mut BytesMut, framer: &mut Framer| {
@@ -111,20 +111,23 @@ fn a_named_message_wakes_only_its_waiter() {
 }
 
 /// The keepalive's answers are read as the connection being alive, in subscribed mode (an array)
-/// and outside it (a simple string, before the first subscription is confirmed); any other stray
-/// reply still closes the connection.
+/// and outside it (a simple string, before the first subscription is confirmed), and so is a
+/// loading node's refusal of it; any other stray reply still closes the connection.
 #[test]
 fn pongs_are_read_and_stray_replies_close_the_connection() {
     let (hub, _notifier) = hub();
     let node = conn();
     let mut framer = Framer::new(Limits::default());
-    let mut buf = BytesMut::from(&b"*2\r\n$4\r\npong\r\n$0\r\n\r\n+PONG\r\n"[..]);
+    let mut buf = BytesMut::from(
+        &b"*2\r\n$4\r\npong\r\n$0\r\n\r\n+PONG\r\n-LOADING Redis is loading the dataset in memory\r\n"[..],
+    );
     assert!(deliver(&hub, &node, &mut buf, &mut framer));
     assert!(buf.is_empty());
     for stray in [
         &b"+OK\r\n"[..],
         b"*2\r\n$4\r\nping\r\n$0\r\n\r\n",
         b":1\r\n",
+        b"-ERR unknown\r\n",
     ] {
         let mut buf = BytesMut::from(stray);
         assert!(!deliver(&hub, &node, &mut buf, &mut framer), "{stray:?}");
