@@ -2,20 +2,18 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use super::inspect::gather;
 use super::report::ForceRelease;
 use super::Redlock;
 use crate::algo::quorum::quorum;
 use crate::error::{LockError, NodeError};
 use crate::protocol::cmd::{Cmd, Keys, Reply};
-use crate::protocol::operator::FORCE_RELEASE;
 
 impl Redlock {
     /// **Breaks the lock**: deletes `resource`'s lock on every node whatever its value — the
-    /// resource key, a read-write lock's readers and write intent, the holder label — and wakes
-    /// waiters in other processes. For an operator clearing a lock whose holder is gone for good.
+    /// resource key, a read-write lock's readers and write intent, the holder label, a fair lock's
+    /// holder's place in its queue (the waiters' places stay) — and wakes waiters in other
+    /// processes. For an operator clearing a lock whose holder is gone for good.
     ///
     /// **This breaks mutual exclusion for the current holder**, if there is one: it keeps running
     /// while the next client takes the lock. Its own release or extend then fails with
@@ -42,30 +40,16 @@ impl Redlock {
     ) -> Result<ForceRelease, LockError> {
         let core = self.core();
         let resource = resource.as_ref();
-        // The keys the kinds declare, by what a forced release does with them (see `FORCE_RELEASE`).
+        // The keys the kinds declare, by what a forced release does with them (see `Catalog::force_release`).
         let forcing = core.catalog().forced();
         let mut keys = vec![core.key(resource, b"")?];
-        for suffix in forcing
-            .counted
-            .iter()
-            .chain(&forcing.deleted)
-            .chain(&forcing.kept)
-        {
+        for suffix in forcing.suffixes() {
             keys.push(core.key(resource, suffix)?);
         }
-        let wakes = forcing.wakes.and_then(|mark| {
-            let at = forcing.kept.iter().position(|k| *k == mark)?;
-            Some(2 + forcing.counted.len() + forcing.deleted.len() + at)
-        });
-        let number = |n: usize| Bytes::from(n.to_string());
         let cmd = Cmd::ScriptBytes {
-            script: &FORCE_RELEASE,
+            script: core.catalog().force_release(),
             keys: Keys::Many(Arc::from(keys)),
-            args: Arc::from([
-                number(1 + forcing.counted.len()),
-                number(forcing.deleted.len()),
-                number(wakes.unwrap_or(0)),
-            ]),
+            args: Arc::from(forcing.args()),
         };
         metrics::counter!("redlock_force_releases_total").increment(1);
         tracing::warn!(

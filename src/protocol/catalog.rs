@@ -6,7 +6,6 @@
 
 use super::cmd::Script;
 use super::inspect::{InspectPart, KeyState};
-use super::operator::FORCE_RELEASE;
 use super::spec::{Forced, LockKind, Spec, Suffix};
 
 /// The kinds of lock the nodes can hold, and what is derived from their specs.
@@ -18,6 +17,8 @@ pub(crate) struct Catalog {
     /// Inspect's parts, once each in list order, and the script made of them.
     parts: Vec<&'static InspectPart>,
     inspect: &'static Script,
+    /// The operator's forced release, with the kinds' queue parts (`super::operator`).
+    force_release: &'static Script,
 }
 
 impl Catalog {
@@ -50,13 +51,19 @@ impl Catalog {
             }
         }
         let inspect = super::inspect::script(&parts);
-        scripts.extend([inspect, &FORCE_RELEASE]);
+        let queues = keys.iter().filter_map(|k| match k.forced {
+            Forced::Queue(lua) => Some(lua),
+            _ => None,
+        });
+        let force_release = super::operator::force_release(&queues.collect::<Vec<_>>());
+        scripts.extend([inspect, force_release]);
         Self {
             kinds: kinds.to_vec(),
             scripts,
             keys,
             parts,
             inspect,
+            force_release,
         }
     }
 
@@ -81,6 +88,12 @@ impl Catalog {
         self.inspect
     }
 
+    /// The operator's forced release (see `super::operator`), called with the keys and arguments
+    /// of [`Self::forced`].
+    pub(crate) fn force_release(&self) -> &'static Script {
+        self.force_release
+    }
+
     /// Reads one node's answer to [`Self::inspect`]; `None` when it is not of its format.
     pub(crate) fn read_inspection(&self, answer: &[u8]) -> Option<KeyState> {
         super::inspect::read(answer, &self.parts, |code| self.by_code(code))
@@ -93,20 +106,20 @@ impl Catalog {
     }
 
     /// The keys a forced release deletes and counts, deletes quietly, and keeps, in that order, and
-    /// the waiter mark's place among all of them (see `super::operator::FORCE_RELEASE`).
+    /// which of them wake waiters (see [`Self::force_release`]).
     pub(crate) fn forced(&self) -> Forcing {
-        let of = |want: &[Forced]| -> Vec<&'static [u8]> {
-            let keys = self.keys.iter().filter(|k| want.contains(&k.forced));
+        let of = |want: fn(Forced) -> bool| -> Vec<&'static [u8]> {
+            let keys = self.keys.iter().filter(|k| want(k.forced));
             keys.map(|k| k.name).collect()
         };
-        let counted = of(&[Forced::Counted]);
-        let deleted = of(&[Forced::Deleted]);
-        let kept = of(&[Forced::Kept, Forced::Wakes]);
-        let wakes = self.keys.iter().find(|k| k.forced == Forced::Wakes);
+        let counted = of(|f| f == Forced::Counted);
+        let deleted = of(|f| f == Forced::Deleted);
+        let kept = of(|f| matches!(f, Forced::Kept | Forced::Wakes | Forced::Queue(_)));
+        let wakes = of(|f| matches!(f, Forced::Wakes | Forced::Queue(_)));
         Forcing {
             counted,
             deleted,
-            wakes: wakes.map(|w| w.name),
+            wakes,
             kept,
         }
     }
@@ -118,6 +131,31 @@ pub(crate) struct Forcing {
     pub(crate) counted: Vec<&'static [u8]>,
     pub(crate) deleted: Vec<&'static [u8]>,
     pub(crate) kept: Vec<&'static [u8]>,
-    /// The kept key whose presence makes the release publish (the waiter mark).
-    pub(crate) wakes: Option<&'static [u8]>,
+    /// The kept keys whose presence makes the release publish (the waiter mark, a fair queue).
+    pub(crate) wakes: Vec<&'static [u8]>,
+}
+
+impl Forcing {
+    /// The suffixes of the keys after the resource key, in the script's order: counted, deleted,
+    /// kept.
+    pub(crate) fn suffixes(&self) -> impl Iterator<Item = &'static [u8]> + '_ {
+        self.counted
+            .iter()
+            .chain(&self.deleted)
+            .chain(&self.kept)
+            .copied()
+    }
+
+    /// The script's arguments: how many keys are counted (the resource key among them), how many
+    /// more are deleted, then the place in `KEYS` (from 1) of each kept key that wakes waiters.
+    pub(crate) fn args(&self) -> Vec<bytes::Bytes> {
+        let kept_from = 2 + self.counted.len() + self.deleted.len();
+        let wakes = self.kept.iter().enumerate();
+        let wakes = wakes.filter(|(_, k)| self.wakes.contains(k));
+        [1 + self.counted.len(), self.deleted.len()]
+            .into_iter()
+            .chain(wakes.map(|(at, _)| kept_from + at))
+            .map(|n| bytes::Bytes::from(n.to_string()))
+            .collect()
+    }
 }

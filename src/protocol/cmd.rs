@@ -95,6 +95,24 @@ pub(crate) struct Script {
     pub(crate) op: Op,
 }
 
+impl Script {
+    /// A script built at run time from `source` (one made of the kinds' parts: inspect's, the
+    /// forced release): resent on `NOSCRIPT` (it only reads, or breaks a lock whatever its value),
+    /// a kind's own operation. Built once per list of kinds, its source and digest live as long as
+    /// the program: the handshake loads it like any other script.
+    pub(crate) fn built(source: String) -> &'static Script {
+        let sha1 = sha1_smol::Sha1::from(source.as_bytes())
+            .digest()
+            .to_string();
+        Box::leak(Box::new(Script {
+            source: Box::leak(source.into_boxed_str()),
+            sha1: Box::leak(sha1.into_boxed_str()),
+            resend: true,
+            op: Op::Own,
+        }))
+    }
+}
+
 /// An operation a script performs, named so that a connection can render it as its server takes it
 /// (`super::render`): the shared single-key operations and the plain lock's hand-off, which have
 /// native forms on some servers, and every other script, a kind's own.

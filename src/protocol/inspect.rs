@@ -20,7 +20,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::cmd::{Op, Script};
+use super::cmd::Script;
 
 /// The kind of lock inspect found at a resource's key: the name of the kind that drew the value
 /// ([`Self::name`]: `exclusive`, `fenced`, `multi`, `read`, `write`, `semaphore`, `fair`), or
@@ -127,8 +127,7 @@ local out = {tc, redis.call('PTTL', KEYS[1]), ours, kind} ";
 /// Fields the prelude answers before the parts' (the label comes last, after them).
 const PRELUDE_FIELDS: usize = 4;
 
-/// The inspect script of `parts`, built once per list of kinds (its source and digest live as long
-/// as the program: the handshake loads it like any other script).
+/// The inspect script of `parts` ([`Script::built`]).
 pub(crate) fn script(parts: &[&'static InspectPart]) -> &'static Script {
     let mut source = String::from(PRELUDE);
     for part in parts {
@@ -137,15 +136,7 @@ pub(crate) fn script(parts: &[&'static InspectPart]) -> &'static Script {
         source.push_str(" end ");
     }
     source.push_str("out[#out + 1] = label return table.concat(out, '|')");
-    let sha1 = sha1_smol::Sha1::from(source.as_bytes())
-        .digest()
-        .to_string();
-    Box::leak(Box::new(Script {
-        source: Box::leak(source.into_boxed_str()),
-        sha1: Box::leak(sha1.into_boxed_str()),
-        resend: true,
-        op: Op::Own,
-    }))
+    Script::built(source)
 }
 
 /// Reads one node's answer to [`script`] of `parts`; `by_code` names the kind that draws values

@@ -1,33 +1,39 @@
-//! The operator's script [`FORCE_RELEASE`] (behind `Redlock::force_release`; inspect's is built
-//! from the kinds' parts, `super::inspect`). It does not take its keys by position: the caller passes
-//! every key the list of kinds declares (`super::catalog::Catalog::forced`), so a kind added to the
-//! list is force-released without an edit here. It returns no lock value.
+//! The operator's forced release (behind `Redlock::force_release`; inspect's script is
+//! `super::inspect`). It does not take its keys by position: the caller passes every key the list
+//! of kinds declares (`super::catalog::Catalog::forced`), and a kind whose queue holds the holder's
+//! place adds the Lua that ends it (`super::spec::Forced::Queue`), so a kind added to the list is
+//! force-released without an edit here. It returns no lock value.
 
-use super::cmd::{Op, Script};
+use super::cmd::Script;
 
-/// Deletes a resource's keys whatever their values and answers how many of the counted ones
-/// existed; publishes the release when a waiter has marked itself, so it does not sleep to its
-/// timeout. KEYS: the counted keys (the resource key first), then the other deleted ones, then the
-/// kept ones; ARGV: how many are counted, how many more are deleted, and the index of the waiter
-/// mark among KEYS (0: none). Kept keys are passed so that a Cluster node set routes one slot.
-pub(crate) static FORCE_RELEASE: Script = Script {
-    source: "local c, q, w = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]) \
-local n = 0 for i = 1, c do n = n + redis.call('DEL', KEYS[i]) end \
+/// Before the kinds' parts: the holder's value, when the resource key holds one (a string; `TYPE`
+/// first, since `GET` fails on a reader set).
+const PRELUDE: &str = "local c, q = tonumber(ARGV[1]), tonumber(ARGV[2]) local v = false \
+if redis.call('TYPE', KEYS[1]).ok == 'string' then v = redis.call('GET', KEYS[1]) end ";
+
+/// After them: deletes the keys whatever their values and answers how many of the counted ones
+/// existed; publishes the release (an empty message on the resource key's channel, which wakes
+/// every waiter listening there) when waiters are about, a waiter mark or a queue, so they do not
+/// sleep out their pauses.
+const DELETES: &str = "local n = 0 for i = 1, c do n = n + redis.call('DEL', KEYS[i]) end \
 for i = c + 1, c + q do redis.call('DEL', KEYS[i]) end \
-if w > 0 and redis.call('EXISTS', KEYS[w]) == 1 then redis.call('PUBLISH', KEYS[1], '') end \
-return n",
-    sha1: "2cc77b3350b729559d0d82aaff66dc925dc3602c",
-    resend: true,
-    op: Op::Own,
-};
+for i = 3, #ARGV do if redis.call('EXISTS', KEYS[tonumber(ARGV[i])]) == 1 then \
+redis.call('PUBLISH', KEYS[1], '') break end end return n";
 
-#[cfg(test)]
-mod tests {
-    /// The operator's script's `sha1` is its source's digest: `EVALSHA` sends the constant.
-    #[test]
-    fn the_operator_script_digest_matches_its_source() {
-        let script = &super::FORCE_RELEASE;
-        let digest = sha1_smol::Sha1::from(script.source).digest().to_string();
-        assert_eq!(script.sha1, digest, "{}", script.source);
+/// The forced release with the kinds' queue parts `queues` ([`Script::built`]).
+///
+/// KEYS: the counted keys (the resource key first), then the other deleted ones, then the kept
+/// ones; ARGV: how many are counted, how many more are deleted, then the index among KEYS of each
+/// key whose presence means waiters (`Forcing::args`). Kept keys are passed so that a Cluster node
+/// set routes one slot. Run as the guide's operator user: `TYPE` and `GET` (the inspecting user's),
+/// `DEL`, `EXISTS`, `PUBLISH`.
+pub(crate) fn force_release(queues: &[&'static str]) -> &'static Script {
+    let mut source = String::from(PRELUDE);
+    for lua in queues {
+        source.push_str("do ");
+        source.push_str(lua);
+        source.push_str(" end ");
     }
+    source.push_str(DELETES);
+    Script::built(source)
 }

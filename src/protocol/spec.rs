@@ -110,10 +110,16 @@ pub(crate) enum Forced {
     /// Deleted, not counted (the holder label: it only describes the holder).
     Deleted,
     /// Kept: history the next holders rely on (a fence counter) or entries that expire on their
-    /// own (a semaphore's permits, a fair queue).
+    /// own (a semaphore's permits).
     Kept,
-    /// Kept, and when it exists the forced release wakes the waiters (the waiter mark).
+    /// Kept, and when it exists the forced release wakes the waiters (the waiter mark): an empty
+    /// message on the resource key's channel.
     Wakes,
+    /// A queue of places, the holder's among them (the fair lock's): kept, woken as [`Self::Wakes`],
+    /// and this Lua, run before the deletes, ends the holder's place in it (`v`: the value the
+    /// resource key holds, `false` when it holds none). Else the next waiter would stay behind the
+    /// broken holder's place until it expired, as long as the lock itself.
+    Queue(&'static str),
 }
 
 impl LockKind {

@@ -30,7 +30,6 @@ use crate::kinds::rwlock::{READ, WRITE};
 use crate::kinds::semaphore::SEMAPHORE;
 use crate::protocol::cmd::{script_cmd, Args, Cmd, Keys, Script};
 use crate::protocol::handoff::{Entry, PLAIN_HANDOFF};
-use crate::protocol::operator::FORCE_RELEASE;
 use crate::protocol::scripts::{
     BUSY, EXTEND_MANY, MARK_WAITING, RELEASE_MANY, RELEASE_MANY_ANY_SLOT, RELEASE_NOTIFY_MANY,
     RELEASE_NOTIFY_MANY_ANY_SLOT,
@@ -441,25 +440,17 @@ impl World {
                 // As `Redlock::force_release` asks: counted, deleted and kept keys, and the mark.
                 let forcing = crate::kinds::catalog().forced();
                 let mut keys = vec![key(KeyFormat::Tagged, PREFIX, r, b"").unwrap()];
-                let groups = forcing
-                    .counted
-                    .iter()
-                    .chain(&forcing.deleted)
-                    .chain(&forcing.kept);
-                for suffix in groups {
+                for suffix in forcing.suffixes() {
                     keys.push(key(KeyFormat::Tagged, PREFIX, r, suffix).unwrap());
                 }
-                let wakes = forcing.wakes.and_then(|mark| {
-                    let at = forcing.kept.iter().position(|k| *k == mark)?;
-                    Some(2 + forcing.counted.len() + forcing.deleted.len() + at)
-                });
-                let argv = [
-                    1 + forcing.counted.len(),
-                    forcing.deleted.len(),
-                    wakes.unwrap_or(0),
-                ]
-                .map(|n| Bytes::from(n.to_string()));
-                ("FORCE_RELEASE", evalsha(&FORCE_RELEASE, &keys, &argv))
+                (
+                    "FORCE_RELEASE",
+                    evalsha(
+                        crate::kinds::catalog().force_release(),
+                        &keys,
+                        &forcing.args(),
+                    ),
+                )
             }
         }
     }

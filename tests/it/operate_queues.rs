@@ -123,3 +123,37 @@ async fn inspect_reads_the_liveness_of_a_long_fair_queues_first_entries_only() {
     assert!(s.iter().all(|s| s.fair_waiters == 99_001), "{s:?}");
     e.release(holder).await.unwrap();
 }
+
+/// A forced release of a fair lock wakes its queue: the head takes the lock at once, not at its
+/// keepalive (a quarter TTL, 5 s here), when it would otherwise try again.
+#[tokio::test]
+async fn force_release_of_a_fair_lock_wakes_its_queue() {
+    let n = nodes(3);
+    let ttl = Duration::from_secs(20);
+    let stuck = engine(urls(&n), transports()[0]).await;
+    let operator = engine(urls(&n), transports()[0]).await;
+    let waiter = engine_with(&n, |b| b.acquire_timeout(Duration::from_secs(30))).await;
+    let held = stuck.acquire_fair("forced", ttl).await.unwrap();
+    let task = tokio::spawn(async move {
+        let lock = waiter.acquire_fair("forced", ttl).await;
+        (tokio::time::Instant::now(), lock.map(|_| ()), waiter)
+    });
+    let queued = crate::common::eventually(Duration::from_secs(3), || {
+        n.iter()
+            .all(|x| x.cmd(&[b"ZCARD", b"redlock:{forced}:fair:q"]) == "2")
+    })
+    .await;
+    assert!(queued);
+    // The waiter's round is answered: it sleeps its keepalive now.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let forced = tokio::time::Instant::now();
+    assert_eq!(
+        operator.force_release("forced").await.unwrap().deleted_on,
+        3
+    );
+    let (granted, lock, _waiter) = task.await.unwrap();
+    lock.unwrap();
+    let after = granted.saturating_duration_since(forced);
+    assert!(after < Duration::from_secs(2), "granted {after:?} after");
+    drop(held);
+}

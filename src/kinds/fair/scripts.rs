@@ -24,6 +24,14 @@ macro_rules! live {
     };
 }
 
+/// A forced release ends the holder's place by deleting its live key (`v`: the value the resource
+/// key holds, see `crate::protocol::operator`): the next attempt drops the entry as dead and the
+/// next waiter is the head (the queue is kept: its entries expire on their own). The waiters are
+/// woken by the release's empty message on the key's channel, which they hear too
+/// (`kinds::fair::wait`).
+pub(super) const FORCE_ENDS_HOLDER: &str =
+    concat!("if v then redis.call('DEL', ", live!("v"), ") end");
+
 /// The most dead entries one script removes (about 2.5 ms of a node's time on a 2-core VM): a
 /// queue that many waiters left without a leave (a fleet killed at once) is drained over several
 /// scripts instead of stalling the node for all of it in one, past every client's deadline.

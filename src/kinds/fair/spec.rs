@@ -2,7 +2,9 @@
 //! folder's doc, `kinds::fair`): its `Spec`, the commands of its rounds, how their replies vote,
 //! and the names and channels its waiters are woken by.
 
-use super::scripts::{ATTEMPT, ENQUEUE, LEAVE, RELEASE_FAIR, RELEASE_FAIR_TO, UNLOCK_FAIR};
+use super::scripts::{
+    ATTEMPT, ENQUEUE, FORCE_ENDS_HOLDER, LEAVE, RELEASE_FAIR, RELEASE_FAIR_TO, UNLOCK_FAIR,
+};
 use crate::algo::quorum::Vote;
 use crate::algo::value::{LockValue, TAG_LEN};
 use crate::error::NodeError;
@@ -22,7 +24,7 @@ pub(crate) static FAIR: Spec = Spec {
     release_notify: &RELEASE_FAIR,
     suffixes: &[Suffix {
         name: b":fair:q",
-        forced: Forced::Kept,
+        forced: Forced::Queue(FORCE_ENDS_HOLDER),
     }],
     marks: &[],
     // Every waiter takes its own place: local queueing or hand-off would overtake remote waiters.
