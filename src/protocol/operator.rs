@@ -6,10 +6,11 @@
 
 use super::cmd::Script;
 
-/// Before the kinds' parts: the holder's value, when the resource key holds one (a string; `TYPE`
-/// first, since `GET` fails on a reader set).
+/// Before the kinds' parts: the holder's value, when the resource key holds one (a string: `GET`
+/// fails on a reader set, hence `pcall`, which needs no `TYPE`, a command the guide's lock user
+/// lacks).
 const PRELUDE: &str = "local c, q = tonumber(ARGV[1]), tonumber(ARGV[2]) local v = false \
-if redis.call('TYPE', KEYS[1]).ok == 'string' then v = redis.call('GET', KEYS[1]) end ";
+local g = redis.pcall('GET', KEYS[1]) if type(g) == 'string' then v = g end ";
 
 /// After them: deletes the keys whatever their values and answers how many of the counted ones
 /// existed; publishes the release (an empty message on the resource key's channel, which wakes
@@ -25,8 +26,8 @@ redis.call('PUBLISH', KEYS[1], '') break end end return n";
 /// KEYS: the counted keys (the resource key first), then the other deleted ones, then the kept
 /// ones; ARGV: how many are counted, how many more are deleted, then the index among KEYS of each
 /// key whose presence means waiters (`Forcing::args`). Kept keys are passed so that a Cluster node
-/// set routes one slot. Run as the guide's operator user: `TYPE` and `GET` (the inspecting user's),
-/// `DEL`, `EXISTS`, `PUBLISH`.
+/// set routes one slot. Runs as the guide's lock user or its operator user: `GET`, `DEL`, `EXISTS`,
+/// `PUBLISH`.
 pub(crate) fn force_release(queues: &[&'static str]) -> &'static Script {
     let mut source = String::from(PRELUDE);
     for lua in queues {

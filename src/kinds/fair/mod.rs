@@ -113,7 +113,9 @@
 //!   whose head is not B while A's entry is there. A's entry leaves `x` only by A's own release (A got
 //!   the lock first), A giving up, or its expiry (A stopped refreshing `x` for a whole TTL: dead or
 //!   paused past its TTL, which is giving up), and an expired entry leaves only when a script
-//!   drops it (at the head, or A's own attempt): until then it is still ahead of B there. (A
+//!   drops it (at the head, or A's own attempt): until then it is still ahead of B there. (An
+//!   operator's forced release is outside this argument: it ends the place of whoever holds the
+//!   key on a node, see `scripts::FORCE_ENDS_HOLDER`.) (A
 //!   release to a named waiter checks no live key: it grants only the head, A's entry or one
 //!   ahead of it.) Hence B is not granted before A.
 //!
@@ -138,9 +140,10 @@
 //!
 //! # Costs and limits
 //! Acquire: 1 round trip when the lock is free (2 when the nodes' tickets disagree), then 1 per
-//! attempt while waiting: one per keepalive pause (at most a quarter TTL), one at its
-//! subscription's first confirmation, and one when a wake-up names it or a release's grant by
-//! message reached too few nodes. A release hands the key to the next head itself (step 4): the
+//! attempt while waiting: one per keepalive pause (at most a quarter TTL), one at each of its two
+//! channels' first confirmation (its engine's, and the key's, where only a forced release
+//! publishes), and one when a wake-up names it or a release's grant by message reached too few
+//! nodes. A release hands the key to the next head itself (step 4): the
 //! head needs no round of its own, nor does any other waiter (`tests/fair_wake.rs`). Release,
 //! extend: 1 each; renewal is coalesced like a plain lock's. No local queue: every task, local or
 //! not, takes its own place (a local queue would overtake remote waiters). Node commands per grant

@@ -28,7 +28,10 @@ macro_rules! live {
 /// key holds, see `crate::protocol::operator`): the next attempt drops the entry as dead and the
 /// next waiter is the head (the queue is kept: its entries expire on their own). The waiters are
 /// woken by the release's empty message on the key's channel, which they hear too
-/// (`kinds::fair::wait`).
+/// (`kinds::fair::wait`): all of them, each one attempt (an operator's rare act; a release names
+/// only the head). A node cannot tell a broken holder from a waiter whose grant there was on too few
+/// nodes and not yet taken back: such a waiter loses its place on that node too, as the holder on it
+/// (mutual exclusion holds: the next holder still needs the head on a majority).
 pub(super) const FORCE_ENDS_HOLDER: &str =
     concat!("if v then redis.call('DEL', ", live!("v"), ") end");
 
