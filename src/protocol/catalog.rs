@@ -115,7 +115,7 @@ impl Catalog {
         let counted = of(|f| f == Forced::Counted);
         let deleted = of(|f| f == Forced::Deleted);
         let kept = of(|f| matches!(f, Forced::Kept | Forced::Wakes | Forced::Queue(_)));
-        let wakes = of(|f| matches!(f, Forced::Wakes | Forced::Queue(_)));
+        let wakes = of(|f| f == Forced::Wakes);
         Forcing {
             counted,
             deleted,
@@ -131,7 +131,7 @@ pub(crate) struct Forcing {
     pub(crate) counted: Vec<&'static [u8]>,
     pub(crate) deleted: Vec<&'static [u8]>,
     pub(crate) kept: Vec<&'static [u8]>,
-    /// The kept keys whose presence makes the release publish (the waiter mark, a fair queue).
+    /// The kept keys whose presence makes the release publish (the waiter mark).
     pub(crate) wakes: Vec<&'static [u8]>,
 }
 

@@ -14,8 +14,8 @@ local g = redis.pcall('GET', KEYS[1]) if type(g) == 'string' then v = g end ";
 
 /// After them: deletes the keys whatever their values and answers how many of the counted ones
 /// existed; publishes the release (an empty message on the resource key's channel, which wakes
-/// every waiter listening there) when waiters are about, a waiter mark or a queue, so they do not
-/// sleep out their pauses.
+/// every waiter listening there) when waiters have marked themselves, so they do not sleep out
+/// their pauses.
 const DELETES: &str = "local n = 0 for i = 1, c do n = n + redis.call('DEL', KEYS[i]) end \
 for i = c + 1, c + q do redis.call('DEL', KEYS[i]) end \
 for i = 3, #ARGV do if redis.call('EXISTS', KEYS[tonumber(ARGV[i])]) == 1 then \
@@ -27,7 +27,8 @@ redis.call('PUBLISH', KEYS[1], '') break end end return n";
 /// ones; ARGV: how many are counted, how many more are deleted, then the index among KEYS of each
 /// key whose presence means waiters (`Forcing::args`). Kept keys are passed so that a Cluster node
 /// set routes one slot. Runs as the guide's lock user or its operator user: `GET`, `DEL`, `EXISTS`,
-/// `PUBLISH`.
+/// `PUBLISH` (and a kind's part may need that kind's rights where its keys exist: the fair
+/// queue's `ZRANGE`).
 pub(crate) fn force_release(queues: &[&'static str]) -> &'static Script {
     let mut source = String::from(PRELUDE);
     for lua in queues {

@@ -115,10 +115,10 @@ pub(crate) enum Forced {
     /// Kept, and when it exists the forced release wakes the waiters (the waiter mark): an empty
     /// message on the resource key's channel.
     Wakes,
-    /// A queue of places, the holder's among them (the fair lock's): kept, woken as [`Self::Wakes`],
-    /// and this Lua, run before the deletes, ends the holder's place in it (`v`: the value the
-    /// resource key holds, `false` when it holds none). Else the next waiter would stay behind the
-    /// broken holder's place until it expired, as long as the lock itself.
+    /// A queue of places, the holder's among them (the fair lock's): kept, and this Lua, run before
+    /// the deletes, ends the holder's place in it and wakes the next (`v`: the value the resource
+    /// key holds, `false` when it holds none). Else the next waiter would stay behind the broken
+    /// holder's place until it expired, as long as the lock itself.
     Queue(&'static str),
 }
 

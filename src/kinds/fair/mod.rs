@@ -140,10 +140,9 @@
 //!
 //! # Costs and limits
 //! Acquire: 1 round trip when the lock is free (2 when the nodes' tickets disagree), then 1 per
-//! attempt while waiting: one per keepalive pause (at most a quarter TTL), one at each of its two
-//! channels' first confirmation (its engine's, and the key's, where only a forced release
-//! publishes), and one when a wake-up names it or a release's grant by message reached too few
-//! nodes. A release hands the key to the next head itself (step 4): the
+//! attempt while waiting: one per keepalive pause (at most a quarter TTL), one at its
+//! subscription's first confirmation, and one when a wake-up names it or a release's grant by
+//! message reached too few nodes. A release hands the key to the next head itself (step 4): the
 //! head needs no round of its own, nor does any other waiter (`tests/fair_wake.rs`). Release,
 //! extend: 1 each; renewal is coalesced like a plain lock's. No local queue: every task, local or
 //! not, takes its own place (a local queue would overtake remote waiters). Node commands per grant

@@ -24,17 +24,6 @@ macro_rules! live {
     };
 }
 
-/// A forced release ends the holder's place by deleting its live key (`v`: the value the resource
-/// key holds, see `crate::protocol::operator`): the next attempt drops the entry as dead and the
-/// next waiter is the head (the queue is kept: its entries expire on their own). The waiters are
-/// woken by the release's empty message on the key's channel, which they hear too
-/// (`kinds::fair::wait`): all of them, each one attempt (an operator's rare act; a release names
-/// only the head). A node cannot tell a broken holder from a waiter whose grant there was on too few
-/// nodes and not yet taken back: such a waiter loses its place on that node too, as the holder on it
-/// (mutual exclusion holds: the next holder still needs the head on a majority).
-pub(super) const FORCE_ENDS_HOLDER: &str =
-    concat!("if v then redis.call('DEL', ", live!("v"), ") end");
-
 /// The most dead entries one script removes (about 2.5 ms of a node's time on a 2-core VM): a
 /// queue that many waiters left without a leave (a fleet killed at once) is drained over several
 /// scripts instead of stalling the node for all of it in one, past every client's deadline.
@@ -91,6 +80,26 @@ macro_rules! wake {
         )
     };
 }
+
+/// A forced release ends the holder's place by deleting its live key (`v`: the value the resource
+/// key holds, see `crate::protocol::operator`): the next attempt drops the entry as dead (the queue
+/// is kept: its entries expire on their own). Then it wakes the queue's first live entry among its
+/// first ten, by name, as a release does: that waiter is the head now and its attempt takes the
+/// key. None live there (a fleet killed with its holder): the waiters try at their keepalive. The
+/// queue's commands run only where it exists, so a user without the fair lock's rights may still
+/// break other kinds. A node cannot tell a broken holder from a waiter whose grant there was on too
+/// few nodes and not yet taken back: such a waiter loses its place on that node too, as the holder
+/// on it (mutual exclusion holds: the next holder still needs the head on a majority).
+pub(super) const FORCE_ENDS_HOLDER: &str = concat!(
+    "if v then redis.call('DEL', ",
+    live!("v"),
+    ") end local fq = KEYS[1] .. ':fair:q' if redis.call('EXISTS', fq) == 1 then \
+for _, h in ipairs(redis.call('ZRANGE', fq, 0, 9)) do if h ~= v and redis.call('EXISTS', ",
+    live!("h"),
+    ") == 1 then ",
+    wake!("h"),
+    "break end end end"
+);
 
 /// Where a script stopped pruning at `prune!` entries (`more`), the head is unknown: a waiter
 /// behind the dead run is woken so its attempt drops the next ones, and a live waiter behind a long

@@ -71,15 +71,12 @@ impl FairWait<'_> {
         let value = LockValue::tagged(self.core.tag(), code)
             .map_err(|e| LockError::Random(e.to_string()))?;
         let key = &target.keys.as_slice()[0];
-        // Woken only by messages naming us (we are a node's new head) or naming nobody, on our
-        // engine's channel or the key's (an operator's forced release, which names nobody); the
-        // keepalive pause is the safety net for lost ones.
+        // Woken only by messages naming us (we are a node's new head, also after an operator's
+        // forced release) or naming nobody; the keepalive pause is the safety net for lost ones.
         let notify = s.notify_releases.then(|| {
-            self.core.notifier().subscribe_with_key(
-                &wake_channel(key, value),
-                key,
-                wake_name(value),
-            )
+            self.core
+                .notifier()
+                .subscribe_lingering(&wake_channel(key, value), wake_name(value))
         });
         let listens = notify.is_some()
             && self.core.notifier().heard_nodes() >= quorum(self.core.nodes().len());

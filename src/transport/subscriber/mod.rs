@@ -111,11 +111,17 @@ impl Notifier {
         self.subscribe_as(channel, None, false, None)
     }
 
-    /// A named waiter (a plain lock's, `crate::protocol::handoff`; a fair lock's): subscribed to
-    /// its own channel `own` as `name` (woken by messages naming it or nobody, not by messages
-    /// naming another waiter; names are unique per waiter), and to the key's `key`, where a release
-    /// that cannot name a waiter (a node's native release, an older client's, an operator's forced
-    /// release) wakes everyone with an empty message. Both lingering (module doc), one signal.
+    /// Subscribes to `channel` as `name`, lingering (module doc): woken by messages naming it (or
+    /// naming nobody), not by messages naming another waiter. For a channel naming only our
+    /// waiters (the fair lock's); names are unique per waiter.
+    pub(crate) fn subscribe_lingering(&self, channel: &Bytes, name: Bytes) -> Subscription {
+        self.subscribe_as(channel, Some(name), true, None)
+    }
+
+    /// A plain lock's named waiter (`crate::protocol::handoff`): its own channel `own` as `name`
+    /// (as [`Self::subscribe_lingering`]), and the key's `key`, where a release that cannot name a
+    /// waiter (a node's native release, an older client's, an operator's forced release) wakes
+    /// everyone with an empty message. Both lingering, one signal.
     pub(crate) fn subscribe_with_key(&self, own: &Bytes, key: &Bytes, name: Bytes) -> Subscription {
         let mut first = self.subscribe_as(own, Some(name.clone()), true, None);
         let shared = Some(first.notify.clone());

@@ -80,8 +80,8 @@ fn a_named_message_wakes_only_its_waiter() {
     let (hub, notifier) = hub();
     let key = Bytes::from_static(b"redlock:{k}");
     let plain = notifier.subscribe(&key);
-    let a = notifier.subscribe_as(&key, Some(Bytes::from_static(b"aaaa")), true, None);
-    let b = notifier.subscribe_as(&key, Some(Bytes::from_static(b"bbbb")), true, None);
+    let a = notifier.subscribe_lingering(&key, Bytes::from_static(b"aaaa"));
+    let b = notifier.subscribe_lingering(&key, Bytes::from_static(b"bbbb"));
     let node = conn();
     let mut framer = Framer::new(Limits::default());
     let woken = |buf: &mut BytesMut, framer: &mut Framer| {
