@@ -151,7 +151,8 @@ async fn an_operator_user_can_also_force_release_but_not_take_locks() {
         writer.release(lock).await,
         Err(LockError::AlreadyExpired)
     ));
-    // A fair lock: its holder's place ends and the queue's waiters are woken, with these rights.
+    // A fair lock: its holder's place ends (the live key's DEL, the queue read for a waiter to
+    // wake) with these rights, and the lock is free again at once.
     let fair = writer.acquire_fair("broken-fair", TTL).await.unwrap();
     let forced = e.force_release("broken-fair").await.unwrap();
     assert_eq!((forced.answered, forced.deleted_on), (3, 3), "{forced:?}");
