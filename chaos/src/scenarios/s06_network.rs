@@ -1,6 +1,8 @@
 //! Scenario 6: latency and blackholes between clients and nodes, through one [`Proxy`] per node: delay
-//! (below and above the node deadline), drop, hang (with late delivery), reset, a hung majority, and
-//! delays close to the TTL. An acquire must fail rather than return a lock with validity <= 0.
+//! (below and above the node deadline), drop, hang (with late delivery), reset, a hung majority,
+//! connections cut in silence on two nodes (the clients must notice and reconnect: two other nodes
+//! hung after that leave a majority only with the cut ones back), and delays close to the TTL. An
+//! acquire must fail rather than return a lock with validity <= 0.
 //!
 //! Delays close to the TTL only matter to a client whose node deadline is close to its TTL, so a second
 //! kind of client runs alongside the background: TTL 200 ms, node deadline 199 ms, no minimum validity.
@@ -23,14 +25,26 @@ const NEAR_DEADLINE_MS: u64 = 199;
 /// Per-direction delays of the near-TTL sweep.
 const NEAR_DELAYS_MS: [u64; 4] = [90, 96, 98, 100];
 
-/// One step of the timeline: a name, the mode of each proxy.
+/// The step after the silent cut: long enough for every client to find its cut connections dead
+/// (one to two `connect_timeout`s of 1 s after the first unanswered request) and reconnect.
+const AFTER_CUT: Duration = Duration::from_millis(3500);
+
+/// One step of the timeline: a name, the mode of each proxy, how many proxies (the first ones) cut
+/// their connections in silence as it starts, and its length when not the usual one.
 struct Step {
     name: String,
     modes: [Mode; NODES],
+    sever: usize,
+    len: Option<Duration>,
 }
 
 fn on_first(n: usize, mode: Mode) -> [Mode; NODES] {
     std::array::from_fn(|i| if i < n { mode } else { Pass })
+}
+
+/// Nodes 2 and 3 hung, the rest passing: a majority only with nodes 0 and 1.
+fn on_middle(mode: Mode) -> [Mode; NODES] {
+    std::array::from_fn(|i| if i == 2 || i == 3 { mode } else { Pass })
 }
 
 fn timeline() -> Vec<Step> {
@@ -52,20 +66,47 @@ fn timeline() -> Vec<Step> {
     .map(|(name, modes)| Step {
         name: name.to_string(),
         modes,
+        sever: 0,
+        len: None,
     })
     .collect::<Vec<_>>();
+    steps.push(Step {
+        name: "cut in silence on 2 nodes".into(),
+        modes: [Pass; NODES],
+        sever: 2,
+        len: Some(AFTER_CUT),
+    });
+    steps.push(Step {
+        name: CUT_CHECK.into(),
+        modes: on_middle(Hang),
+        sever: 0,
+        len: None,
+    });
+    steps.push(Step {
+        name: "pass (late delivery)".into(),
+        modes: [Pass; NODES],
+        sever: 0,
+        len: None,
+    });
     for d in NEAR_DELAYS_MS {
         steps.push(Step {
             name: format!("near-TTL delay {d} ms"),
             modes: [Delay(ms(d)); NODES],
+            sever: 0,
+            len: None,
         });
     }
     steps.push(Step {
         name: "pass".into(),
         modes: [Pass; NODES],
+        sever: 0,
+        len: None,
     });
     steps
 }
+
+/// The step whose grants show the cut nodes back: nodes 2 and 3 hung after the cut.
+const CUT_CHECK: &str = "hang on nodes 2 and 3 after the cut";
 
 pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
     env.start_proxies().await?;
@@ -93,8 +134,11 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         for (proxy, mode) in env.proxies.iter().zip(step.modes) {
             proxy.set(mode);
         }
+        for proxy in env.proxies.iter().take(step.sever) {
+            proxy.sever();
+        }
         let start = mark();
-        wait(step_len).await;
+        wait(step.len.unwrap_or(step_len)).await;
         marks.push((step.name, start, mark()));
     }
     env.top_up(ctx).await;
@@ -113,6 +157,19 @@ pub async fn run(env: &mut Env, ctx: &Ctx) -> Result<Findings, String> {
         ms(hung_lat.last().copied().unwrap_or(0))
     ));
     f.expect(hung_grants == 0, "a grant while 3 of 5 nodes were hung");
+    let (_, cut_from, cut_to) = marks
+        .iter()
+        .find(|(name, _, _)| name == CUT_CHECK)
+        .cloned()
+        .expect("the timeline has the cut's check");
+    let back = f.logs.grants_within(cut_from, cut_to).count();
+    f.extra(format!(
+        "after 2 nodes' connections were cut in silence, with 2 others hung: grants {back}"
+    ));
+    f.expect(
+        back > 0,
+        "no grant with 2 nodes hung after 2 others' connections were cut: the cut ones never came back",
+    );
 
     let mut near_logs = Logs::default();
     near_logs
