@@ -1,6 +1,6 @@
 //! One node's subscriber connection (`super`'s): connect, subscribe to every wanted channel,
-//! deliver messages to the registry, `PING` while quiet and reconnect when it falls silent
-//! (`transport::stall`), reconnect with backoff.
+//! deliver messages to the registry, `PING` once a period with nothing owed and reconnect when it
+//! falls silent (`transport::stall`), reconnect with backoff.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
