@@ -38,6 +38,18 @@ struct Step {
     len: Option<Duration>,
 }
 
+impl Step {
+    /// A step of the usual length that only sets the proxies' modes.
+    fn modes(name: impl Into<String>, modes: [Mode; NODES]) -> Self {
+        Self {
+            name: name.into(),
+            modes,
+            sever: 0,
+            len: None,
+        }
+    }
+}
+
 fn on_first(n: usize, mode: Mode) -> [Mode; NODES] {
     std::array::from_fn(|i| if i < n { mode } else { Pass })
 }
@@ -63,12 +75,7 @@ fn timeline() -> Vec<Step> {
         ("pass (late delivery)", [Pass; NODES]),
     ]
     .into_iter()
-    .map(|(name, modes)| Step {
-        name: name.to_string(),
-        modes,
-        sever: 0,
-        len: None,
-    })
+    .map(|(name, modes)| Step::modes(name, modes))
     .collect::<Vec<_>>();
     steps.push(Step {
         name: "cut in silence on 2 nodes".into(),
@@ -76,32 +83,15 @@ fn timeline() -> Vec<Step> {
         sever: 2,
         len: Some(AFTER_CUT),
     });
-    steps.push(Step {
-        name: CUT_CHECK.into(),
-        modes: on_middle(Hang),
-        sever: 0,
-        len: None,
-    });
-    steps.push(Step {
-        name: "pass (late delivery)".into(),
-        modes: [Pass; NODES],
-        sever: 0,
-        len: None,
-    });
+    steps.push(Step::modes(CUT_CHECK, on_middle(Hang)));
+    steps.push(Step::modes("pass (late delivery)", [Pass; NODES]));
     for d in NEAR_DELAYS_MS {
-        steps.push(Step {
-            name: format!("near-TTL delay {d} ms"),
-            modes: [Delay(ms(d)); NODES],
-            sever: 0,
-            len: None,
-        });
+        steps.push(Step::modes(
+            format!("near-TTL delay {d} ms"),
+            [Delay(ms(d)); NODES],
+        ));
     }
-    steps.push(Step {
-        name: "pass".into(),
-        modes: [Pass; NODES],
-        sever: 0,
-        len: None,
-    });
+    steps.push(Step::modes("pass", [Pass; NODES]));
     steps
 }
 
