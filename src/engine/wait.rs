@@ -170,13 +170,15 @@ impl Core {
                 return Err(err);
             }
             // The wait's end: its own time (a deadline) says `Timeout`, the retry budget the loss.
-            let end = |err: LockError| match deadline {
+            let end_with = |err: LockError| match deadline {
                 Some(_) => Err(timeout(attempts, err)),
                 None => Err(err),
             };
             let (pause, free) = match waiter.next(&err, self.settings().retry.next_delay()).await {
                 // No round starts after the budget's end, however it was decided.
-                Next::AtOnce if budget_end.is_some_and(|e| Instant::now() >= e) => return end(err),
+                Next::AtOnce if budget_end.is_some_and(|e| Instant::now() >= e) => {
+                    return end_with(err)
+                }
                 Next::AtOnce => {
                     counted = counted.saturating_sub(1);
                     last = Some(err);
@@ -184,16 +186,23 @@ impl Core {
                 }
                 Next::Pause { pause, free } => (pause, free),
             };
-            if budget_end.is_some_and(|e| Instant::now() + pause >= e) {
-                return end(err);
-            }
-            self.metrics().retry();
+            let mut until = Instant::now() + pause;
+            // The pause would outlast the wait. The retry budget ends it now; the call's own time
+            // (a deadline) is waited out, listening: a release heard before the deadline still
+            // gets its round, and a caller who asked to wait up to `d` is not answered earlier.
+            let final_stretch = match (deadline, budget_end) {
+                (None, Some(end)) if until >= end => return end_with(err),
+                (Some(_), Some(end)) if until >= end => {
+                    until = end;
+                    true
+                }
+                _ => false,
+            };
             // A subscription the kind began after the round: one immediate wake-up covers a
             // release that landed before it was active.
             if woken.is_none() {
                 woken = armed(waiter.wake());
             }
-            let until = Instant::now() + pause;
             let mut heard = false;
             loop {
                 let ended = pause_until(&mut woken, until, waiter).await;
@@ -203,10 +212,13 @@ impl Core {
                         lock.set_attempts(attempts);
                         return Ok(*lock);
                     }
+                    // Out of time with nothing heard: no round starts at the deadline.
+                    After::Round if final_stretch && ended == Ended::Timer => return end_with(err),
                     After::Round => break,
                     After::Wait => {}
                 }
             }
+            self.metrics().retry();
             if free || heard {
                 // Woken by a release (or the kind's own early retry): this retry is free.
                 counted = counted.saturating_sub(1);
