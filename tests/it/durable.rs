@@ -20,11 +20,11 @@ struct AofNode {
 
 impl AofNode {
     fn start(fsync: &str, extra: &[&str]) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "redlock-durable-{}-{}",
-            std::process::id(),
-            crate::common::free_port()
-        ));
+        // A counter, not a free port's number: two nodes of one process must never share a
+        // directory (the port, free when asked, may be handed out twice).
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("redlock-durable-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let dir_arg = dir.to_string_lossy().into_owned();
         let mut args = vec![
@@ -41,6 +41,39 @@ impl AofNode {
             dir,
         }
     }
+}
+
+impl AofNode {
+    /// What the node holds and read from its directory, for a failure's message.
+    fn what_it_has(&self) -> String {
+        let files: Vec<String> = walk(&self.dir)
+            .into_iter()
+            .map(|(path, len)| format!("{path} ({len} bytes)"))
+            .collect();
+        let info = self.node.cmd_str(&["INFO", "persistence"]);
+        let facts: Vec<&str> = info
+            .lines()
+            .filter(|l| l.starts_with("loading:") || l.starts_with("aof_"))
+            .collect();
+        format!(
+            "DBSIZE {}, {facts:?}, files {files:?}",
+            self.node.cmd_str(&["DBSIZE"])
+        )
+    }
+}
+
+/// Every file under `dir`, with its length.
+fn walk(dir: &std::path::Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        match entry.metadata() {
+            Ok(m) if m.is_dir() => out.extend(walk(&path)),
+            Ok(m) => out.push((path.display().to_string(), m.len())),
+            Err(_) => {}
+        }
+    }
+    out
 }
 
 impl Drop for AofNode {
@@ -89,7 +122,8 @@ async fn a_durable_node_votes_at_once_and_keeps_its_locks_across_kill_9() {
     nodes[0].node.restart(); // kill -9, then start again on the same port and directory
     assert!(
         nodes[0].node.exists(b"redlock:{ledger}"),
-        "the AOF brought the key back"
+        "the AOF brought the key back: {}",
+        nodes[0].what_it_has()
     );
     let b = engine(urls).await;
     let stolen = b.try_acquire(b"ledger", TTL).await;
