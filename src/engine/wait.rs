@@ -120,6 +120,7 @@ impl Core {
     /// (its deadline) ends it with [`LockError::Timeout`] naming the last loss; the retry budget, an
     /// error that is not retryable, or `retry_count` counted losses in a row end it with the last
     /// loss itself. Retries at once, after a wake-up or as the kind's early retry do not count.
+    /// A last pause that would pass the deadline is cut to it, still listening.
     pub(crate) async fn wait_for(
         &self,
         waiter: &mut impl Waiter,
@@ -212,8 +213,11 @@ impl Core {
                         lock.set_attempts(attempts);
                         return Ok(*lock);
                     }
-                    // Out of time with nothing heard: no round starts at the deadline.
-                    After::Round if final_stretch && ended == Ended::Timer => return end_with(err),
+                    // A release heard in time gets its round if that can still start before
+                    // the deadline; no round starts at or after it, however the pause ended.
+                    After::Round if final_stretch && Instant::now() >= until => {
+                        return end_with(err)
+                    }
                     After::Round => break,
                     After::Wait => {}
                 }
