@@ -55,7 +55,11 @@ async fn a_dropped_guard_releases_at_once_for_every_kind() {
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(dropped.elapsed() < Duration::from_secs(2), "{name}");
             taken.release().await.unwrap();
-            assert!(free(&a, &resource).await, "{name}: something left behind");
+            // Read through the engine that released: a release returns once a majority confirmed
+            // it, and the other engine's read could reach the last node before the release does
+            // (its one connection per node puts this read behind it, and behind its refused
+            // attempt's leave).
+            assert!(free(&b, &resource).await, "{name}: something left behind");
         }
     })
     .await;
