@@ -139,6 +139,8 @@ impl Core {
         let mut counted = 0u32;
         // The last round's loss, for a `Timeout` that ends the wait before the next round is sent.
         let mut last: Option<LockError> = None;
+        // The wait's one last round, just before its deadline, has been given.
+        let mut last_round = false;
         loop {
             if self.is_closed() {
                 // Shut down while waiting: the kind's guards give up what it holds of the wait.
@@ -191,8 +193,15 @@ impl Core {
             // The pause would outlast the wait. The retry budget ends it now; the call's own time
             // (a deadline) is waited out, listening: a release heard before the deadline still
             // gets its round, and a caller who asked to wait up to `d` is not answered earlier.
+            // First one last round just before the deadline, for what no message tells (a waiter
+            // that hears nothing, keys that expired, a message lost); then the rest, listening.
             let final_stretch = match (deadline, budget_end) {
                 (None, Some(end)) if until >= end => return end_with(err),
+                (Some(_), Some(end)) if until >= end && !last_round => {
+                    last_round = true;
+                    until = end.checked_sub(LAST_ROUND_LEAD).unwrap_or(end);
+                    false
+                }
                 (Some(_), Some(end)) if until >= end => {
                     until = end;
                     true
@@ -231,6 +240,10 @@ impl Core {
         }
     }
 }
+
+/// How long before its deadline a wait's last round starts: a round started before the deadline
+/// runs with its full node deadline, so this only has to put the start before it.
+const LAST_ROUND_LEAD: Duration = Duration::from_millis(1);
 
 /// The wait's own time ran out, after `attempts` rounds, the last lost with `last`.
 fn timeout(attempts: u32, last: LockError) -> LockError {

@@ -193,3 +193,33 @@ async fn a_release_heard_in_the_last_pause_of_a_bounded_wait_is_taken() {
     );
     assert!(start.elapsed() >= LIMIT, "{:?}", start.elapsed());
 }
+
+/// A waiter that hears no release still gets one last round just before its deadline, when its
+/// next pause would outlast the wait: a lock freed meanwhile is taken. Before, such a wait gave up
+/// at once (or, listening, slept to the deadline) with no last round.
+#[tokio::test]
+async fn a_wait_that_hears_nothing_gets_a_last_round_before_its_deadline() {
+    const LIMIT: Duration = Duration::from_millis(800);
+    let (_cluster, holder, waiter) = holder_and_waiter(|base| Config {
+        retry_delay: Duration::from_secs(5),
+        retry_jitter: Duration::ZERO,
+        notify_releases: false, // deaf: only a round can find it free
+        ..base
+    })
+    .await;
+    let guard = holder.lock("last-round").ttl(TTL).once().await.unwrap();
+    let release = async {
+        tokio::time::sleep(LIMIT / 2).await;
+        guard.release().await.unwrap();
+    };
+    let start = Instant::now();
+    let (_, taken) = tokio::join!(
+        release,
+        waiter.lock("last-round").ttl(TTL).wait_up_to(LIMIT)
+    );
+    let took = start.elapsed();
+    let guard = taken.expect("the last round before the deadline found the lock free");
+    // Taken by that last round, just before the deadline (not by a retry at its pause).
+    assert!(took >= LIMIT - Duration::from_millis(50), "{took:?}");
+    guard.release().await.unwrap();
+}

@@ -455,9 +455,9 @@ impl Waiter for Places<'_> {
             // got 59-190 grants a second. What no message tells (a holder or a head that died, whose keys
             // expire) is noticed at the keepalive, at most a quarter TTL after they expired.
             LockError::Contended { .. } if self.listens && self.placed.is_some() => {
-                // Just short of the budget's end, so one last round goes before it: a pause
-                // reaching the end would end the wait without one (at once for the retry budget,
-                // at the deadline otherwise).
+                // Just short of the budget's end, so one last round goes before it: the wait
+                // loop gives a deadline's last round itself, but a pause reaching the retry
+                // budget's end would end the wait at once, without one.
                 let left = self.until.map(|end| {
                     end.saturating_duration_since(Instant::now())
                         .saturating_sub(Duration::from_millis(1))
