@@ -72,8 +72,9 @@ async fn waiters_in_several_engines_get_it_in_arrival_order() {
     let refs: Vec<&RedisNode> = cluster.iter().collect();
     let order = order_of(&engines, &refs, "order", 8).await;
     assert_eq!(order, (0..8).collect::<Vec<_>>());
-    // Every queue drained.
-    assert!(cluster.iter().all(|n| queued(n, "order") == 0));
+    // Every queue drained (the last release returned at a majority: the last node may lag).
+    let drained = || cluster.iter().all(|n| queued(n, "order") == 0);
+    assert!(crate::common::eventually(Duration::from_secs(2), drained).await);
 }
 
 #[tokio::test]
@@ -185,9 +186,12 @@ async fn a_fair_lock_extends_renews_excludes_and_reports_like_a_lock() {
     tokio::time::sleep(Duration::from_millis(900)).await;
     assert!(!renewed.is_lost());
     renewed.release().await.unwrap();
-    assert!(cluster
-        .iter()
-        .all(|n| !n.exists(b"redlock:{like}") && queued(n, "like") == 0));
+    let gone = || {
+        cluster
+            .iter()
+            .all(|n| !n.exists(b"redlock:{like}") && queued(n, "like") == 0)
+    };
+    assert!(crate::common::eventually(Duration::from_secs(2), gone).await);
     assert!(matches!(
         e.acquire_fair("", TTL).await,
         Err(LockError::InvalidInput(_))

@@ -56,7 +56,8 @@ async fn exclusive_locks_work_on_native_commands_and_script_kinds_are_refused_at
     tokio::time::sleep(Duration::from_millis(50)).await;
     e.release(lock).await.expect("release");
     waiter.await.unwrap();
-    assert!(nodes.iter().all(|n| !n.exists(b"redlock:{plain}")));
+    // The waiter's release returned at a majority: the last node may still be running it.
+    assert!(crate::common::nowhere(&nodes, b"redlock:{plain}", Duration::from_secs(2)).await);
 
     // Kinds with scripts: refused before anything is sent, naming a node.
     let port = |why: &str| nodes.iter().any(|n| why.contains(&n.port.to_string()));
