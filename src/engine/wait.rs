@@ -195,19 +195,16 @@ impl Core {
             // gets its round, and a caller who asked to wait up to `d` is not answered earlier.
             // First one last round just before the deadline, for what no message tells (a waiter
             // that hears nothing, keys that expired, a message lost); then the rest, listening.
-            let final_stretch = match (deadline, budget_end) {
-                (None, Some(end)) if until >= end => return end_with(err),
-                (Some(_), Some(end)) if until >= end && !last_round => {
-                    last_round = true;
-                    until = end.checked_sub(LAST_ROUND_LEAD).unwrap_or(end);
-                    false
+            if let Some(end) = budget_end.filter(|end| until >= *end) {
+                match deadline {
+                    None => return end_with(err),
+                    Some(_) if !last_round => {
+                        last_round = true;
+                        until = end.checked_sub(LAST_ROUND_LEAD).unwrap_or(end);
+                    }
+                    Some(_) => until = end,
                 }
-                (Some(_), Some(end)) if until >= end => {
-                    until = end;
-                    true
-                }
-                _ => false,
-            };
+            }
             // A subscription the kind began after the round: one immediate wake-up covers a
             // release that landed before it was active.
             if woken.is_none() {
@@ -222,9 +219,10 @@ impl Core {
                         lock.set_attempts(attempts);
                         return Ok(*lock);
                     }
-                    // A release heard in time gets its round if that can still start before
-                    // the deadline; no round starts at or after it, however the pause ended.
-                    After::Round if final_stretch && Instant::now() >= until => {
+                    // No round starts at or after the deadline, however the pause ended (a
+                    // wake-up handled past it): a release heard in time gets its round only if
+                    // that can still start before it.
+                    After::Round if deadline.is_some_and(|d| Instant::now() >= d) => {
                         return end_with(err)
                     }
                     After::Round => break,
@@ -242,8 +240,10 @@ impl Core {
 }
 
 /// How long before its deadline a wait's last round starts: a round started before the deadline
-/// runs with its full node deadline, so this only has to put the start before it.
-const LAST_ROUND_LEAD: Duration = Duration::from_millis(1);
+/// runs with its full node deadline, so this only has to put the start before it, past the timer's
+/// rounding (tokio's timers fire at the first millisecond tick at or after their instant) and a
+/// little scheduling. A pause that still ends past the deadline gives no last round.
+pub(crate) const LAST_ROUND_LEAD: Duration = Duration::from_millis(5);
 
 /// The wait's own time ran out, after `attempts` rounds, the last lost with `last`.
 fn timeout(attempts: u32, last: LockError) -> LockError {

@@ -26,7 +26,7 @@ use crate::engine::core::Core;
 use crate::engine::fanout::run;
 use crate::engine::parked::Handed;
 use crate::engine::successors::Registration;
-use crate::engine::wait::{After, Bounds, Ended, Next, Waiter};
+use crate::engine::wait::{After, Bounds, Ended, Next, Waiter, LAST_ROUND_LEAD};
 use crate::error::LockError;
 use crate::lock::Lock;
 use crate::observe::Op;
@@ -455,12 +455,12 @@ impl Waiter for Places<'_> {
             // got 59-190 grants a second. What no message tells (a holder or a head that died, whose keys
             // expire) is noticed at the keepalive, at most a quarter TTL after they expired.
             LockError::Contended { .. } if self.listens && self.placed.is_some() => {
-                // Just short of the budget's end, so one last round goes before it: the wait
-                // loop gives a deadline's last round itself, but a pause reaching the retry
-                // budget's end would end the wait at once, without one.
+                // Just short of the budget's end (the wait loop's lead), so one last round goes
+                // before it: the loop gives a deadline's last round itself, but a pause reaching
+                // the retry budget's end would end the wait at once, without one.
                 let left = self.until.map(|end| {
                     end.saturating_duration_since(Instant::now())
-                        .saturating_sub(Duration::from_millis(1))
+                        .saturating_sub(LAST_ROUND_LEAD)
                 });
                 left.map_or(keepalive, |left| left.min(keepalive))
             }
