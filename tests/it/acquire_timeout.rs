@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use crate::common::{nodes, urls, RedisNode};
-use redlock_engine::{Config, ErrorClass, LockError, Redlock, RenewPolicy};
+use redlock_engine::{Config, ErrorClass, LockError, LockGuard, Redlock, RenewPolicy};
 
 const TTL: Duration = Duration::from_secs(10);
 const TIMEOUT: Duration = Duration::from_millis(1200);
@@ -154,30 +154,39 @@ async fn a_lock_freed_before_the_acquire_timeout_is_taken() {
     guard.release().await.unwrap();
 }
 
-/// A pause longer than what is left of the wait is still waited out, listening: a release heard in
-/// it is taken. Before, such a wait gave up at once, up to a whole pause before its time.
-#[tokio::test]
-async fn a_release_heard_in_the_last_pause_of_a_bounded_wait_is_taken() {
-    const LIMIT: Duration = Duration::from_millis(800);
-    let (_cluster, holder, waiter) = holder_and_waiter(|base| Config {
-        // Every pause outlasts the wait.
-        retry_delay: Duration::from_secs(5),
-        retry_jitter: Duration::ZERO,
-        ..base
-    })
-    .await;
-    let guard = holder.lock("last-pause").ttl(TTL).once().await.unwrap();
+/// The bounded waits below: every retry pause (5 s) outlasts them.
+const LIMIT: Duration = Duration::from_millis(800);
+
+/// `waiter` waits up to [`LIMIT`] for `resource`, which `holder` holds and releases halfway
+/// through: what it got, and how long it took.
+async fn freed_halfway(
+    holder: &Redlock,
+    waiter: &Redlock,
+    resource: &str,
+) -> (Result<LockGuard, LockError>, Duration) {
+    let guard = holder.lock(resource).ttl(TTL).once().await.unwrap();
     let release = async {
         tokio::time::sleep(LIMIT / 2).await;
         guard.release().await.unwrap();
     };
     let start = Instant::now();
-    let (_, taken) = tokio::join!(
-        release,
-        waiter.lock("last-pause").ttl(TTL).wait_up_to(LIMIT)
-    );
+    let (_, taken) = tokio::join!(release, waiter.lock(resource).ttl(TTL).wait_up_to(LIMIT));
+    (taken, start.elapsed())
+}
+
+/// A pause longer than what is left of the wait is still waited out, listening: a release heard in
+/// it is taken. Before, such a wait gave up at once, up to a whole pause before its time.
+#[tokio::test]
+async fn a_release_heard_in_the_last_pause_of_a_bounded_wait_is_taken() {
+    let (_cluster, holder, waiter) = holder_and_waiter(|base| Config {
+        retry_delay: Duration::from_secs(5),
+        retry_jitter: Duration::ZERO,
+        ..base
+    })
+    .await;
+    let (taken, took) = freed_halfway(&holder, &waiter, "last-pause").await;
     let guard = taken.expect("the release in the wait's last pause was heard and taken");
-    assert!(start.elapsed() < LIMIT, "{:?}", start.elapsed());
+    assert!(took < LIMIT, "{took:?}");
     // Its first round, the retry right after its waiter mark landed, then the round the release
     // woke: a release that beat the second round (a stalled machine) would test nothing here.
     assert!(guard.attempts() >= 3, "won at attempt {}", guard.attempts());
@@ -199,7 +208,6 @@ async fn a_release_heard_in_the_last_pause_of_a_bounded_wait_is_taken() {
 /// at once (or, listening, slept to the deadline) with no last round.
 #[tokio::test]
 async fn a_wait_that_hears_nothing_gets_a_last_round_before_its_deadline() {
-    const LIMIT: Duration = Duration::from_millis(800);
     let (_cluster, holder, waiter) = holder_and_waiter(|base| Config {
         retry_delay: Duration::from_secs(5),
         retry_jitter: Duration::ZERO,
@@ -207,17 +215,7 @@ async fn a_wait_that_hears_nothing_gets_a_last_round_before_its_deadline() {
         ..base
     })
     .await;
-    let guard = holder.lock("last-round").ttl(TTL).once().await.unwrap();
-    let release = async {
-        tokio::time::sleep(LIMIT / 2).await;
-        guard.release().await.unwrap();
-    };
-    let start = Instant::now();
-    let (_, taken) = tokio::join!(
-        release,
-        waiter.lock("last-round").ttl(TTL).wait_up_to(LIMIT)
-    );
-    let took = start.elapsed();
+    let (taken, took) = freed_halfway(&holder, &waiter, "last-round").await;
     let guard = taken.expect("the last round before the deadline found the lock free");
     // Taken by that last round, just before the deadline (not by a retry at its pause).
     assert!(took >= LIMIT - Duration::from_millis(50), "{took:?}");
